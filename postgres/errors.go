@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SQLSTATE returns the PostgreSQL error code carried by err, or "".
+func SQLSTATE(err error) string {
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) {
+		return se.SQLState()
+	}
+	return ""
+}
+
+// Fatal reports whether err describes a deployment problem that will not go
+// away without intervention: a missing table or column, a column of the
+// wrong type, a missing privilege, a failed login, a missing database, or a
+// connection pooler that rejects named prepared statements. It is the signal
+// worth alerting on.
+func Fatal(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se *StatementError
+	if errors.As(err, &se) && se.pooler {
+		return true
+	}
+	switch SQLSTATE(err) {
+	case "42P01", // undefined_table
+		"42703", // undefined_column
+		"42883", // undefined_function
+		"42804", // datatype_mismatch
+		"42501", // insufficient_privilege
+		"28000", // invalid_authorization_specification
+		"28P01", // invalid_password
+		"3D000", // invalid_catalog_name
+		"3F000", // invalid_schema_name
+		"26000", // invalid_sql_statement_name
+		"42P05": // duplicate_prepared_statement
+		return true
+	}
+	return false
+}
+
+// Retryable reports whether err is a transient condition expected to clear
+// on its own: a dropped or refused connection, a server shutting down or
+// starting, a serialization failure or deadlock, a statement that timed out
+// or was cancelled, too many connections, a read-only server (a primary
+// failing over). Retrying never implies that a lease is still held.
+func Retryable(err error) bool {
+	if err == nil || Fatal(err) {
+		return false
+	}
+	if code := SQLSTATE(err); code != "" {
+		switch {
+		case strings.HasPrefix(code, "08"), // connection_exception
+			strings.HasPrefix(code, "53"),  // insufficient_resources
+			strings.HasPrefix(code, "57P"), // admin/crash shutdown, cannot connect now
+			code == "40001",                // serialization_failure
+			code == "40P01",                // deadlock_detected
+			code == "55P03",                // lock_not_available
+			code == "57014",                // query_canceled (statement_timeout)
+			code == "25006":                // read_only_sql_transaction
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &ne) ||
+		pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		isConnectError(err)
+}
+
+func isConnectError(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
+}
+
+// StatementError is the error of a statement on the lease tables. It names
+// the operation and the table, keeps the driver's error for errors.Is/As,
+// and carries a hint where one is known.
+type StatementError struct {
+	Op    string // "claim", "renew", ...
+	Table string
+	Err   error
+	Hint  string
+	// pooler is set when the error shows a connection pooler in transaction
+	// mode rejecting named prepared statements.
+	pooler bool
+}
+
+func (e *StatementError) Error() string {
+	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+func (e *StatementError) Unwrap() error { return e.Err }
+
+// PoolerHint is the advice given when a pooler rejects named prepared
+// statements.
+const PoolerHint = "a connection pooler in transaction mode cannot keep named prepared statements: " +
+	"open the database with default_query_exec_mode=exec (or simple_protocol) in the DSN"
+
+// wrapErr wraps a statement's error with the operation, the table and a hint
+// for the failures a deployment can fix.
+func (s *Store) wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &StatementError{Op: op, Table: s.cfg.Table, Err: err}
+	switch code := SQLSTATE(err); {
+	case code == "42P01":
+		e.Hint = "the lease tables do not exist: create them (nodeid init, table creation on first use, or the DDL of SchemaSQL)"
+	case code == "42703" || code == "42804":
+		e.Hint = "the table does not have the expected columns: compare it with the DDL of SchemaSQL"
+	case code == "42501":
+		e.Hint = fmt.Sprintf("the role needs SELECT, INSERT and UPDATE on %s and %s", s.cfg.Table, s.cfg.HistoryTable())
+	case code == "25006":
+		e.Hint = "the server is read-only: point the DSN at the primary"
+	case code == "26000" || code == "42P05" || looksLikePooler(err):
+		e.Hint, e.pooler = PoolerHint, true
+	}
+	return e
+}
+
+// looksLikePooler recognises the messages PgBouncer and the driver produce
+// when named prepared statements meet transaction pooling.
+func looksLikePooler(err error) bool {
+	m := err.Error()
+	return strings.Contains(m, "prepared statement") &&
+		(strings.Contains(m, "does not exist") || strings.Contains(m, "already exists"))
+}

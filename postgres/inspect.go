@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// State is the state of a node ID's row at the server's now().
+type State string
+
+// The states of a row.
+const (
+	Free    State = "free"    // never claimed, or released
+	Held    State = "held"    // leased and unexpired
+	Expired State = "expired" // leased, lapsed, not yet claimed again
+)
+
+// Row is one row of the lease table.
+type Row struct {
+	NodeID     int64
+	Owner      string
+	Epoch      int64
+	AcquiredAt time.Time // zero if never claimed
+	ExpiresAt  time.Time // zero if free
+	HorizonMs  int64
+}
+
+// State returns the row's state at the server time now.
+func (r Row) State(now time.Time) State {
+	switch {
+	case r.ExpiresAt.IsZero():
+		return Free
+	case r.ExpiresAt.Before(now):
+		return Expired
+	}
+	return Held
+}
+
+const listTemplate = `SELECT node_id, owner, epoch, acquired_at,
+    CASE WHEN isfinite(expires_at) THEN expires_at END, horizon_ms, now()
+FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer ORDER BY node_id`
+
+// List returns every row of the range, ordered by node ID, and the server's
+// now() of the same statement.
+func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, s.listSQL, s.cfg.MinNode, s.cfg.MaxNode)
+	if err != nil {
+		return nil, time.Time{}, s.wrapErr("list", err)
+	}
+	defer rows.Close()
+	var (
+		out []Row
+		now time.Time
+	)
+	for rows.Next() {
+		var (
+			r                 Row
+			acquired, expires sql.NullTime
+		)
+		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &now); err != nil {
+			return nil, time.Time{}, s.wrapErr("list", err)
+		}
+		r.AcquiredAt, r.ExpiresAt = acquired.Time, expires.Time
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, s.wrapErr("list", err)
+	}
+	if now.IsZero() { // an empty range still needs the server's time
+		if err := s.db.QueryRowContext(ctx, `SELECT now()`).Scan(&now); err != nil {
+			return nil, time.Time{}, s.wrapErr("list", err)
+		}
+	}
+	return out, now, nil
+}
+
+// Claimed is one claim of a node ID, from the history table. A claim may
+// have stamped IDs only in the milliseconds (FromMs, HorizonMs].
+type Claimed struct {
+	NodeID     int64
+	Epoch      int64
+	Owner      string
+	AcquiredAt time.Time
+	FromMs     int64     // the previous holder's horizon
+	EndedAt    time.Time // zero while the claim lasts
+	EndReason  string    // "released", "expired", "evicted"; "" while it lasts
+	HorizonMs  int64     // the claim's horizon: final when ended, else the current one
+}
+
+// The open claim's horizon is the lease row's current one.
+const historyColumns = `h.node_id, h.epoch, h.owner, h.acquired_at, h.from_ms, h.ended_at,
+    COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms)`
+
+const historyTemplate = `SELECT ` + historyColumns + `
+FROM {h} AS h JOIN {t} AS t USING (node_id)
+WHERE h.node_id = $1::integer ORDER BY h.epoch DESC LIMIT $2::integer`
+
+// History returns the latest limit claims of node ID node, newest first.
+func (s *Store) History(ctx context.Context, node int64, limit int) ([]Claimed, error) {
+	return s.claims(ctx, "history", s.historySQL, node, limit)
+}
+
+const whoTemplate = `SELECT ` + historyColumns + `
+FROM {h} AS h JOIN {t} AS t USING (node_id)
+WHERE h.node_id = $1::integer AND h.from_ms < $2::bigint
+  AND COALESCE(h.horizon_ms, t.horizon_ms) >= $2::bigint
+ORDER BY h.epoch`
+
+// Who returns the claims of node ID node that may have stamped an ID in unix
+// millisecond ms. Horizons partition each node ID's time line, so for an ID
+// minted by a fenced generator there is exactly one; none means no claim
+// recorded in the history covers it.
+func (s *Store) Who(ctx context.Context, node, ms int64) ([]Claimed, error) {
+	return s.claims(ctx, "who", s.whoSQL, node, ms)
+}
+
+func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Claimed, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.wrapErr(op, err)
+	}
+	defer rows.Close()
+	var out []Claimed
+	for rows.Next() {
+		var (
+			c     Claimed
+			ended sql.NullTime
+		)
+		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs); err != nil {
+			return nil, s.wrapErr(op, err)
+		}
+		c.EndedAt = ended.Time
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrapErr(op, err)
+	}
+	return out, nil
+}
+
+const pruneTemplate = `DELETE FROM {h}
+WHERE ended_at IS NOT NULL AND ended_at < now() - $1::bigint * interval '1 millisecond'`
+
+// PruneHistory deletes the history of claims that ended more than olderThan
+// ago, and returns how many rows it deleted. Claims still open are kept.
+func (s *Store) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.pruneSQL, olderThan.Milliseconds())
+	if err != nil {
+		return 0, s.wrapErr("prune history", err)
+	}
+	return res.RowsAffected()
+}
