@@ -1,0 +1,109 @@
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// EnvRequire set to 1 turns "no database available" from a skip into a
+// failure. CI sets it.
+const EnvRequire = "NODEID_TEST_REQUIRE_DB"
+
+var shared struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Main runs the tests of a package, stops the server they shared, and fails
+// the run if any goroutine outlives the tests: call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared.srv != nil {
+		_ = shared.srv.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Unavailable skips the test because no database could be had, or fails it
+// when NODEID_TEST_REQUIRE_DB=1.
+func Unavailable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("no PostgreSQL for this test (%s=1): %v", EnvRequire, err)
+	}
+	t.Skipf("no PostgreSQL for this test (set %s=1 to fail instead): %v", EnvRequire, err)
+}
+
+// Shared returns the server shared by the tests of this process, starting it
+// on first use. Tests must not stop or restart it: see NewServer.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.srv, shared.err = Start(ctx)
+	})
+	if shared.err != nil {
+		Unavailable(t, shared.err)
+	}
+	return shared.srv
+}
+
+// NewServer starts a server of the test's own, which it may stop, restart
+// and kill; it is closed when the test ends.
+func NewServer(t testing.TB, settings ...string) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := StartOwn(ctx, settings...)
+	if err != nil {
+		Unavailable(t, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// NewDB creates a fresh database on the shared server and returns a handle
+// to it and its DSN. Both are dropped when the test ends.
+func NewDB(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	return Shared(t).NewDB(t)
+}
+
+// NewDB creates a fresh database on s, dropped when the test ends, and
+// returns a handle to it and its DSN.
+func (s *Server) NewDB(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name, err := s.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := s.DSN(name)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = s.DropDatabase(ctx, name)
+	})
+	return db, dsn
+}
