@@ -53,6 +53,9 @@ func NewStore(db *sql.DB, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// DB returns the database handle of the Store.
+func (s *Store) DB() *sql.DB { return s.db }
+
 // Config returns the table and range of the Store.
 func (s *Store) Config() Config { return s.cfg }
 

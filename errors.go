@@ -1,0 +1,70 @@
+package nodeid
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Match them with errors.Is: every error this package returns
+// wraps at most one of them together with the detail that caused it.
+var (
+	// ErrNoNodeIDAvailable: every node ID of the configured range is leased.
+	ErrNoNodeIDAvailable = errors.New("nodeid: no node ID available")
+
+	// ErrLeaseLost: the lease ended; nothing may be minted under it any more.
+	// Errors that match it also match exactly one of ErrTakenOver,
+	// ErrExpired or ErrReleased, which say why.
+	ErrLeaseLost = errors.New("nodeid: lease lost")
+
+	// ErrTakenOver: another holder claimed the node ID after the lease expired
+	// in the database.
+	ErrTakenOver = errors.New("nodeid: taken over by another holder")
+
+	// ErrExpired: the local deadline passed before a renewal succeeded, or the
+	// database found the lease expired.
+	ErrExpired = errors.New("nodeid: lease expired")
+
+	// ErrReleased: the lease was released, by its holder or by an operator.
+	ErrReleased = errors.New("nodeid: lease released")
+
+	// ErrClockBehind: the wall clock is at or before the horizon left by an
+	// earlier holder of the node ID, and did not pass it within the wait bound.
+	ErrClockBehind = errors.New("nodeid: clock behind horizon")
+
+	// ErrClockAhead: an ID would be stamped later than the horizon the lease
+	// has recorded in the database, which happens only when a generator's
+	// clock runs ahead of the registry's. It clears after the next renewal.
+	ErrClockAhead = errors.New("nodeid: clock ahead of recorded horizon")
+
+	// ErrInvalidOption: an option passed to New has a bad value.
+	ErrInvalidOption = errors.New("nodeid: invalid option")
+
+	// ErrClosed: the Registry was closed.
+	ErrClosed = errors.New("nodeid: registry closed")
+)
+
+// LostError is the error of a lost lease. It matches ErrLeaseLost and its
+// Cause (ErrTakenOver, ErrExpired or ErrReleased) with errors.Is.
+type LostError struct {
+	NodeID int64
+	Epoch  int64
+	Cause  error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("nodeid: lease of node ID %d (epoch %d) lost: %s",
+		e.NodeID, e.Epoch, strings.TrimPrefix(e.Cause.Error(), "nodeid: "))
+}
+
+// Is reports whether target is ErrLeaseLost; the cause is matched through
+// Unwrap.
+func (e *LostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Unwrap returns the cause.
+func (e *LostError) Unwrap() error { return e.Cause }
+
+// invalid returns an ErrInvalidOption error naming the bad value and the rule.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,185 @@
+package nodeid
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// fakeStore models the lease table's statements in memory, with the bubble's
+// clock (testing/synctest) as the server clock. Hooks replace a statement to
+// inject failures and delays.
+type fakeStore struct {
+	mu      sync.Mutex
+	rows    map[int64]*fakeRow
+	lo, hi  int64
+	latency time.Duration // added before every statement answers
+
+	claimHook   func(ctx context.Context) (postgres.Claim, bool, error)
+	renewHook   func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error)
+	releaseHook func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error)
+
+	calls []fakeCall
+}
+
+type fakeRow struct {
+	owner   string
+	epoch   int64
+	expires time.Time // zero: free
+	horizon int64
+}
+
+type fakeCall struct {
+	op      string
+	at      time.Time // when the statement was sent
+	key     postgres.Key
+	horizon int64
+	exact   bool
+}
+
+func newFakeStore(lo, hi int64) *fakeStore {
+	f := &fakeStore{rows: map[int64]*fakeRow{}, lo: lo, hi: hi}
+	for n := lo; n <= hi; n++ {
+		f.rows[n] = &fakeRow{}
+	}
+	return f
+}
+
+// set changes the store's hooks or fields while its users run.
+func (f *fakeStore) set(change func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change()
+}
+
+func (f *fakeStore) hooks() (
+	func(context.Context) (postgres.Claim, bool, error),
+	func(context.Context, postgres.Key, int) (postgres.Outcome, error),
+	func(context.Context, postgres.Key, int) (postgres.Outcome, error),
+) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.claimHook, f.renewHook, f.releaseHook
+}
+
+func (f *fakeStore) record(op string, k postgres.Key, horizon int64, exact bool) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fakeCall{op: op, at: time.Now(), key: k, horizon: horizon, exact: exact})
+	n := 0
+	for _, c := range f.calls {
+		if c.op == op {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeStore) callsOf(op string) []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeCall
+	for _, c := range f.calls {
+		if c.op == op {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeStore) wait(ctx context.Context) error {
+	f.mu.Lock()
+	latency := f.latency
+	f.mu.Unlock()
+	if latency == 0 {
+		return nil
+	}
+	select {
+	case <-time.After(latency):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (f *fakeStore) Ensure(ctx context.Context, create bool) error {
+	f.record("ensure", postgres.Key{}, 0, create)
+	return f.wait(ctx)
+}
+
+func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error) {
+	f.record("claim", postgres.Key{Owner: owner}, horizonMs, false)
+	if hook, _, _ := f.hooks(); hook != nil {
+		return hook(ctx)
+	}
+	if err := f.wait(ctx); err != nil {
+		return postgres.Claim{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for n := f.lo; n <= f.hi; n++ {
+		r := f.rows[n]
+		if r.expires.IsZero() || r.expires.Before(now) {
+			prev := r.horizon
+			r.owner, r.epoch, r.expires, r.horizon = owner, r.epoch+1, now.Add(ttl), max(r.horizon, horizonMs)
+			return postgres.Claim{
+				Key:     postgres.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
+				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon,
+			}, true, nil
+		}
+	}
+	return postgres.Claim{}, false, nil
+}
+
+func (f *fakeStore) Renew(ctx context.Context, k postgres.Key, ttl time.Duration, horizonMs int64) (postgres.Outcome, error) {
+	n := f.record("renew", k, horizonMs, false)
+	if _, hook, _ := f.hooks(); hook != nil {
+		return hook(ctx, k, n)
+	}
+	if err := f.wait(ctx); err != nil {
+		return postgres.Outcome{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	r := f.rows[k.NodeID]
+	o := postgres.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
+		r.expires, r.horizon = now.Add(ttl), max(r.horizon, horizonMs)
+		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
+	}
+	return o, nil
+}
+
+func (f *fakeStore) Release(ctx context.Context, k postgres.Key, horizonMs int64, exact bool) (postgres.Outcome, error) {
+	n := f.record("release", k, horizonMs, exact)
+	if _, _, hook := f.hooks(); hook != nil {
+		return hook(ctx, k, n)
+	}
+	if err := f.wait(ctx); err != nil {
+		return postgres.Outcome{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	r := f.rows[k.NodeID]
+	o := postgres.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
+		r.owner, r.expires = "", time.Time{}
+		if exact {
+			r.horizon = horizonMs
+		}
+		o.OK, o.Horizon = true, r.horizon
+	}
+	return o, nil
+}
+
+// row returns a copy of node's row.
+func (f *fakeStore) row(node int64) fakeRow {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.rows[node]
+}

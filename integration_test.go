@@ -1,0 +1,561 @@
+package nodeid
+
+// End-to-end tests of the root package against a real PostgreSQL from
+// internal/pgtest. Each test gets a fresh database; tests that stop or
+// restart the server get a server of their own.
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newTestRegistry(t *testing.T, db *sql.DB, opts ...Option) *Registry {
+	t.Helper()
+	r, err := New(db, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func acquire(t *testing.T, r *Registry) *Lease {
+	t.Helper()
+	l, err := r.Acquire(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// dbRow is a lease row as the database sees it at its now().
+type dbRow struct {
+	owner   string
+	epoch   int64
+	free    bool // expires_at = -infinity
+	expired bool // expires_at < now()
+	horizon int64
+	expires string // text form, to compare exactly
+}
+
+func readRow(t *testing.T, db *sql.DB, node int64) dbRow {
+	t.Helper()
+	var r dbRow
+	err := db.QueryRowContext(testContext(t), `SELECT owner, epoch, expires_at = '-infinity',
+		expires_at < now(), horizon_ms, expires_at::text FROM snowflake_nodes WHERE node_id = $1`, node).
+		Scan(&r.owner, &r.epoch, &r.free, &r.expired, &r.horizon, &r.expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func waitLost(t *testing.T, l *Lease, within time.Duration) time.Time {
+	t.Helper()
+	select {
+	case <-l.Lost():
+		return time.Now()
+	case <-time.After(within):
+		t.Fatalf("Lost did not close within %s", within)
+	}
+	panic("unreachable")
+}
+
+func TestConcurrentAcquireDistinctLowestFirst(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	db.SetMaxOpenConns(200)
+	r := newTestRegistry(t, db)
+	ctx := testContext(t)
+	// Create the table first, so that the 200 claims race each other and
+	// not the set-up.
+	if err := r.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 200
+	start := make(chan struct{})
+	leases := make([]*Lease, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			leases[i], errs[i] = r.Acquire(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	var ids []int64
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Acquire %d: %v", i, err)
+		}
+		ids = append(ids, leases[i].NodeID())
+	}
+	slices.Sort(ids)
+	for i, id := range ids {
+		if id != int64(i) {
+			t.Fatalf("the %d concurrent claims got node IDs %v...; want exactly 0-%d", n, ids[:min(len(ids), 20)], n-1)
+		}
+	}
+	var conns int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&conns); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d claims on %d connections", n, conns)
+
+	// Lowest-free order, one at a time: a released ID is the next claimed.
+	byNode := map[int64]*Lease{}
+	for _, l := range leases {
+		byNode[l.NodeID()] = l
+	}
+	for _, node := range []int64{57, 3, 150} {
+		if err := byNode[node].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []int64{3, 57, 150, 200, 201} {
+		if got := acquire(t, r).NodeID(); got != want {
+			t.Fatalf("Acquire got node ID %d, want the lowest free, %d", got, want)
+		}
+	}
+
+	// Fill the range; the 1025th claim finds nothing.
+	for range 1024 - 202 {
+		acquire(t, r)
+	}
+	_, err := r.Acquire(ctx)
+	if !errors.Is(err, ErrNoNodeIDAvailable) {
+		t.Fatalf("Acquire on a full range: %v, want ErrNoNodeIDAvailable", err)
+	}
+	if !strings.Contains(err.Error(), "0-1023") {
+		t.Errorf("error %q does not name the range", err)
+	}
+}
+
+func TestReleaseFreesAtOnceAndKeepsEpoch(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	r := newTestRegistry(t, db, WithNodeRange(7, 7))
+	l := acquire(t, r)
+	if l.NodeID() != 7 || l.Epoch() != 1 {
+		t.Fatalf("first claim: node %d epoch %d, want node 7 epoch 1", l.NodeID(), l.Epoch())
+	}
+	if err := l.Release(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	row := readRow(t, db, 7)
+	if !row.free || row.epoch != 1 || row.owner != "" {
+		t.Fatalf("released row = %+v, want free with epoch 1 kept", row)
+	}
+	if !errors.Is(l.Err(), ErrReleased) {
+		t.Errorf("Err after Release = %v, want ErrReleased", l.Err())
+	}
+	select {
+	case <-l.Lost():
+	default:
+		t.Error("Lost is open after Release")
+	}
+	if err := l.Release(testContext(t)); err != nil {
+		t.Errorf("second Release = %v, want the first result (nil)", err)
+	}
+	l2 := acquire(t, r) // immediately: no wait for any TTL
+	if l2.NodeID() != 7 || l2.Epoch() != 2 {
+		t.Fatalf("claim after release: node %d epoch %d, want node 7 epoch 2", l2.NodeID(), l2.Epoch())
+	}
+}
+
+// TestEpochStrictlyIncreases claims one node ID again and again across every
+// way a claim can end, and a server restart.
+func TestEpochStrictlyIncreases(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.NewServer(t)
+	db, _ := srv.NewDB(t)
+	ctx := testContext(t)
+	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
+	st := r.st.(*postgres.Store)
+	var epochs []int64
+	claim := func(how string) *Lease {
+		t.Helper()
+		l, err := r.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("claim after %s: %v", how, err)
+		}
+		epochs = append(epochs, l.Epoch())
+		return l
+	}
+
+	l := claim("nothing")
+	if err := l.Release(ctx); err != nil { // release
+		t.Fatal(err)
+	}
+	claim("release")
+
+	// Lapse: the holder's renewals stop (the lease is abandoned by stopping
+	// its loop as a dead process would), and the row expires.
+	abandoned := r.leasesNow()[0]
+	abandoned.cancel()
+	<-abandoned.done
+	waitLost(t, abandoned, 2*MinTTL)
+	waitExpired(t, db, 0)
+	claim("lapse")
+
+	// Takeover: the row's expiry is moved into the past, as a server clock
+	// jump would; another registry claims it while the holder still runs.
+	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	r2 := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
+	l2, err := r2.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epochs = append(epochs, l2.Epoch())
+
+	if err := srv.Restart(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatalf("release after restart: %v", err)
+	}
+	c, ok, err := st.Claim(ctx, "after-restart", MinTTL, 0)
+	if err != nil || !ok {
+		t.Fatalf("claim after restart: ok=%v err=%v", ok, err)
+	}
+	epochs = append(epochs, c.Epoch)
+
+	for i := 1; i < len(epochs); i++ {
+		if epochs[i] <= epochs[i-1] {
+			t.Fatalf("epochs %v do not strictly increase", epochs)
+		}
+	}
+	if want := []int64{1, 2, 3, 4, 5}; !slices.Equal(epochs, want) {
+		t.Errorf("epochs = %v, want %v (+1 per claim)", epochs, want)
+	}
+}
+
+func (r *Registry) leasesNow() []*Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*Lease
+	for l := range r.leases {
+		out = append(out, l)
+	}
+	return out
+}
+
+// waitExpired waits until the database considers node's lease expired.
+func waitExpired(t *testing.T, db *sql.DB, node int64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * MinTTL)
+	for !readRow(t, db, node).expired {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d did not expire", node)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestTakeoverEndsOldLease(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	ctx := testContext(t)
+	// The old holder reaches the database through a proxy, so that the
+	// takeover cannot race its renewals.
+	proxy, err := pgtest.NewProxy(pgtest.Shared(t).Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	oldDB, err := sql.Open("pgx", pgtest.WithAddr(dsn, proxy.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldDB.Close()
+	old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("old-holder"))
+	lo := acquire(t, old)
+	newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("new-holder"))
+	if err := newer.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The database expires the lease before the holder's deadline (a server
+	// clock jump), and another holder takes the node ID over.
+	proxy.Blackhole()
+	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second' WHERE node_id = 3`); err != nil {
+		t.Fatal(err)
+	}
+	ln := acquire(t, newer)
+	proxy.Restore()
+	if ln.Epoch() != lo.Epoch()+1 {
+		t.Fatalf("takeover epoch %d, want %d", ln.Epoch(), lo.Epoch()+1)
+	}
+	before := readRow(t, db, 3)
+
+	waitLost(t, lo, MinTTL) // at the old holder's next renewal
+	if !errors.Is(lo.Err(), ErrLeaseLost) || !errors.Is(lo.Err(), ErrTakenOver) {
+		t.Fatalf("old lease Err = %v, want ErrLeaseLost and ErrTakenOver", lo.Err())
+	}
+	if err := lo.Check(time.Now(), 0); !errors.Is(err, ErrTakenOver) {
+		t.Errorf("Check after takeover = %v", err)
+	}
+
+	// The old holder's renew and release change nothing.
+	st := old.st.(*postgres.Store)
+	o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
+	if err != nil || o.OK {
+		t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
+	}
+	if err := lo.Release(ctx); !errors.Is(err, ErrTakenOver) {
+		t.Errorf("old Release = %v, want ErrTakenOver", err)
+	}
+	o, err = st.Release(ctx, lo.key, 0, true)
+	if err != nil || o.OK {
+		t.Fatalf("release with the old key: ok=%v err=%v", o.OK, err)
+	}
+	after := readRow(t, db, 3)
+	if after.owner != "new-holder" || after.epoch != ln.Epoch() || after.horizon != before.horizon {
+		t.Fatalf("row changed by the old holder: before %+v, after %+v", before, after)
+	}
+	select {
+	case <-ln.Lost():
+		t.Fatalf("the new lease was lost: %v", ln.Err())
+	default:
+	}
+	// The history ended the old claim as expired.
+	var reason string
+	if err := db.QueryRowContext(ctx, `SELECT end_reason FROM snowflake_nodes_history WHERE node_id = 3 AND epoch = $1`, lo.Epoch()).Scan(&reason); err != nil || reason != "expired" {
+		t.Errorf("history of the old claim: %q, %v; want expired", reason, err)
+	}
+}
+
+func TestDatabaseStoppedLostAtDeadline(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.NewServer(t)
+	db, _ := srv.NewDB(t)
+	ctx := testContext(t)
+	r := newTestRegistry(t, db, WithTTL(MinTTL))
+	l := acquire(t, r)
+	if err := srv.Stop(ctx, pgtest.Fast); err != nil {
+		t.Fatal(err)
+	}
+	lostAt := waitLost(t, l, 2*MinTTL)
+	deadline := l.Deadline()
+	const slack = 250 * time.Millisecond // scheduling, on a loaded machine
+	if lostAt.Before(deadline) {
+		t.Errorf("Lost closed %s before the deadline", deadline.Sub(lostAt))
+	}
+	if late := lostAt.Sub(deadline); late > slack {
+		t.Errorf("Lost closed %s after the deadline", late)
+	}
+	if !errors.Is(l.Err(), ErrExpired) {
+		t.Errorf("Err = %v, want ErrExpired", l.Err())
+	}
+	if err := l.Check(time.Now(), 0); !errors.Is(err, ErrExpired) {
+		t.Errorf("Check after the deadline = %v", err)
+	}
+
+	// The lapsed lease is never revived: with the server back, the renewal
+	// loop has stopped and the row stays as the last renewal left it.
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitExpired(t, db, l.NodeID())
+	if err := l.Release(ctx); !errors.Is(err, ErrExpired) {
+		t.Errorf("Release of a lapsed lease = %v, want ErrExpired", err)
+	}
+	if row := readRow(t, db, l.NodeID()); !row.expired || row.free || row.epoch != l.Epoch() {
+		t.Errorf("lapsed row = %+v, want expired, not freed, epoch %d", row, l.Epoch())
+	}
+}
+
+func TestDatabaseRestartedBeforeDeadlineLeaseSurvives(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.NewServer(t)
+	db, _ := srv.NewDB(t)
+	ctx := testContext(t)
+	ttl := 6 * time.Second
+	r := newTestRegistry(t, db, WithTTL(ttl))
+	l := acquire(t, r)
+	for _, mode := range []pgtest.StopMode{pgtest.Fast, pgtest.Immediate} {
+		if err := srv.Restart(ctx, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two TTLs later the lease has renewed through the restarts.
+	select {
+	case <-l.Lost():
+		t.Fatalf("lease lost across a restart: %v", l.Err())
+	case <-time.After(2 * ttl):
+	}
+	row := readRow(t, db, l.NodeID())
+	if row.expired || row.free || row.epoch != l.Epoch() || row.owner != r.Owner() {
+		t.Fatalf("row after restarts = %+v", row)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := testContext(t)
+	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
+	if err := r.ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := r.st.(*postgres.Store)
+	c, ok, err := st.Claim(ctx, "x", MinTTL, 0)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	waitExpired(t, db, 0)
+	before := readRow(t, db, 0)
+	o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50)
+	if err != nil || o.OK {
+		t.Fatalf("renewal of a lapsed lease: ok=%v err=%v", o.OK, err)
+	}
+	if after := readRow(t, db, 0); after != before {
+		t.Fatalf("renewal changed a lapsed row: %+v -> %+v", before, after)
+	}
+	if o.Epoch != c.Epoch || o.Owner != "x" {
+		t.Errorf("renewal reported the row as %d/%q", o.Epoch, o.Owner)
+	}
+}
+
+// TestConcurrentTableCreation starts processes that create the table on
+// one fresh database at the same moment, and hold their leases until all
+// have claimed.
+func TestConcurrentTableCreation(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	const procs = 8
+	type proc struct {
+		cmd   *exec.Cmd
+		in    io.WriteCloser
+		out   *bufio.Scanner
+		trace strings.Builder
+	}
+	ps := make([]*proc, procs)
+	// expect reads lines until one starts with prefix, and returns the rest.
+	expect := func(p *proc, prefix string) string {
+		for p.out.Scan() {
+			line := p.out.Text()
+			p.trace.WriteString(line + "\n")
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return rest
+			}
+		}
+		p.cmd.Wait()
+		t.Fatalf("helper process ended before %q:\n%s", prefix, p.trace.String())
+		return ""
+	}
+	for i := range ps {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCreateTable$", "-test.v")
+		cmd.Env = append(os.Environ(), "NODEID_HELPER_DSN="+dsn)
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = &proc{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+		defer cmd.Process.Kill()
+	}
+	for _, p := range ps {
+		expect(p, "READY")
+	}
+	for _, p := range ps { // the common start line
+		io.WriteString(p.in, "GO\n")
+	}
+	seen := map[string]bool{}
+	for i, p := range ps {
+		node := expect(p, "ACQUIRED ")
+		if seen[node] {
+			t.Fatalf("process %d got node ID %s, already held by another", i, node)
+		}
+		seen[node] = true
+	}
+	for i, p := range ps {
+		p.in.Close()
+		expect(p, "RELEASED")
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("process %d: %v\n%s", i, err, p.trace.String())
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var rows, distinct, lo, hi int
+	if err := db.QueryRow(`SELECT count(*), count(DISTINCT node_id), min(node_id), max(node_id) FROM snowflake_nodes`).
+		Scan(&rows, &distinct, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1024 || distinct != 1024 || lo != 0 || hi != 1023 {
+		t.Fatalf("table holds %d rows (%d distinct, %d-%d); want exactly one per node ID 0-1023", rows, distinct, lo, hi)
+	}
+}
+
+// TestHelperCreateTable is the body of one process of
+// TestConcurrentTableCreation; it does nothing in a normal run. It says
+// READY, waits for GO on stdin, acquires, says ACQUIRED n, and holds the
+// lease until stdin closes.
+func TestHelperCreateTable(t *testing.T) {
+	dsn := os.Getenv("NODEID_HELPER_DSN")
+	if dsn == "" {
+		return
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	fmt.Println("READY")
+	in.Scan()
+	l, err := r.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("ACQUIRED %d\n", l.NodeID())
+	for in.Scan() {
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("RELEASED")
+}

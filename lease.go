@@ -1,0 +1,288 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// ReleaseTimeout bounds Release when its context has no earlier deadline.
+const ReleaseTimeout = 5 * time.Second
+
+// Lease is one claim of a node ID. It is renewed in the background until it
+// is released or lost. All methods are safe for concurrent use.
+type Lease struct {
+	reg  *Registry
+	key  postgres.Key
+	prev int64 // the previous holder's horizon, unix ms
+	ttl  time.Duration
+	log  *slog.Logger
+
+	// fence is what Check reads on every minted ID: one atomic load.
+	fence atomic.Pointer[fence]
+	lost  chan struct{}
+
+	// Preallocated so that Check never allocates.
+	expiredErr, aheadErr error
+
+	mu      sync.Mutex // guards timer, sealers and every change of fence
+	timer   *time.Timer
+	sealers []func() int64
+
+	cancel context.CancelFunc // stops the renewal loop
+	done   chan struct{}      // closed when the renewal loop has returned
+
+	releaseOnce sync.Once
+	releaseErr  error
+}
+
+// fence is an immutable snapshot of what a lease permits.
+type fence struct {
+	deadline time.Time // local, monotonic: nothing may be minted at or after it
+	horizon  int64     // unix ms recorded in the database: nothing may be stamped after it
+	err      error     // non-nil once the lease is lost
+}
+
+func newLease(r *Registry, c postgres.Claim, t0 time.Time) *Lease {
+	l := &Lease{
+		reg:  r,
+		key:  c.Key,
+		prev: c.PrevHorizon,
+		ttl:  r.cfg.ttl,
+		log:  r.cfg.logger.With("node_id", c.NodeID, "epoch", c.Epoch),
+		lost: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	l.expiredErr = &LostError{NodeID: c.NodeID, Epoch: c.Epoch, Cause: ErrExpired}
+	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", ErrClockAhead, c.NodeID, c.Epoch)
+	deadline := localDeadline(t0, c.Expires, c.Now, l.ttl)
+	l.fence.Store(&fence{deadline: deadline, horizon: c.Horizon})
+	l.mu.Lock() // the timer may fire before AfterFunc returns
+	l.timer = time.AfterFunc(time.Until(deadline), l.onDeadline)
+	l.mu.Unlock()
+	return l
+}
+
+// localDeadline is invariant 4 of the design: t0 was read before the
+// statement was sent and the server stamped now() after receiving it, so t0
+// plus the time the server granted falls before the true expiry; the margin
+// covers clock-rate drift between the two hosts.
+func localDeadline(t0, expires, serverNow time.Time, ttl time.Duration) time.Time {
+	return t0.Add(expires.Sub(serverNow) - safetyMargin(ttl))
+}
+
+// NodeID returns the leased node ID.
+func (l *Lease) NodeID() int64 { return l.key.NodeID }
+
+// Epoch returns the fencing epoch of this claim: it is larger than the epoch
+// of every earlier claim of the node ID. Pass it to external resources that
+// must reject stale holders.
+func (l *Lease) Epoch() int64 { return l.key.Epoch }
+
+// Owner returns the holder name recorded in the database.
+func (l *Lease) Owner() string { return l.key.Owner }
+
+// PreviousHorizon returns, in unix milliseconds, the horizon left by the
+// previous holder of the node ID: IDs minted under this lease must be
+// stamped strictly after it.
+func (l *Lease) PreviousHorizon() int64 { return l.prev }
+
+// Lost returns a channel that is closed exactly once, when the lease ends:
+// taken over, expired (the local deadline passed without a successful
+// renewal), or released. Err then says why.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns nil while the lease is held; after that an error matching
+// ErrLeaseLost and one of ErrTakenOver, ErrExpired or ErrReleased.
+func (l *Lease) Err() error {
+	f := l.fence.Load()
+	if f.err == nil && !time.Now().Before(f.deadline) {
+		return l.expiredErr
+	}
+	return f.err
+}
+
+// Deadline returns the local deadline: the monotonic time after which the
+// holder must not mint, because the database may consider the lease
+// expired. Each successful renewal moves it forward.
+func (l *Lease) Deadline() time.Time { return l.fence.Load().deadline }
+
+// Check reports whether an ID stamped with unix millisecond ms may be minted
+// at time now (read with time.Now, so that it carries the monotonic clock):
+// nil while the lease is held, now is before the deadline and ms is not
+// after the horizon recorded in the database; otherwise the reason. It takes
+// no lock and does not allocate. Generators call it for every ID.
+func (l *Lease) Check(now time.Time, ms int64) error {
+	f := l.fence.Load()
+	switch {
+	case f.err != nil:
+		return f.err
+	case !now.Before(f.deadline):
+		return l.expiredErr
+	case ms > f.horizon:
+		return l.aheadErr
+	}
+	return nil
+}
+
+// Bind registers the seal function of a generator that mints under the
+// lease. Release calls every seal function after the lease has stopped
+// admitting IDs; each must stop its generator for good and return the
+// latest unix millisecond it stamped (or any earlier value if it stamped
+// none). Release then records the exact horizon, so that the node ID can be
+// reused without waiting. Bind declares that every ID minted under the
+// lease comes from bound generators; without any, Release keeps the horizon
+// recorded at the last renewal, which is always safe. Bind fails once the
+// lease is lost.
+func (l *Lease) Bind(seal func() int64) error {
+	if seal == nil {
+		return errors.New("nodeid: Bind: the seal function is nil")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.fence.Load().err; err != nil {
+		return err
+	}
+	l.sealers = append(l.sealers, seal)
+	return nil
+}
+
+// Release stops renewing, makes every generator of the lease refuse to mint,
+// and frees the node ID for immediate claim, recording the horizon. The row
+// and its epoch stay. It is bounded by ReleaseTimeout even if ctx has no
+// deadline, and idempotent: later calls return the first call's result.
+// After a takeover it changes nothing and returns the loss; after a local
+// expiry it still frees the row if the database holds it for this lease.
+func (l *Lease) Release(ctx context.Context) error {
+	l.releaseOnce.Do(func() { l.releaseErr = l.release(ctx) })
+	return l.releaseErr
+}
+
+func (l *Lease) release(ctx context.Context) error {
+	defer l.reg.forget(l)
+	l.cancel()
+	<-l.done
+
+	l.mu.Lock()
+	prior := l.fence.Load().err
+	l.loseLocked(ErrReleased)
+	horizon, exact := l.prev, false
+	for _, seal := range l.sealers {
+		horizon, exact = max(horizon, seal()), true
+	}
+	l.mu.Unlock()
+	if prior != nil && !errors.Is(prior, ErrExpired) {
+		return prior // taken over or evicted: the row is not ours to free
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
+	defer cancel()
+	for attempt, delay := 0, retryBase(l.ttl); ; attempt, delay = attempt+1, min(2*delay, time.Second) {
+		o, err := l.reg.st.Release(ctx, l.key, horizon, exact)
+		switch {
+		case err == nil && o.OK:
+			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact)
+			return nil
+		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "":
+			// An earlier attempt that seemed to fail did release the row.
+			return nil
+		case err == nil:
+			return &LostError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: l.causeOf(o)}
+		case !postgres.Retryable(err) || !sleepCtx(ctx, jitter(delay)):
+			l.log.Warn("nodeid: release failed; the node ID frees up when its lease expires", "err", err)
+			return err
+		}
+	}
+}
+
+// sleepCtx sleeps for d; it reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// causeOf explains a renewal or release that changed nothing.
+func (l *Lease) causeOf(o postgres.Outcome) error {
+	switch {
+	case !o.Exists || o.Epoch != l.key.Epoch:
+		return ErrTakenOver
+	case o.Owner == "":
+		return ErrReleased // evicted by an operator
+	case o.Owner != l.key.Owner:
+		return ErrTakenOver
+	}
+	return ErrExpired
+}
+
+// lose ends the lease with cause, unless it has ended already.
+func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.loseLocked(cause)
+}
+
+func (l *Lease) loseLocked(cause error) {
+	f := l.fence.Load()
+	if f.err != nil {
+		return
+	}
+	err := error(&LostError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: cause})
+	if cause == ErrExpired {
+		err = l.expiredErr
+	}
+	l.fence.Store(&fence{deadline: f.deadline, horizon: f.horizon, err: err})
+	l.timer.Stop()
+	close(l.lost)
+	if cause == ErrReleased {
+		l.log.Debug("nodeid: lease ended", "err", err)
+	} else {
+		l.log.Error("nodeid: lease lost", "err", err)
+	}
+}
+
+// extend installs the deadline and horizon of a successful renewal. It
+// reports false if the lease ended meanwhile: a lapsed lease is never
+// revived, even if the database granted the renewal.
+func (l *Lease) extend(deadline time.Time, horizon int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.fence.Load()
+	if f.err != nil {
+		return false
+	}
+	if !time.Now().Before(f.deadline) {
+		l.loseLocked(ErrExpired)
+		return false
+	}
+	l.fence.Store(&fence{deadline: deadline, horizon: max(horizon, f.horizon)})
+	l.timer.Reset(time.Until(deadline))
+	return true
+}
+
+// onDeadline runs when the deadline timer fires: the lease expires unless a
+// renewal moved the deadline meanwhile.
+func (l *Lease) onDeadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.fence.Load()
+	if f.err != nil {
+		return
+	}
+	if d := time.Until(f.deadline); d > 0 {
+		l.timer.Reset(d)
+		return
+	}
+	l.loseLocked(ErrExpired)
+}

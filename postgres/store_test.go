@@ -1,0 +1,205 @@
+package postgres_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newStore(t *testing.T, opts ...postgres.Option) (*postgres.Store, *pgtest.Server, string) {
+	t.Helper()
+	srv := pgtest.Shared(t)
+	db, dsn := srv.NewDB(t)
+	cfg := postgres.DefaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	st, err := postgres.NewStore(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, srv, dsn
+}
+
+func TestSchemaSQLAppliesAndMatchesEnsure(t *testing.T) {
+	t.Parallel()
+	ddl, err := postgres.SchemaSQL(postgres.WithTable("ids.nodes"), postgres.WithNodeRange(10, 19))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := newStore(t, postgres.WithTable("ids.nodes"), postgres.WithNodeRange(10, 19))
+	db := st.DB()
+	ctx := ctxT(t)
+	if err := st.CheckSchema(ctx); !postgres.Fatal(err) || !strings.Contains(err.Error(), "ids.nodes") {
+		t.Fatalf("CheckSchema before the DDL = %v, want a Fatal error naming the table", err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA ids; "+ddl); err != nil {
+		t.Fatalf("applying SchemaSQL: %v", err)
+	}
+	if err := st.CheckSchema(ctx); err != nil {
+		t.Fatalf("CheckSchema after the DDL: %v", err)
+	}
+	var n, lo, hi int
+	if err := db.QueryRowContext(ctx, `SELECT count(*), min(node_id), max(node_id) FROM ids.nodes`).Scan(&n, &lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if n != 10 || lo != 10 || hi != 19 {
+		t.Fatalf("SchemaSQL pre-filled %d rows %d-%d, want 10-19", n, lo, hi)
+	}
+	// Ensure on the provisioned tables runs no DDL and changes nothing.
+	if err := st.Ensure(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ensure(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEnsureWithoutCreateOnMissingTable(t *testing.T) {
+	t.Parallel()
+	st, _, _ := newStore(t)
+	err := st.Ensure(ctxT(t), false)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" {
+		t.Fatalf("Ensure(create=false) on a missing table = %v, want Fatal 42P01", err)
+	}
+	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "nodeid init") {
+		t.Errorf("error %q does not name the table and the fix", err)
+	}
+}
+
+func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
+	t.Parallel()
+	st, srv, dsn := newStore(t)
+	ctx := ctxT(t)
+	if err := st.Ensure(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	db := st.DB()
+	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN;
+		GRANT SELECT, INSERT ON snowflake_nodes, snowflake_nodes_history TO %[1]s`, role)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Exec(context.Background(), "postgres", "DROP ROLE IF EXISTS "+role) })
+	roleDB, err := sql.Open("pgx", strings.Replace(dsn, "postgres@", role+"@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer roleDB.Close()
+	rs, _ := postgres.NewStore(roleDB, postgres.DefaultConfig())
+	err = rs.CheckSchema(ctx)
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "UPDATE on table snowflake_nodes") {
+		t.Fatalf("CheckSchema without UPDATE = %v, want a Fatal error naming UPDATE and the table", err)
+	}
+	if _, err := db.ExecContext(ctx, `DROP TABLE snowflake_nodes_history;
+		CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	err = st.CheckSchema(ctx)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42703" {
+		t.Fatalf("CheckSchema with missing columns = %v, want Fatal 42703", err)
+	}
+}
+
+func TestHistoryWhoEvictPrune(t *testing.T) {
+	t.Parallel()
+	st, _, _ := newStore(t, postgres.WithNodeRange(0, 0))
+	ctx := ctxT(t)
+	if err := st.Ensure(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	ttl := time.Minute
+	// Claim 1 stamps up to 5000 and releases with that exact horizon.
+	c1, ok, err := st.Claim(ctx, "a", ttl, 1000)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if c1.PrevHorizon != 0 || c1.Horizon != 1000 {
+		t.Fatalf("claim 1 horizons %d -> %d", c1.PrevHorizon, c1.Horizon)
+	}
+	if o, err := st.Release(ctx, c1.Key, 5000, true); err != nil || !o.OK || o.Horizon != 5000 {
+		t.Fatalf("release 1: %+v %v", o, err)
+	}
+	// Claim 2 promises 9000, then is evicted by an operator.
+	c2, _, err := st.Claim(ctx, "b", ttl, 9000)
+	if err != nil || c2.PrevHorizon != 5000 || c2.Epoch != 2 {
+		t.Fatalf("claim 2: %+v %v", c2, err)
+	}
+	if ok, err := st.Evict(ctx, 0, 1); err != nil || ok {
+		t.Fatalf("evicting an old epoch: %v %v; want no change", ok, err)
+	}
+	if ok, err := st.Evict(ctx, 0, 2); err != nil || !ok {
+		t.Fatalf("evicting the current epoch: %v %v", ok, err)
+	}
+	if ok, _ := st.Evict(ctx, 0, 2); ok {
+		t.Fatal("evicting twice changed the row again")
+	}
+	// Claim 3 is open: its horizon is the row's.
+	c3, _, err := st.Claim(ctx, "c", ttl, 20000)
+	if err != nil || c3.PrevHorizon != 9000 {
+		t.Fatalf("claim 3: %+v %v", c3, err)
+	}
+
+	for _, c := range []struct {
+		ms   int64
+		want string // owner, or "" for none
+	}{
+		{1, "a"}, {5000, "a"}, {5001, "b"}, {9000, "b"}, {9001, "c"}, {20000, "c"}, {20001, ""}, {0, ""},
+	} {
+		who, err := st.Who(ctx, 0, c.ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case c.want == "" && len(who) != 0:
+			t.Errorf("Who(ms %d) = %+v, want nobody", c.ms, who)
+		case c.want != "" && (len(who) != 1 || who[0].Owner != c.want):
+			t.Errorf("Who(ms %d) = %+v, want exactly %q", c.ms, who, c.want)
+		}
+	}
+	hist, err := st.History(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range hist {
+		got = append(got, fmt.Sprintf("%d:%s:%s:%d-%d", h.Epoch, h.Owner, h.EndReason, h.FromMs, h.HorizonMs))
+	}
+	if want := "3:c::9000-20000 2:b:evicted:5000-9000 1:a:released:0-5000"; strings.Join(got, " ") != want {
+		t.Errorf("history = %q, want %q", strings.Join(got, " "), want)
+	}
+
+	rows, now, err := st.List(ctx)
+	if err != nil || len(rows) != 1 || rows[0].State(now) != postgres.Held || rows[0].Owner != "c" {
+		t.Fatalf("List = %+v at %v, %v", rows, now, err)
+	}
+
+	// Pruning keeps open claims and recent ones.
+	if n, err := st.PruneHistory(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("prune older than 1h: %d, %v", n, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if n, err := st.PruneHistory(ctx, time.Millisecond); err != nil || n != 2 {
+		t.Fatalf("prune older than 1ms: %d, %v; want the 2 ended claims", n, err)
+	}
+	if hist, _ := st.History(ctx, 0, 10); len(hist) != 1 || hist[0].Epoch != 3 {
+		t.Fatalf("history after prune = %+v", hist)
+	}
+	if who, _ := st.Who(ctx, 0, 100); len(who) != 0 {
+		t.Errorf("Who found a pruned claim: %+v", who)
+	}
+}
