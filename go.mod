@@ -3,8 +3,10 @@ module github.com/nodeid/nodeid
 go 1.26
 
 require (
+	github.com/bwmarrin/snowflake v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/ory/dockertest/v3 v3.12.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -37,7 +39,6 @@ require (
 	github.com/xeipuuv/gojsonpointer v0.0.0-20190905194746-02993c407bfb // indirect
 	github.com/xeipuuv/gojsonreference v0.0.0-20180127040603-bd5ef7bd5415 // indirect
 	github.com/xeipuuv/gojsonschema v1.2.0 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.28.0 // indirect
 	golang.org/x/text v0.41.0 // indirect

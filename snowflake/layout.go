@@ -1,0 +1,128 @@
+package snowflake
+
+import (
+	"fmt"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+)
+
+// Layout is the bit layout of an ID. From the most significant bit: one sign
+// bit (always 0), TimeBits of milliseconds since Epoch, NodeBits of node ID,
+// and StepBits, whose top EpochBits hold the lease epoch modulo 2^EpochBits
+// and whose remaining bits count IDs within a millisecond.
+//
+// A Layout is a value: each generator has its own, and none reads or writes
+// github.com/bwmarrin/snowflake's package-level settings.
+type Layout struct {
+	// Epoch is time zero, in unix milliseconds. Default 1288834974657
+	// (2010-11-04 01:42:54.657 UTC, Twitter's and bwmarrin's).
+	Epoch int64
+	// NodeBits is the width of the node ID. Default 10 (node IDs 0-1023).
+	NodeBits uint8
+	// StepBits is the width of the step field, including EpochBits.
+	// Default 12 (4096 IDs per millisecond).
+	StepBits uint8
+	// EpochBits of the step field hold the lease epoch modulo 2^EpochBits,
+	// so that IDs minted under different claims of a node ID differ even if
+	// every clock lies. Default 0. It costs 2^EpochBits of throughput.
+	EpochBits uint8
+}
+
+// Limits of a Layout.
+const (
+	// MinTimeBits is the fewest time bits a layout may leave: 2^32 ms is
+	// about 49.7 days.
+	MinTimeBits = 32
+	// MinSeqBits is the fewest bits left to count IDs within a millisecond.
+	MinSeqBits = 1
+)
+
+// DefaultLayout is bit for bit the layout of github.com/bwmarrin/snowflake
+// with its default settings: 41 time bits from the Twitter epoch, 10 node
+// bits, 12 step bits.
+var DefaultLayout = Layout{Epoch: bw.Epoch, NodeBits: 10, StepBits: 12}
+
+// TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
+func (l Layout) TimeBits() int { return 63 - int(l.NodeBits) - int(l.StepBits) }
+
+// SeqBits returns the width of the per-millisecond counter.
+func (l Layout) SeqBits() int { return int(l.StepBits) - int(l.EpochBits) }
+
+// MaxNode returns the largest node ID the layout holds.
+func (l Layout) MaxNode() int64 { return 1<<l.NodeBits - 1 }
+
+// PerMillisecond returns how many IDs one generator can mint per
+// millisecond: the layout's physical cap.
+func (l Layout) PerMillisecond() int64 { return 1 << l.SeqBits() }
+
+// Validate checks the layout and names the first field that breaks a rule.
+func (l Layout) Validate() error {
+	switch {
+	case l.Epoch < 0:
+		return fmt.Errorf("snowflake: layout epoch %d is before 1970", l.Epoch)
+	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
+		return fmt.Errorf("snowflake: layout epoch %d (%s) is in the future",
+			l.Epoch, time.UnixMilli(l.Epoch).UTC().Format(time.RFC3339))
+	case l.NodeBits < 1:
+		return fmt.Errorf("snowflake: layout node bits %d: at least 1 is needed", l.NodeBits)
+	case l.StepBits < 1:
+		return fmt.Errorf("snowflake: layout step bits %d: at least 1 is needed", l.StepBits)
+	case l.TimeBits() < MinTimeBits:
+		return fmt.Errorf("snowflake: layout node bits %d + step bits %d leave %d time bits; at least %d are needed",
+			l.NodeBits, l.StepBits, l.TimeBits(), MinTimeBits)
+	case l.SeqBits() < MinSeqBits:
+		return fmt.Errorf("snowflake: layout epoch bits %d leave %d of the %d step bits to count IDs; at least %d is needed",
+			l.EpochBits, l.SeqBits(), l.StepBits, MinSeqBits)
+	}
+	return nil
+}
+
+// Parts are the fields of an ID.
+type Parts struct {
+	Ms    int64 // unix milliseconds
+	Node  int64
+	Epoch int64 // the lease epoch modulo 2^EpochBits (0 without epoch bits)
+	Seq   int64 // the counter within the millisecond
+}
+
+// Time returns the ID's time.
+func (p Parts) Time() time.Time { return time.UnixMilli(p.Ms) }
+
+// Decode splits id into its fields. It does not validate the layout.
+func (l Layout) Decode(id bw.ID) Parts {
+	v := int64(id)
+	seqBits := l.SeqBits()
+	return Parts{
+		Ms:    v>>(l.NodeBits+l.StepBits) + l.Epoch,
+		Node:  v >> l.StepBits & l.MaxNode(),
+		Epoch: v >> seqBits & (1<<l.EpochBits - 1),
+		Seq:   v & (1<<seqBits - 1),
+	}
+}
+
+// Encode assembles an ID from its fields. p.Epoch is reduced modulo
+// 2^EpochBits; every other field out of range is an error.
+func (l Layout) Encode(p Parts) (bw.ID, error) {
+	if err := l.Validate(); err != nil {
+		return 0, err
+	}
+	t := p.Ms - l.Epoch
+	switch {
+	case t < 0 || t >= 1<<l.TimeBits():
+		return 0, fmt.Errorf("snowflake: time %d ms is outside the layout's range (%d + [0, 2^%d))", p.Ms, l.Epoch, l.TimeBits())
+	case p.Node < 0 || p.Node > l.MaxNode():
+		return 0, fmt.Errorf("snowflake: node ID %d is outside 0-%d (%d node bits)", p.Node, l.MaxNode(), l.NodeBits)
+	case p.Epoch < 0:
+		return 0, fmt.Errorf("snowflake: epoch %d is negative", p.Epoch)
+	case p.Seq < 0 || p.Seq >= l.PerMillisecond():
+		return 0, fmt.Errorf("snowflake: sequence %d is outside 0-%d", p.Seq, l.PerMillisecond()-1)
+	}
+	return l.encode(t, p.Node, p.Epoch, p.Seq), nil
+}
+
+// encode packs fields already known to be in range; t is ms since l.Epoch.
+func (l Layout) encode(t, node, epoch, seq int64) bw.ID {
+	seqBits := l.SeqBits()
+	return bw.ID(t<<(l.NodeBits+l.StepBits) | node<<l.StepBits | (epoch&(1<<l.EpochBits-1))<<seqBits | seq)
+}

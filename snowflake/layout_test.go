@@ -1,0 +1,82 @@
+package snowflake
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+)
+
+// An ID of the default layout decodes with bwmarrin's own accessors, which
+// read bwmarrin's default package settings.
+func TestDefaultLayoutIsBwmarrins(t *testing.T) {
+	if bw.Epoch != 1288834974657 || bw.NodeBits != 10 || bw.StepBits != 12 {
+		t.Fatal("bwmarrin's package settings are not its defaults")
+	}
+	if DefaultLayout.TimeBits() != 41 || DefaultLayout.PerMillisecond() != 4096 || DefaultLayout.MaxNode() != 1023 {
+		t.Fatalf("default layout: %d time bits, %d per ms, max node %d", DefaultLayout.TimeBits(), DefaultLayout.PerMillisecond(), DefaultLayout.MaxNode())
+	}
+	ms := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixMilli()
+	id, err := DefaultLayout.Encode(Parts{Ms: ms, Node: 777, Seq: 4095})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Time() != ms || id.Node() != 777 || id.Step() != 4095 {
+		t.Fatalf("bwmarrin decodes %d as time %d node %d step %d", id, id.Time(), id.Node(), id.Step())
+	}
+	if p := DefaultLayout.Decode(id); p != (Parts{Ms: ms, Node: 777, Seq: 4095}) {
+		t.Fatalf("Decode = %+v", p)
+	}
+}
+
+func TestLayoutValidate(t *testing.T) {
+	for _, c := range []struct {
+		l    Layout
+		want string
+	}{
+		{Layout{Epoch: -1, NodeBits: 10, StepBits: 12}, "before 1970"},
+		{Layout{Epoch: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "future"},
+		{Layout{NodeBits: 0, StepBits: 12}, "node bits 0"},
+		{Layout{NodeBits: 10, StepBits: 0}, "step bits 0"},
+		{Layout{NodeBits: 20, StepBits: 12}, "leave 31 time bits"},
+		{Layout{NodeBits: 10, StepBits: 4, EpochBits: 4}, "leave 0 of the 4 step bits"},
+	} {
+		err := c.l.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want %q", c.l, err, c.want)
+		}
+	}
+	for _, l := range []Layout{DefaultLayout, {Epoch: 0, NodeBits: 16, StepBits: 12}, {Epoch: 1, NodeBits: 1, StepBits: 1}, {NodeBits: 10, StepBits: 12, EpochBits: 11}} {
+		if err := l.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v", l, err)
+		}
+	}
+}
+
+// FuzzLayoutRoundTrip: for any layout, Validate never panics, and for a
+// valid one Decode(Encode(p)) == p with the epoch reduced modulo 2^EpochBits.
+func FuzzLayoutRoundTrip(f *testing.F) {
+	f.Add(DefaultLayout.Epoch, uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
+	f.Add(int64(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
+	f.Fuzz(func(t *testing.T, epoch int64, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
+		l := Layout{Epoch: epoch, NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
+		if l.Validate() != nil {
+			if _, err := l.Encode(Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq}); err == nil {
+				t.Fatalf("Encode accepted invalid layout %+v", l)
+			}
+			return
+		}
+		id, err := l.Encode(Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq})
+		if err != nil {
+			return
+		}
+		if id < 0 {
+			t.Fatalf("negative ID %d from %+v", id, l)
+		}
+		want := Parts{Ms: ms, Node: node, Epoch: lepoch % (1 << l.EpochBits), Seq: seq}
+		if got := l.Decode(id); got != want {
+			t.Fatalf("layout %+v: Decode(Encode(%+v)) = %+v", l, want, got)
+		}
+	})
+}
