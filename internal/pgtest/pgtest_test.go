@@ -78,3 +78,57 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatalf("after start: %d, %v", v, err)
 	}
 }
+
+// TestPgBouncerTransactionMode shows the pooler is real and in transaction
+// mode: a client's statements run on whichever server connection is free,
+// so a client sees another's backend once that one's transaction ends.
+func TestPgBouncerTransactionMode(t *testing.T) {
+	s := Shared(t)
+	b := s.NewPgBouncer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name, err := s.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.DropDatabase(context.Background(), name)
+	db, err := sql.Open("pgx", b.DSN(name, "default_query_exec_mode=exec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pid := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) int {
+		var p int
+		if err := q.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tx, err := a.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := pid(tx) // a holds this backend until its transaction ends
+	if pc := pid(c); pc == pa {
+		t.Fatal("two clients shared a backend inside a transaction")
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// PgBouncer hands out the most recently released backend: a's.
+	if pc := pid(c); pc != pa {
+		t.Fatalf("client kept its own backend (%d, not %d): the pooler is not in transaction mode", pc, pa)
+	}
+}
