@@ -109,6 +109,11 @@ func (f *fakeStore) Ensure(ctx context.Context, create bool) error {
 	return f.wait(ctx)
 }
 
+func (f *fakeStore) CheckSchema(ctx context.Context) error {
+	f.record("check", postgres.Key{}, 0, false)
+	return nil
+}
+
 func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error) {
 	f.record("claim", postgres.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {

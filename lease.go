@@ -165,6 +165,9 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 func (l *Lease) release(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	defer l.reg.forget(l)
 	l.cancel()
 	<-l.done

@@ -15,6 +15,7 @@ import (
 // tests of the renewal rules use a fake.
 type store interface {
 	Ensure(ctx context.Context, create bool) error
+	CheckSchema(ctx context.Context) error
 	Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error)
 	Renew(ctx context.Context, k postgres.Key, ttl time.Duration, horizonMs int64) (postgres.Outcome, error)
 	Release(ctx context.Context, k postgres.Key, horizonMs int64, exact bool) (postgres.Outcome, error)
@@ -74,6 +75,19 @@ func (r *Registry) Owner() string { return r.cfg.owner }
 // TTL returns the lease TTL.
 func (r *Registry) TTL() time.Duration { return r.cfg.ttl }
 
+// CheckSchema verifies, read-only, that the lease and history tables exist
+// with the expected columns and that the role may SELECT, INSERT and UPDATE
+// them. A failure is alert-worthy: postgres.Fatal reports true for it. Call
+// it at start-up where a migration tool provisions the tables.
+func (r *Registry) CheckSchema(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
+	return r.st.CheckSchema(ctx)
+}
+
+var errNilContext = errors.New("nodeid: nil context")
+
 // Acquire claims the lowest free node ID of the range and starts renewing
 // it in the background. ctx bounds the claim only, not the lease. It returns
 // an error matching ErrNoNodeIDAvailable when every node ID is held, unless
@@ -81,6 +95,9 @@ func (r *Registry) TTL() time.Duration { return r.cfg.ttl }
 // Acquire of a Registry creates the tables if needed and pre-fills the range.
 // Acquire may be called more than once: each lease is independent.
 func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
