@@ -29,6 +29,35 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// endpoint is where a test's clients connect: the server itself, or a real
+// PgBouncer in transaction pooling mode in front of it.
+type endpoint struct {
+	db   *sql.DB
+	dsn  string
+	addr string // host:port, for a proxy in front of it
+}
+
+// vias are the ways the acquire, renew, takeover and release tests reach
+// the database.
+var vias = []string{"direct", "pgbouncer"}
+
+func connect(t *testing.T, via string) endpoint {
+	t.Helper()
+	srv := pgtest.Shared(t)
+	db, dsn := srv.NewDB(t)
+	if via == "direct" {
+		return endpoint{db: db, dsn: dsn, addr: srv.Addr()}
+	}
+	b := srv.NewPgBouncer(t)
+	bdsn := b.DSN(currentDB(t, db), "default_query_exec_mode=exec")
+	bdb, err := sql.Open("pgx", bdsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bdb.Close() })
+	return endpoint{db: bdb, dsn: bdsn, addr: b.Addr()}
+}
+
 func newTestRegistry(t *testing.T, db *sql.DB, opts ...Option) *Registry {
 	t.Helper()
 	r, err := New(db, opts...)
@@ -83,106 +112,116 @@ func waitLost(t *testing.T, l *Lease, within time.Duration) time.Time {
 
 func TestConcurrentAcquireDistinctLowestFirst(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t)
-	db.SetMaxOpenConns(200)
-	r := newTestRegistry(t, db)
-	ctx := testContext(t)
-	// Create the table first, so that the 200 claims race each other and
-	// not the set-up.
-	if err := r.ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			db := connect(t, via).db
+			db.SetMaxOpenConns(200)
+			r := newTestRegistry(t, db)
+			ctx := testContext(t)
+			// Create the table first, so that the 200 claims race each other and
+			// not the set-up.
+			if err := r.ensure(ctx); err != nil {
+				t.Fatal(err)
+			}
 
-	const n = 200
-	start := make(chan struct{})
-	leases := make([]*Lease, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			leases[i], errs[i] = r.Acquire(ctx)
+			const n = 200
+			start := make(chan struct{})
+			leases := make([]*Lease, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					leases[i], errs[i] = r.Acquire(ctx)
+				})
+			}
+			close(start)
+			wg.Wait()
+			var ids []int64
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("Acquire %d: %v", i, err)
+				}
+				ids = append(ids, leases[i].NodeID())
+			}
+			slices.Sort(ids)
+			for i, id := range ids {
+				if id != int64(i) {
+					t.Fatalf("the %d concurrent claims got node IDs %v...; want exactly 0-%d", n, ids[:min(len(ids), 20)], n-1)
+				}
+			}
+			var conns int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&conns); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d claims on %d connections", n, conns)
+
+			// Lowest-free order, one at a time: a released ID is the next claimed.
+			byNode := map[int64]*Lease{}
+			for _, l := range leases {
+				byNode[l.NodeID()] = l
+			}
+			for _, node := range []int64{57, 3, 150} {
+				if err := byNode[node].Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, want := range []int64{3, 57, 150, 200, 201} {
+				if got := acquire(t, r).NodeID(); got != want {
+					t.Fatalf("Acquire got node ID %d, want the lowest free, %d", got, want)
+				}
+			}
+
+			// Fill the range; the 1025th claim finds nothing.
+			for range 1024 - 202 {
+				acquire(t, r)
+			}
+			_, err := r.Acquire(ctx)
+			if !errors.Is(err, ErrNoNodeIDAvailable) {
+				t.Fatalf("Acquire on a full range: %v, want ErrNoNodeIDAvailable", err)
+			}
+			if !strings.Contains(err.Error(), "0-1023") {
+				t.Errorf("error %q does not name the range", err)
+			}
 		})
-	}
-	close(start)
-	wg.Wait()
-	var ids []int64
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Acquire %d: %v", i, err)
-		}
-		ids = append(ids, leases[i].NodeID())
-	}
-	slices.Sort(ids)
-	for i, id := range ids {
-		if id != int64(i) {
-			t.Fatalf("the %d concurrent claims got node IDs %v...; want exactly 0-%d", n, ids[:min(len(ids), 20)], n-1)
-		}
-	}
-	var conns int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()`).Scan(&conns); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d claims on %d connections", n, conns)
-
-	// Lowest-free order, one at a time: a released ID is the next claimed.
-	byNode := map[int64]*Lease{}
-	for _, l := range leases {
-		byNode[l.NodeID()] = l
-	}
-	for _, node := range []int64{57, 3, 150} {
-		if err := byNode[node].Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, want := range []int64{3, 57, 150, 200, 201} {
-		if got := acquire(t, r).NodeID(); got != want {
-			t.Fatalf("Acquire got node ID %d, want the lowest free, %d", got, want)
-		}
-	}
-
-	// Fill the range; the 1025th claim finds nothing.
-	for range 1024 - 202 {
-		acquire(t, r)
-	}
-	_, err := r.Acquire(ctx)
-	if !errors.Is(err, ErrNoNodeIDAvailable) {
-		t.Fatalf("Acquire on a full range: %v, want ErrNoNodeIDAvailable", err)
-	}
-	if !strings.Contains(err.Error(), "0-1023") {
-		t.Errorf("error %q does not name the range", err)
 	}
 }
 
 func TestReleaseFreesAtOnceAndKeepsEpoch(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t)
-	r := newTestRegistry(t, db, WithNodeRange(7, 7))
-	l := acquire(t, r)
-	if l.NodeID() != 7 || l.Epoch() != 1 {
-		t.Fatalf("first claim: node %d epoch %d, want node 7 epoch 1", l.NodeID(), l.Epoch())
-	}
-	if err := l.Release(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
-	row := readRow(t, db, 7)
-	if !row.free || row.epoch != 1 || row.owner != "" {
-		t.Fatalf("released row = %+v, want free with epoch 1 kept", row)
-	}
-	if !errors.Is(l.Err(), ErrReleased) {
-		t.Errorf("Err after Release = %v, want ErrReleased", l.Err())
-	}
-	select {
-	case <-l.Lost():
-	default:
-		t.Error("Lost is open after Release")
-	}
-	if err := l.Release(testContext(t)); err != nil {
-		t.Errorf("second Release = %v, want the first result (nil)", err)
-	}
-	l2 := acquire(t, r) // immediately: no wait for any TTL
-	if l2.NodeID() != 7 || l2.Epoch() != 2 {
-		t.Fatalf("claim after release: node %d epoch %d, want node 7 epoch 2", l2.NodeID(), l2.Epoch())
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			db := connect(t, via).db
+			r := newTestRegistry(t, db, WithNodeRange(7, 7))
+			l := acquire(t, r)
+			if l.NodeID() != 7 || l.Epoch() != 1 {
+				t.Fatalf("first claim: node %d epoch %d, want node 7 epoch 1", l.NodeID(), l.Epoch())
+			}
+			if err := l.Release(testContext(t)); err != nil {
+				t.Fatal(err)
+			}
+			row := readRow(t, db, 7)
+			if !row.free || row.epoch != 1 || row.owner != "" {
+				t.Fatalf("released row = %+v, want free with epoch 1 kept", row)
+			}
+			if !errors.Is(l.Err(), ErrReleased) {
+				t.Errorf("Err after Release = %v, want ErrReleased", l.Err())
+			}
+			select {
+			case <-l.Lost():
+			default:
+				t.Error("Lost is open after Release")
+			}
+			if err := l.Release(testContext(t)); err != nil {
+				t.Errorf("second Release = %v, want the first result (nil)", err)
+			}
+			l2 := acquire(t, r) // immediately: no wait for any TTL
+			if l2.NodeID() != 7 || l2.Epoch() != 2 {
+				t.Fatalf("claim after release: node %d epoch %d, want node 7 epoch 2", l2.NodeID(), l2.Epoch())
+			}
+		})
 	}
 }
 
@@ -279,74 +318,80 @@ func waitExpired(t *testing.T, db *sql.DB, node int64) {
 
 func TestTakeoverEndsOldLease(t *testing.T) {
 	t.Parallel()
-	db, dsn := pgtest.NewDB(t)
-	ctx := testContext(t)
-	// The old holder reaches the database through a proxy, so that the
-	// takeover cannot race its renewals.
-	proxy, err := pgtest.NewProxy(pgtest.Shared(t).Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	oldDB, err := sql.Open("pgx", pgtest.WithAddr(dsn, proxy.Addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer oldDB.Close()
-	old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("old-holder"))
-	lo := acquire(t, old)
-	newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("new-holder"))
-	if err := newer.ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			ep := connect(t, via)
+			db, dsn := ep.db, ep.dsn
+			ctx := testContext(t)
+			// The old holder reaches the database through a proxy, so that the
+			// takeover cannot race its renewals.
+			proxy, err := pgtest.NewProxy(ep.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			oldDB, err := sql.Open("pgx", pgtest.WithAddr(dsn, proxy.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer oldDB.Close()
+			old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("old-holder"))
+			lo := acquire(t, old)
+			newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("new-holder"))
+			if err := newer.ensure(ctx); err != nil {
+				t.Fatal(err)
+			}
 
-	// The database expires the lease before the holder's deadline (a server
-	// clock jump), and another holder takes the node ID over.
-	proxy.Blackhole()
-	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second' WHERE node_id = 3`); err != nil {
-		t.Fatal(err)
-	}
-	ln := acquire(t, newer)
-	proxy.Restore()
-	if ln.Epoch() != lo.Epoch()+1 {
-		t.Fatalf("takeover epoch %d, want %d", ln.Epoch(), lo.Epoch()+1)
-	}
-	before := readRow(t, db, 3)
+			// The database expires the lease before the holder's deadline (a server
+			// clock jump), and another holder takes the node ID over.
+			proxy.Blackhole()
+			if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second' WHERE node_id = 3`); err != nil {
+				t.Fatal(err)
+			}
+			ln := acquire(t, newer)
+			proxy.Restore()
+			if ln.Epoch() != lo.Epoch()+1 {
+				t.Fatalf("takeover epoch %d, want %d", ln.Epoch(), lo.Epoch()+1)
+			}
+			before := readRow(t, db, 3)
 
-	waitLost(t, lo, MinTTL) // at the old holder's next renewal
-	if !errors.Is(lo.Err(), ErrLeaseLost) || !errors.Is(lo.Err(), ErrTakenOver) {
-		t.Fatalf("old lease Err = %v, want ErrLeaseLost and ErrTakenOver", lo.Err())
-	}
-	if err := lo.Check(time.Now(), 0); !errors.Is(err, ErrTakenOver) {
-		t.Errorf("Check after takeover = %v", err)
-	}
+			waitLost(t, lo, MinTTL) // at the old holder's next renewal
+			if !errors.Is(lo.Err(), ErrLeaseLost) || !errors.Is(lo.Err(), ErrTakenOver) {
+				t.Fatalf("old lease Err = %v, want ErrLeaseLost and ErrTakenOver", lo.Err())
+			}
+			if err := lo.Check(time.Now(), 0); !errors.Is(err, ErrTakenOver) {
+				t.Errorf("Check after takeover = %v", err)
+			}
 
-	// The old holder's renew and release change nothing.
-	st := old.st.(*postgres.Store)
-	o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
-	if err != nil || o.OK {
-		t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
-	}
-	if err := lo.Release(ctx); !errors.Is(err, ErrTakenOver) {
-		t.Errorf("old Release = %v, want ErrTakenOver", err)
-	}
-	o, err = st.Release(ctx, lo.key, 0, true)
-	if err != nil || o.OK {
-		t.Fatalf("release with the old key: ok=%v err=%v", o.OK, err)
-	}
-	after := readRow(t, db, 3)
-	if after.owner != "new-holder" || after.epoch != ln.Epoch() || after.horizon != before.horizon {
-		t.Fatalf("row changed by the old holder: before %+v, after %+v", before, after)
-	}
-	select {
-	case <-ln.Lost():
-		t.Fatalf("the new lease was lost: %v", ln.Err())
-	default:
-	}
-	// The history ended the old claim as expired.
-	var reason string
-	if err := db.QueryRowContext(ctx, `SELECT end_reason FROM snowflake_nodes_history WHERE node_id = 3 AND epoch = $1`, lo.Epoch()).Scan(&reason); err != nil || reason != "expired" {
-		t.Errorf("history of the old claim: %q, %v; want expired", reason, err)
+			// The old holder's renew and release change nothing.
+			st := old.st.(*postgres.Store)
+			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
+			if err != nil || o.OK {
+				t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
+			}
+			if err := lo.Release(ctx); !errors.Is(err, ErrTakenOver) {
+				t.Errorf("old Release = %v, want ErrTakenOver", err)
+			}
+			o, err = st.Release(ctx, lo.key, 0, true)
+			if err != nil || o.OK {
+				t.Fatalf("release with the old key: ok=%v err=%v", o.OK, err)
+			}
+			after := readRow(t, db, 3)
+			if after.owner != "new-holder" || after.epoch != ln.Epoch() || after.horizon != before.horizon {
+				t.Fatalf("row changed by the old holder: before %+v, after %+v", before, after)
+			}
+			select {
+			case <-ln.Lost():
+				t.Fatalf("the new lease was lost: %v", ln.Err())
+			default:
+			}
+			// The history ended the old claim as expired.
+			var reason string
+			if err := db.QueryRowContext(ctx, `SELECT end_reason FROM snowflake_nodes_history WHERE node_id = 3 AND epoch = $1`, lo.Epoch()).Scan(&reason); err != nil || reason != "expired" {
+				t.Errorf("history of the old claim: %q, %v; want expired", reason, err)
+			}
+		})
 	}
 }
 
@@ -420,28 +465,33 @@ func TestDatabaseRestartedBeforeDeadlineLeaseSurvives(t *testing.T) {
 
 func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 	t.Parallel()
-	db, _ := pgtest.NewDB(t)
-	ctx := testContext(t)
-	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
-	if err := r.ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st := r.st.(*postgres.Store)
-	c, ok, err := st.Claim(ctx, "x", MinTTL, 0)
-	if err != nil || !ok {
-		t.Fatal(ok, err)
-	}
-	waitExpired(t, db, 0)
-	before := readRow(t, db, 0)
-	o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50)
-	if err != nil || o.OK {
-		t.Fatalf("renewal of a lapsed lease: ok=%v err=%v", o.OK, err)
-	}
-	if after := readRow(t, db, 0); after != before {
-		t.Fatalf("renewal changed a lapsed row: %+v -> %+v", before, after)
-	}
-	if o.Epoch != c.Epoch || o.Owner != "x" {
-		t.Errorf("renewal reported the row as %d/%q", o.Epoch, o.Owner)
+	for _, via := range vias {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			db := connect(t, via).db
+			ctx := testContext(t)
+			r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
+			if err := r.ensure(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st := r.st.(*postgres.Store)
+			c, ok, err := st.Claim(ctx, "x", MinTTL, 0)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			waitExpired(t, db, 0)
+			before := readRow(t, db, 0)
+			o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50)
+			if err != nil || o.OK {
+				t.Fatalf("renewal of a lapsed lease: ok=%v err=%v", o.OK, err)
+			}
+			if after := readRow(t, db, 0); after != before {
+				t.Fatalf("renewal changed a lapsed row: %+v -> %+v", before, after)
+			}
+			if o.Epoch != c.Epoch || o.Owner != "x" {
+				t.Errorf("renewal reported the row as %d/%q", o.Epoch, o.Owner)
+			}
+		})
 	}
 }
 
