@@ -114,6 +114,11 @@ func (f *fakeStore) CheckSchema(ctx context.Context) error {
 	return nil
 }
 
+func (f *fakeStore) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
+	f.record("prune", postgres.Key{}, olderThan.Milliseconds(), false)
+	return 0, nil
+}
+
 func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error) {
 	f.record("claim", postgres.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {

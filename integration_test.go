@@ -386,7 +386,14 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 				t.Fatalf("the new lease was lost: %v", ln.Err())
 			default:
 			}
-			// The history ended the old claim as expired.
+			// The history ended the old claim as expired; pruning keeps it
+			// while it is recent, and never prunes the open claim.
+			if n, err := newer.PruneHistory(ctx, time.Hour); err != nil || n != 0 {
+				t.Errorf("PruneHistory(1h) = %d, %v; want 0 deleted", n, err)
+			}
+			if _, err := newer.PruneHistory(ctx, -time.Second); err == nil {
+				t.Error("PruneHistory with a negative age succeeded")
+			}
 			var reason string
 			if err := db.QueryRowContext(ctx, `SELECT end_reason FROM snowflake_nodes_history WHERE node_id = 3 AND epoch = $1`, lo.Epoch()).Scan(&reason); err != nil || reason != "expired" {
 				t.Errorf("history of the old claim: %q, %v; want expired", reason, err)

@@ -19,6 +19,7 @@ type store interface {
 	Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error)
 	Renew(ctx context.Context, k postgres.Key, ttl time.Duration, horizonMs int64) (postgres.Outcome, error)
 	Release(ctx context.Context, k postgres.Key, horizonMs int64, exact bool) (postgres.Outcome, error)
+	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
 // Backoff bounds of Acquire when WithWait is set.
@@ -87,6 +88,20 @@ func (r *Registry) CheckSchema(ctx context.Context) error {
 }
 
 var errNilContext = errors.New("nodeid: nil context")
+
+// PruneHistory deletes the history of claims that ended more than olderThan
+// ago and returns how many it deleted; claims still open are kept. IDs minted
+// under a pruned claim can no longer be traced to their holder. The role
+// needs DELETE on the history table.
+func (r *Registry) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
+	if ctx == nil {
+		return 0, errNilContext
+	}
+	if olderThan < 0 {
+		return 0, fmt.Errorf("nodeid: prune history older than %s: the age must not be negative", olderThan)
+	}
+	return r.st.PruneHistory(ctx, olderThan)
+}
 
 // Acquire claims the lowest free node ID of the range and starts renewing
 // it in the background. ctx bounds the claim only, not the lease. It returns
