@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// listOptions are the flags of list and watch.
+type listOptions struct {
+	all    bool
+	state  string
+	output string
+}
+
+func (o *listOptions) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.all, "all", false, "also show node IDs that were never claimed")
+	cmd.Flags().StringVar(&o.state, "state", "", "show only node IDs in this state: free, held or expired")
+	cmd.Flags().StringVarP(&o.output, "output", "o", outTable, "output format: table, wide (with exact times) or json")
+	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
+		[]string{string(postgres.Free), string(postgres.Held), string(postgres.Expired)}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
+		[]string{outTable, outWide, outJSON}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func (o *listOptions) validate() error {
+	switch postgres.State(o.state) {
+	case "", postgres.Free, postgres.Held, postgres.Expired:
+	default:
+		return usagef("--state %q: the state must be free, held or expired", o.state)
+	}
+	return checkOutput(o.output, outTable, outWide, outJSON)
+}
+
+func (a *app) listCommand() *cobra.Command {
+	var o listOptions
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the node IDs in use or ever used, with their holders",
+		Long: `List every node ID that is in use or was ever used: its state (held; free:
+never claimed or released; expired: lapsed and not yet claimed again), owner,
+epoch, when it was acquired, when its lease expires and its horizon (the
+latest millisecond its holder may stamp). Times are relative to the server's
+clock; -o wide adds exact times, -o json has exact RFC 3339 and unix-ms
+values. The last line counts the rows of the whole table: held / free /
+expired / total.`,
+		Example: `  nodeid list
+  nodeid list --state held -o wide
+  nodeid list --all -o json | jq '.nodes[] | select(.state == "expired")'`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			n, err := a.snapshot(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return n.write(a.stdout, n.filter(o.all, postgres.State(o.state)), o.output)
+		}),
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// snapshot reads the whole lease table.
+func (a *app) snapshot(ctx context.Context) (nodes, error) {
+	a.privileges = "SELECT on " + a.table
+	st, err := a.store(allNodes)
+	if err != nil {
+		return nodes{}, err
+	}
+	rows, now, err := st.List(ctx)
+	if err != nil {
+		return nodes{}, err
+	}
+	return nodes{table: a.table, rows: rows, now: now}, nil
+}

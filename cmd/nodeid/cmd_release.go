@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+func (a *app) releaseCommand() *cobra.Command {
+	var (
+		epoch int64
+		yes   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "release NODE --epoch EPOCH",
+		Short: "Evict the holder of a node ID, but only the claim with the given epoch",
+		Long: `Free a node ID held by a stuck or dead process, so that another can claim it at
+once. Only the claim with the epoch given is evicted: if the node ID was
+claimed again meanwhile, nothing changes, so a newer holder is never hit.
+Take the epoch from "nodeid list" or "nodeid show".
+
+The row keeps its epoch and its horizon: the next holder stamps only after
+the evicted holder's horizon, so their IDs cannot collide. A live evicted
+holder learns of it at its next renewal and stops minting.
+
+Asks for confirmation on stdin unless --yes is given.`,
+		Example: `  nodeid release 7 --epoch 42
+  nodeid release 7 --epoch 42 --yes`,
+		Args: exactArgs(1, "one node ID"),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			node, err := parseNodeID(args[0])
+			if err != nil {
+				return usage(err)
+			}
+			if !cmd.Flags().Changed("epoch") {
+				return usagef("--epoch is required: the epoch of the claim to evict (see \"nodeid show %d\")", node)
+			}
+			if epoch < 1 {
+				return usagef("--epoch %d: epochs start at 1", epoch)
+			}
+			a.privileges = "SELECT and UPDATE on " + a.table + " and " + a.table + "_history"
+			st, err := a.store(nodeRange{node, node})
+			if err != nil {
+				return err
+			}
+			rows, now, err := st.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return fmt.Errorf("node ID %d is not in table %s", node, a.table)
+			}
+			r := rows[0]
+			switch {
+			case r.Epoch != epoch:
+				return fmt.Errorf("node ID %d is at epoch %d, not %d: nothing released (the claim you mean has ended; a newer one must not be evicted by mistake)",
+					node, r.Epoch, epoch)
+			case r.State(now) == postgres.Free:
+				return fmt.Errorf("node ID %d (epoch %d) is already free: nothing to release", node, epoch)
+			}
+			if !yes {
+				fmt.Fprintf(a.stderr, "Evict %s, owner %s, epoch %d, of node ID %d (lease %s, expires %s)? The node ID becomes free for another process at once. [y/N] ",
+					r.State(now), orDash(r.Owner), epoch, node, relative(r.AcquiredAt, now), relative(r.ExpiresAt, now))
+				ok, err := confirm(a.stdin)
+				fmt.Fprintln(a.stderr)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errors.New("not released: the answer was not yes")
+				}
+			}
+			done, err := st.Evict(cmd.Context(), node, epoch)
+			if err != nil {
+				return err
+			}
+			if !done {
+				return fmt.Errorf("node ID %d changed meanwhile (it is no longer held at epoch %d): nothing released", node, epoch)
+			}
+			_, err = fmt.Fprintf(a.stdout, "released node ID %d (epoch %d, owner %s); the next holder stamps after %s\n",
+				node, epoch, orDash(r.Owner), exactMs(r.HorizonMs))
+			return err
+		}),
+	}
+	cmd.Flags().Int64Var(&epoch, "epoch", 0, "the epoch of the claim to evict (required)")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+// confirm reads one line and reports whether it says yes.
+func confirm(in io.Reader) (bool, error) {
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		return false, errors.New("not released: no answer on stdin; pass --yes to release without asking")
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}

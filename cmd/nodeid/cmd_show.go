@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// claimJSON is a history row in -o json.
+type claimJSON struct {
+	Epoch        int64      `json:"epoch"`
+	Owner        string     `json:"owner"`
+	AcquiredAt   time.Time  `json:"acquired_at"`
+	AcquiredAtMs int64      `json:"acquired_at_ms"`
+	EndedAt      *time.Time `json:"ended_at"`
+	EndedAtMs    *int64     `json:"ended_at_ms"`
+	EndReason    string     `json:"end_reason"`
+	FromMs       int64      `json:"from_ms"`
+	HorizonMs    int64      `json:"horizon_ms"`
+}
+
+func claimToJSON(c postgres.Claimed) claimJSON {
+	j := claimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
+		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs}
+	j.EndedAt, j.EndedAtMs = jsonTime(c.EndedAt)
+	return j
+}
+
+// showJSON is the document of show -o json.
+type showJSON struct {
+	Table   string      `json:"table"`
+	Now     time.Time   `json:"now"`
+	NowMs   int64       `json:"now_ms"`
+	Node    nodeJSON    `json:"node"`
+	History []claimJSON `json:"history"`
+}
+
+func (a *app) showCommand() *cobra.Command {
+	var (
+		limit  int
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "show NODE",
+		Short: "Show one node ID and its recent history of claims",
+		Long: `Show one node ID's row and its latest claims, newest first: owner, epoch,
+when each was acquired and ended and why (released, expired, evicted), and
+the milliseconds (FROM, TO] in which each holder may have stamped IDs.`,
+		Example: `  nodeid show 7
+  nodeid show 7 --limit 50 -o json`,
+		Args: exactArgs(1, "one node ID"),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			node, err := parseNodeID(args[0])
+			if err != nil {
+				return usage(err)
+			}
+			if limit < 1 {
+				return usagef("--limit %d: show at least 1 claim", limit)
+			}
+			if err := checkOutput(output, outTable, outJSON); err != nil {
+				return err
+			}
+			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
+			st, err := a.store(nodeRange{node, node})
+			if err != nil {
+				return err
+			}
+			rows, now, err := st.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(rows) == 0 {
+				return fmt.Errorf("node ID %d is not in table %s: \"nodeid init --range %d-%d\" adds it", node, a.table, node, node)
+			}
+			hist, err := st.History(cmd.Context(), node, limit)
+			if err != nil {
+				return err
+			}
+			return a.writeShow(rows[0], hist, now, output)
+		}),
+	}
+	cmd.Flags().IntVar(&limit, "limit", 10, "how many claims of the history to show")
+	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	return cmd
+}
+
+func (a *app) writeShow(r postgres.Row, hist []postgres.Claimed, now time.Time, output string) error {
+	if output == outJSON {
+		doc := showJSON{Table: a.table, Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []claimJSON{}}
+		for _, c := range hist {
+			doc.History = append(doc.History, claimToJSON(c))
+		}
+		return writeJSON(a.stdout, doc)
+	}
+	w := a.stdout
+	kv := newTable(w)
+	kv.row("node", strconv.FormatInt(r.NodeID, 10))
+	kv.row("state", string(r.State(now)))
+	kv.row("owner", orDash(r.Owner))
+	kv.row("epoch", strconv.FormatInt(r.Epoch, 10))
+	kv.row("acquired", withRelative(r.AcquiredAt, now))
+	kv.row("expires", withRelative(r.ExpiresAt, now))
+	if r.HorizonMs == 0 {
+		kv.row("horizon", "-")
+	} else {
+		kv.row("horizon", fmt.Sprintf("%d (%s, %s)", r.HorizonMs, exactMs(r.HorizonMs), relHorizon(r.HorizonMs, now)))
+	}
+	if err := kv.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if len(hist) == 0 {
+		_, err := fmt.Fprintln(w, "no claims in the history")
+		return err
+	}
+	t := newTable(w)
+	t.row("EPOCH", "OWNER", "ACQUIRED", "ENDED", "REASON", "STAMPS FROM (EXCL.)", "STAMPS TO")
+	for _, c := range hist {
+		ended, reason := relative(c.EndedAt, now), orDash(c.EndReason)
+		if c.EndedAt.IsZero() {
+			ended, reason = "-", "(open)"
+		}
+		t.row(strconv.FormatInt(c.Epoch, 10), orDash(c.Owner), relative(c.AcquiredAt, now), ended, reason,
+			exactMs(c.FromMs), exactMs(c.HorizonMs))
+	}
+	return t.flush()
+}
+
+// withRelative formats t exactly and relative to now: "2026-01-02T03:04:05.678Z (3m ago)".
+func withRelative(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return exact(t) + " (" + relative(t, now) + ")"
+}

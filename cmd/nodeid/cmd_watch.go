@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// clearScreen moves the cursor home and clears the terminal.
+const clearScreen = "\x1b[H\x1b[2J"
+
+func (a *app) watchCommand() *cobra.Command {
+	var (
+		o        listOptions
+		interval time.Duration
+		count    int
+	)
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Show the list, refreshed in place until interrupted",
+		Long: `Show "nodeid list" and refresh it every --interval until interrupted
+(Ctrl-C), or --count times. On a terminal each refresh redraws the screen;
+otherwise the frames follow each other. A failed refresh shows the error and
+the next one tries again; only a failure of the first one ends the command.`,
+		Example: `  nodeid watch
+  nodeid watch --state held --interval 500ms
+  nodeid watch --count 3 -o wide > frames.txt`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if interval <= 0 {
+				return usagef("--interval %s: the interval must be positive", interval)
+			}
+			if count < 0 {
+				return usagef("--count %d: the count must be 0 (until interrupted) or more", count)
+			}
+			ctx, stop := a.interrupted(cmd.Context())
+			defer stop()
+			tty := isTerminal(a.stdout)
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			for i := 0; count == 0 || i < count; i++ {
+				if i > 0 {
+					select {
+					case <-ctx.Done():
+						return nil
+					case <-tick.C:
+					}
+				}
+				var frame bytes.Buffer
+				if tty {
+					frame.WriteString(clearScreen)
+				} else if i > 0 {
+					frame.WriteString("\n")
+				}
+				fmt.Fprintf(&frame, "Every %s: nodeid list --table %s    %s\n\n", interval, a.table, a.now().Format("15:04:05"))
+				n, err := a.snapshot(ctx)
+				switch {
+				case err != nil && ctx.Err() != nil:
+					return nil
+				case err != nil && i == 0:
+					return err
+				case err != nil:
+					fmt.Fprintln(&frame, a.describe(err))
+				default:
+					if err := n.write(&frame, n.filter(o.all, postgres.State(o.state)), o.output); err != nil {
+						return err
+					}
+				}
+				if _, err := a.stdout.Write(frame.Bytes()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}),
+	}
+	o.register(cmd)
+	cmd.Flags().Var(newDurationValue(&interval, 2*time.Second), "interval", "time between refreshes")
+	cmd.Flags().IntVar(&count, "count", 0, "stop after this many refreshes (0: until interrupted)")
+	return cmd
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

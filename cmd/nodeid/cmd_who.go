@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// notCovered is what who says of an ID no lease covers.
+const notCovered = "no lease covers this ID (it was not minted by a fenced generator of this table, or its history was pruned)"
+
+// traced is an ID and the claims that may have minted it.
+type traced struct {
+	decoded
+	Claims []claimJSON `json:"claims"`
+
+	claims []postgres.Claimed
+}
+
+func (a *app) whoCommand() *cobra.Command {
+	var (
+		lf     layoutFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "who ID...",
+		Short: "Find the lease (owner and epoch) that minted each ID",
+		Long: `Decode each ID and look up the history table: which owner and epoch held the
+ID's node ID in the ID's millisecond. Horizons split each node ID's time line
+between its successive claims, so an ID minted by a fenced generator of this
+table has exactly one answer; if the layout has epoch bits, only claims whose
+epoch matches them are considered. An ID no lease covers was not minted by a
+fenced generator of this table (or its history was pruned): then the command
+says so and exits with 1. The layout flags must match the generator's.
+
+` + idFormRules,
+		Example: `  nodeid who 1805834298273538048
+  nodeid who --epoch-bits 2 -o json 1805834298273538048 3K4aSBmBfy1`,
+		Args: minArgs(1, "one or more IDs"),
+		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			l, err := lf.layout()
+			if err != nil {
+				return err
+			}
+			if err := checkOutput(output, outTable, outJSON); err != nil {
+				return err
+			}
+			ds, err := decodeIDs(args, l)
+			if err != nil {
+				return err
+			}
+			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
+			st, err := a.store(allNodes)
+			if err != nil {
+				return err
+			}
+			var (
+				out     []traced
+				missing int
+			)
+			for _, d := range ds {
+				cs, err := st.Who(cmd.Context(), d.Node, d.UnixMs)
+				if err != nil {
+					return err
+				}
+				t := traced{decoded: d, Claims: []claimJSON{}}
+				for _, c := range cs {
+					if l.EpochBits > 0 && c.Epoch&(1<<l.EpochBits-1) != d.parts.Epoch {
+						continue
+					}
+					t.claims = append(t.claims, c)
+					t.Claims = append(t.Claims, claimToJSON(c))
+				}
+				if len(t.claims) == 0 {
+					missing++
+				}
+				out = append(out, t)
+			}
+			if output == outJSON {
+				err = writeJSON(a.stdout, out)
+			} else {
+				err = a.writeTraced(a.stdout, out, l)
+			}
+			if err != nil {
+				return err
+			}
+			if missing > 0 {
+				return &exitCodeError{code: exitFailure, msg: fmt.Sprintf("%d of %d IDs: %s", missing, len(out), notCovered)}
+			}
+			return nil
+		}),
+	}
+	lf.register(cmd)
+	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	return cmd
+}
+
+func (a *app) writeTraced(w io.Writer, ts []traced, l snowflake.Layout) error {
+	fmt.Fprintln(w, describeLayout(l))
+	for _, t := range ts {
+		fmt.Fprintf(w, "\n%s (%s)\n", t.ID, t.Form)
+		tw := newTable(w)
+		a.writeFields(tw, t.decoded, l)
+		if len(t.claims) == 0 {
+			tw.row("  minted by", notCovered)
+		}
+		for i, c := range t.claims {
+			label := "  minted by"
+			if len(t.claims) > 1 {
+				label = fmt.Sprintf("  candidate %d", i+1)
+			}
+			tw.row(label, "owner "+orDash(c.Owner)+", epoch "+strconv.FormatInt(c.Epoch, 10))
+			tw.row("  lease", leaseSpan(c))
+		}
+		if err := tw.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseSpan describes a claim's life: "acquired T, released T".
+func leaseSpan(c postgres.Claimed) string {
+	s := "acquired " + exact(c.AcquiredAt)
+	if c.EndedAt.IsZero() {
+		return s + ", still held"
+	}
+	return s + ", ended " + exact(c.EndedAt) + " (" + orDash(c.EndReason) + ")"
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseDuration parses a duration: Go's syntax (300ms, 1.5s, 2h45m), plus a
+// leading whole number of days ("7d", "1d12h"). Negative durations are
+// refused: every duration of the command is a length of time.
+func parseDuration(s string) (time.Duration, error) {
+	in := s
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("duration %q is empty; write e.g. 30s, 5m, 12h or 7d", in)
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("duration %q is negative", in)
+	}
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(strings.TrimPrefix(s[:i], "+"), 10, 64)
+		if err != nil || n < 0 || s[:i] == "" {
+			return 0, fmt.Errorf("duration %q: days must be a whole number before \"d\", e.g. 7d or 1d12h", in)
+		}
+		const maxDays = int64(1<<63-1) / int64(24*time.Hour)
+		if n > maxDays {
+			return 0, fmt.Errorf("duration %q is too long (at most %d days)", in, maxDays)
+		}
+		days = time.Duration(n) * 24 * time.Hour
+		s = s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+		if s[0] == '+' || s[0] == '-' {
+			return 0, fmt.Errorf("duration %q: a sign may only lead the duration", in)
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q is not a duration; write e.g. 30s, 5m, 12h or 7d", in)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", in)
+	}
+	if days > 0 && d > time.Duration(1<<63-1)-days {
+		return 0, fmt.Errorf("duration %q is too long", in)
+	}
+	return days + d, nil
+}
+
+// durationValue is a pflag.Value for a flag parsed by parseDuration.
+type durationValue struct {
+	d   *time.Duration
+	set bool
+}
+
+func newDurationValue(d *time.Duration, def time.Duration) *durationValue {
+	*d = def
+	return &durationValue{d: d}
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d, v.set = d, true
+	return nil
+}
+
+func (v *durationValue) String() string { return v.d.String() }
+func (v *durationValue) Type() string   { return "duration" }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// describe turns an error of a command into the one-line message printed on
+// stderr: what went wrong and, where the fix is known, how to fix it.
+func (a *app) describe(err error) string {
+	return "nodeid: " + oneLine(a.redact.String(strings.TrimPrefix(a.explain(err), "nodeid: ")))
+}
+
+func (a *app) explain(err error) string {
+	var (
+		ce *pgconn.ConnectError
+		pe *pgconn.PgError
+		se *postgres.StatementError
+	)
+	table := a.table
+	code := postgres.SQLSTATE(err)
+	switch {
+	case errors.As(err, &ce):
+		return a.explainConnect(ce, code)
+	case code == "42P01":
+		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
+			table, a.conn.where(), table)
+	case code == "3F000":
+		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, a.conn.where())
+	case code == "42501":
+		msg := err.Error()
+		if errors.As(err, &pe) {
+			msg = pe.Message
+		}
+		need := a.privileges
+		if need == "" {
+			need = "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
+		}
+		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, a.user(), need)
+	case code == "42703" || code == "42804":
+		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
+	case code == "25006":
+		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", a.conn.where())
+	case errors.As(err, &se) && se.Hint == postgres.PoolerHint:
+		return fmt.Sprintf("%v: %s", rootMessage(err), postgres.PoolerHint)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("%v: the database did not answer in time", err)
+	}
+	return err.Error()
+}
+
+func (a *app) explainConnect(ce *pgconn.ConnectError, code string) string {
+	where := a.conn.where()
+	switch code {
+	case "28P01", "28000":
+		return fmt.Sprintf("authentication failed for %s: check the password (in the DSN, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf", where)
+	case "3D000":
+		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, a.connSource())
+	}
+	var oe *net.OpError
+	if errors.As(ce, &oe) {
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): %v: check that the server is running and that %s points at it (--dsn, DATABASE_URL or PGHOST/PGPORT)",
+			where, oe, a.connSource())
+	}
+	return fmt.Sprintf("cannot connect to PostgreSQL (%s): %v", where, rootMessage(ce))
+}
+
+func (a *app) connSource() string {
+	if a.conn == nil {
+		return "the connection settings"
+	}
+	return a.conn.source
+}
+
+func (a *app) user() string {
+	if a.conn == nil {
+		return ""
+	}
+	return a.conn.cfg.User
+}
+
+// rootMessage returns the message of the innermost error that says
+// something: the server's message for a PostgreSQL error, else the last
+// wrapped error's text.
+func rootMessage(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRelative(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{12*time.Second + 900*time.Millisecond, "in 12s"},
+		{-3*time.Minute - 59*time.Second, "3m ago"},
+		{0, "in 0s"},
+		{-500 * time.Millisecond, "0s ago"},
+		{59 * time.Minute, "in 59m"},
+		{47 * time.Hour, "in 47h"},
+		{-49 * time.Hour, "2d ago"},
+		{-400 * 24 * time.Hour, "400d ago"},
+	} {
+		if got := relative(now.Add(tc.d), now); got != tc.want {
+			t.Errorf("relative(now%+v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+	if got := relative(time.Time{}, now); got != "-" {
+		t.Errorf("relative(zero) = %q, want -", got)
+	}
+	if got := relDuration(time.Duration(-1 << 63)); got != "106751d ago" {
+		t.Errorf("relDuration(min) = %q", got)
+	}
+	if got := exact(time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.FixedZone("X", 3600))); got != "2026-01-02T02:04:05.678Z" {
+		t.Errorf("exact = %q", got)
+	}
+}

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func execSQL(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(ctxT(t), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// evilOwner holds escape sequences that would clear and recolour a
+// terminal, and a right-to-left override.
+const evilOwner = "web-2\x1b[2J\x1b[31mred\u202e"
+
+// seedList creates the tables for node IDs 0-3 with init and sets their
+// rows, at offsets from the server's now() that leave half a unit of slack
+// to the relative times printed: node 0 held, 1 expired, 2 released, 3
+// never claimed.
+func seedList(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--nodes", "4")
+	ms := func(offset string) string {
+		return "(extract(epoch from now()) * 1000)::bigint + (extract(epoch from interval '" + offset + "') * 1000)::bigint"
+	}
+	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'web-1', epoch = 3, acquired_at = now() - interval '3h30m',
+		expires_at = now() + interval '12m30s', horizon_ms = `+ms("12m30s")+` WHERE node_id = 0`)
+	execSQL(t, db, `UPDATE snowflake_nodes SET owner = $1, epoch = 5, acquired_at = now() - interval '2h30m',
+		expires_at = now() - interval '42m30s', horizon_ms = `+ms("-42 minutes -30 seconds")+` WHERE node_id = 1`, evilOwner)
+	execSQL(t, db, `UPDATE snowflake_nodes SET owner = '', epoch = 2, acquired_at = now() - interval '50h',
+		expires_at = '-infinity', horizon_ms = `+ms("-49 hours -30 minutes")+` WHERE node_id = 2`)
+	return db, dsn
+}
+
+func TestListGolden(t *testing.T) {
+	_, dsn := seedList(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"list", nil},
+		{"list_all", []string{"--all"}},
+		{"list_expired", []string{"--state", "expired"}},
+		{"list_wide", []string{"-o", "wide", "--all"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mustCLI(t, append([]string{"list", "--dsn", dsn}, tc.args...)...)
+			if strings.Contains(out, "\x1b") || strings.Contains(out, "\u202e") {
+				t.Errorf("the owner's escape sequence reached the output: %q", out)
+			}
+			golden(t, tc.name, normalize(out))
+		})
+	}
+}
+
+// TestListJSON: -o json has every row's exact values, as the database holds
+// them.
+func TestListJSON(t *testing.T) {
+	db, dsn := seedList(t)
+	var doc struct {
+		Table   string    `json:"table"`
+		Now     time.Time `json:"now"`
+		NowMs   int64     `json:"now_ms"`
+		Summary summary   `json:"summary"`
+		Nodes   []struct {
+			NodeID       int64      `json:"node_id"`
+			State        string     `json:"state"`
+			Owner        string     `json:"owner"`
+			Epoch        int64      `json:"epoch"`
+			AcquiredAt   *time.Time `json:"acquired_at"`
+			AcquiredAtMs *int64     `json:"acquired_at_ms"`
+			ExpiresAt    *time.Time `json:"expires_at"`
+			ExpiresAtMs  *int64     `json:"expires_at_ms"`
+			HorizonMs    int64      `json:"horizon_ms"`
+		} `json:"nodes"`
+	}
+	out := mustCLI(t, "list", "--dsn", dsn, "--all", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if want := (summary{Held: 1, Free: 2, Expired: 1, Total: 4}); doc.Summary != want || doc.Table != "snowflake_nodes" {
+		t.Errorf("summary %+v of %q, want %+v of snowflake_nodes", doc.Summary, doc.Table, want)
+	}
+	if doc.Now.UnixMilli() != doc.NowMs || time.Since(doc.Now).Abs() > time.Hour {
+		t.Errorf("now %v / %d", doc.Now, doc.NowMs)
+	}
+	if len(doc.Nodes) != 4 {
+		t.Fatalf("%d nodes, want 4", len(doc.Nodes))
+	}
+	wantStates := []string{"held", "expired", "free", "free"}
+	for i, n := range doc.Nodes {
+		var (
+			owner             string
+			epoch, horizon    int64
+			acquired, expires sql.NullTime
+		)
+		err := db.QueryRowContext(ctxT(t), `SELECT owner, epoch, acquired_at, CASE WHEN isfinite(expires_at) THEN expires_at END, horizon_ms
+			FROM snowflake_nodes WHERE node_id = $1`, n.NodeID).Scan(&owner, &epoch, &acquired, &expires, &horizon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.NodeID != int64(i) || n.State != wantStates[i] || n.Owner != owner || n.Epoch != epoch || n.HorizonMs != horizon {
+			t.Errorf("node %d: %+v; the row holds owner %q, epoch %d, horizon %d, state %s", i, n, owner, epoch, horizon, wantStates[i])
+		}
+		checkTime := func(name string, got *time.Time, gotMs *int64, want sql.NullTime) {
+			switch {
+			case !want.Valid && (got != nil || gotMs != nil):
+				t.Errorf("node %d: %s = %v, want null", i, name, got)
+			case want.Valid && (got == nil || gotMs == nil):
+				t.Errorf("node %d: %s is null, want %v", i, name, want.Time)
+			case want.Valid && (!got.Equal(want.Time) || *gotMs != want.Time.UnixMilli() || got.Location() != time.UTC):
+				t.Errorf("node %d: %s = %v (%d), want %v in UTC", i, name, got, *gotMs, want.Time)
+			}
+		}
+		checkTime("acquired_at", n.AcquiredAt, n.AcquiredAtMs, acquired)
+		checkTime("expires_at", n.ExpiresAt, n.ExpiresAtMs, expires)
+	}
+}
+
+// TestListThroughPgBouncer: list works through PgBouncer in transaction
+// mode, twice in a row. pgx's default mode names its prepared statements by
+// the hash of their text; the second run would then meet the first one's
+// statement on the same server connection and fail.
+func TestListThroughPgBouncer(t *testing.T) {
+	srv := pgtest.Shared(t)
+	b := srv.NewPgBouncer(t)
+	_, dsn := seedList(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdsn := b.DSN(strings.TrimPrefix(u.Path, "/"))
+	for i := 0; i < 3; i++ {
+		out := mustCLI(t, "list", "--dsn", bdsn, "-o", "json")
+		if !strings.Contains(out, `"held": 1`) {
+			t.Fatalf("run %d through PgBouncer: %s", i, out)
+		}
+	}
+	if out := mustCLI(t, "show", "0", "--dsn", bdsn); !strings.Contains(out, "web-1") {
+		t.Errorf("show through PgBouncer: %s", out)
+	}
+}
+
+func TestListBadInput(t *testing.T) {
+	wantExit(t, cli(t, "list", "--state", "busy"), exitUsage, `--state "busy"`)
+	wantExit(t, cli(t, "list", "-o", "yaml"), exitUsage, `-o "yaml"`)
+	wantExit(t, cli(t, "list", "extra"), exitUsage, "no arguments")
+	wantExit(t, cli(t, "list", "--table", "Bad-Name"), exitUsage, "--table")
+	wantExit(t, cli(t, "list", "--table", "select"), exitUsage, "reserved")
+}
+
+// TestListTableMissing: a database without the table gets a one-line error
+// that says how to create it.
+func TestListTableMissing(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	wantExit(t, cli(t, "list", "--dsn", dsn, "--table", "ids"), exitFailure,
+		"table ids does not exist", `nodeid init --table ids`)
+	wantExit(t, cli(t, "show", "3", "--dsn", dsn), exitFailure, "table snowflake_nodes does not exist", "nodeid init")
+}
+
+// TestDatabaseURL: without --dsn the command reads DATABASE_URL.
+func TestDatabaseURL(t *testing.T) {
+	_, dsn := seedList(t)
+	r := cliWith(t, "", map[string]string{EnvDatabaseURL: dsn}, "list")
+	if r.code != 0 || !strings.Contains(r.stdout, "web-1") {
+		t.Fatalf("list with DATABASE_URL: %+v", r)
+	}
+}
+
+// TestLibpqEnvironment: without --dsn and DATABASE_URL the command reads
+// PGHOST, PGPORT, PGUSER and PGDATABASE, as libpq does.
+func TestLibpqEnvironment(t *testing.T) {
+	_, dsn := seedList(t)
+	cfg, err := (&app{dsn: dsn, getenv: func(string) string { return "" }}).connConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGHOST", cfg.cfg.Host)
+	t.Setenv("PGPORT", strconvItoa(int(cfg.cfg.Port)))
+	t.Setenv("PGUSER", cfg.cfg.User)
+	t.Setenv("PGDATABASE", cfg.cfg.Database)
+	t.Setenv("PGSSLMODE", "disable")
+	out := mustCLI(t, "list")
+	if !strings.Contains(out, "web-1") {
+		t.Fatalf("list from the libpq environment: %s", out)
+	}
+}

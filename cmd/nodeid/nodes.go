@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// nodes is a snapshot of the lease table at the server's now().
+type nodes struct {
+	table string
+	rows  []postgres.Row
+	now   time.Time // the server's now() of the snapshot
+}
+
+// summary counts the rows of a snapshot by state.
+type summary struct {
+	Held    int `json:"held"`
+	Free    int `json:"free"`
+	Expired int `json:"expired"`
+	Total   int `json:"total"`
+}
+
+func (n nodes) summary() summary {
+	var s summary
+	for _, r := range n.rows {
+		switch r.State(n.now) {
+		case postgres.Held:
+			s.Held++
+		case postgres.Free:
+			s.Free++
+		case postgres.Expired:
+			s.Expired++
+		}
+	}
+	s.Total = len(n.rows)
+	return s
+}
+
+func (s summary) String() string {
+	return fmt.Sprintf("held %d / free %d / expired %d / total %d", s.Held, s.Free, s.Expired, s.Total)
+}
+
+// filter returns the rows to show: those ever claimed (epoch > 0) unless
+// all, and only those in state if it is not empty.
+func (n nodes) filter(all bool, state postgres.State) []postgres.Row {
+	var out []postgres.Row
+	for _, r := range n.rows {
+		if (all || r.Epoch > 0) && (state == "" || r.State(n.now) == state) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// nodeJSON is a row in -o json: exact times, as RFC 3339 and as unix ms;
+// null where the row has none.
+type nodeJSON struct {
+	NodeID       int64      `json:"node_id"`
+	State        string     `json:"state"`
+	Owner        string     `json:"owner"`
+	Epoch        int64      `json:"epoch"`
+	AcquiredAt   *time.Time `json:"acquired_at"`
+	AcquiredAtMs *int64     `json:"acquired_at_ms"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	ExpiresAtMs  *int64     `json:"expires_at_ms"`
+	HorizonMs    int64      `json:"horizon_ms"`
+}
+
+func rowJSON(r postgres.Row, now time.Time) nodeJSON {
+	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs}
+	j.AcquiredAt, j.AcquiredAtMs = jsonTime(r.AcquiredAt)
+	j.ExpiresAt, j.ExpiresAtMs = jsonTime(r.ExpiresAt)
+	return j
+}
+
+func jsonTime(t time.Time) (*time.Time, *int64) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	u, ms := t.UTC(), t.UnixMilli()
+	return &u, &ms
+}
+
+// listJSON is the document of list -o json.
+type listJSON struct {
+	Table   string     `json:"table"`
+	Now     time.Time  `json:"now"`
+	NowMs   int64      `json:"now_ms"`
+	Summary summary    `json:"summary"`
+	Nodes   []nodeJSON `json:"nodes"`
+}
+
+// write prints rows of the snapshot in format out, then, for tables, the
+// summary line of the whole snapshot.
+func (n nodes) write(w io.Writer, rows []postgres.Row, out string) error {
+	if out == outJSON {
+		doc := listJSON{Table: n.table, Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
+		for _, r := range rows {
+			doc.Nodes = append(doc.Nodes, rowJSON(r, n.now))
+		}
+		return writeJSON(w, doc)
+	}
+	t := newTable(w)
+	head := []string{"NODE", "STATE", "OWNER", "EPOCH", "ACQUIRED", "EXPIRES", "HORIZON"}
+	if out == outWide {
+		head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS")
+	}
+	t.row(head...)
+	for _, r := range rows {
+		cells := []string{
+			strconv.FormatInt(r.NodeID, 10),
+			string(r.State(n.now)),
+			orDash(r.Owner),
+			strconv.FormatInt(r.Epoch, 10),
+			relative(r.AcquiredAt, n.now),
+			relative(r.ExpiresAt, n.now),
+			relHorizon(r.HorizonMs, n.now),
+		}
+		if out == outWide {
+			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10))
+		}
+		t.row(cells...)
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, n.summary())
+	return err
+}
+
+// relHorizon describes a horizon: "-" if none was ever recorded.
+func relHorizon(ms int64, now time.Time) string {
+	if ms == 0 {
+		return "-"
+	}
+	return relative(time.UnixMilli(ms), now)
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRelease(t *testing.T) {
+	db, dsn := seedList(t)
+	rowOwner := func() (owner string, epoch int64, free bool) {
+		t.Helper()
+		err := db.QueryRowContext(ctxT(t), `SELECT owner, epoch, expires_at = '-infinity' FROM snowflake_nodes WHERE node_id = 0`).
+			Scan(&owner, &epoch, &free)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+
+	// Declined, or no answer: nothing changes.
+	r := cliWith(t, "n\n", nil, "release", "0", "--epoch", "3", "--dsn", dsn)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "Evict held, owner web-1, epoch 3, of node ID 0") ||
+		!strings.Contains(r.stderr, "not released: the answer was not yes") {
+		t.Errorf("declined release: %+v", r)
+	}
+	r = cliWith(t, "", nil, "release", "0", "--epoch", "3", "--dsn", dsn)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "pass --yes") {
+		t.Errorf("release with no answer: %+v", r)
+	}
+	if owner, _, free := rowOwner(); owner != "web-1" || free {
+		t.Fatalf("a declined release changed the row: owner %q, free %v", owner, free)
+	}
+
+	// Another epoch: refused, whatever the answer.
+	r = cliWith(t, "y\n", nil, "release", "0", "--epoch", "2", "--dsn", dsn)
+	wantExit(t, r, exitFailure, "node ID 0 is at epoch 3, not 2: nothing released")
+
+	// Confirmed.
+	r = cliWith(t, "yes\n", nil, "release", "0", "--epoch", "3", "--dsn", dsn)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "released node ID 0 (epoch 3, owner web-1); the next holder stamps after ") {
+		t.Fatalf("confirmed release: %+v", r)
+	}
+	if owner, epoch, free := rowOwner(); owner != "" || epoch != 3 || !free {
+		t.Errorf("after release: owner %q, epoch %d, free %v; want free at epoch 3", owner, epoch, free)
+	}
+	wantExit(t, cli(t, "release", "0", "--epoch", "3", "--yes", "--dsn", dsn), exitFailure, "already free")
+
+	// An expired lease can be released too; --yes asks nothing.
+	r = cli(t, "release", "1", "--epoch", "5", "--yes", "--dsn", dsn)
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("release --yes of an expired lease: %+v", r)
+	}
+	var reason string
+	if err := db.QueryRowContext(ctxT(t), `SELECT count(*)::text FROM snowflake_nodes WHERE owner <> ''`).Scan(&reason); err != nil || reason != "0" {
+		t.Errorf("rows still owned after the releases: %s, %v", reason, err)
+	}
+}
+
+func TestReleaseBadInput(t *testing.T) {
+	wantExit(t, cli(t, "release", "3"), exitUsage, "--epoch is required")
+	wantExit(t, cli(t, "release", "3", "--epoch", "0"), exitUsage, "epochs start at 1")
+	wantExit(t, cli(t, "release", "3", "--epoch", "x"), exitUsage, "--epoch")
+	wantExit(t, cli(t, "release", "2000000", "--epoch", "1"), exitUsage, "out of range")
+	wantExit(t, cli(t, "release", "--epoch", "1"), exitUsage, "one node ID")
+}
