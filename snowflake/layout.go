@@ -41,7 +41,22 @@ const (
 // DefaultLayout is bit for bit the layout of github.com/bwmarrin/snowflake
 // with its default settings: 41 time bits from the Twitter epoch, 10 node
 // bits, 12 step bits.
-var DefaultLayout = Layout{Epoch: bw.Epoch, NodeBits: 10, StepBits: 12}
+// It is a literal, not read from bwmarrin's package variables, so that a
+// program that changes those does not change this package.
+var DefaultLayout = Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 12}
+
+// TwitterEpoch is the default Layout.Epoch in unix milliseconds:
+// 2010-11-04 01:42:54.657 UTC, the epoch of Twitter's Snowflake and of
+// github.com/bwmarrin/snowflake.
+const TwitterEpoch = 1288834974657
+
+// String describes the layout, e.g. "epoch 1288834974657 (2010-11-04T01:42:54.657Z),
+// 41 time bits, 10 node bits, 12 step bits (0 epoch bits)".
+func (l Layout) String() string {
+	return fmt.Sprintf("epoch %d (%s), %d time bits, %d node bits, %d step bits (%d epoch bits)",
+		l.Epoch, time.UnixMilli(l.Epoch).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+}
 
 // TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
 func (l Layout) TimeBits() int { return 63 - int(l.NodeBits) - int(l.StepBits) }
@@ -51,6 +66,17 @@ func (l Layout) SeqBits() int { return int(l.StepBits) - int(l.EpochBits) }
 
 // MaxNode returns the largest node ID the layout holds.
 func (l Layout) MaxNode() int64 { return 1<<l.NodeBits - 1 }
+
+// End returns the last unix millisecond the layout can stamp:
+// Epoch + 2^TimeBits - 1. The result is meaningless, but End does not
+// panic, for a layout that fails Validate.
+func (l Layout) End() int64 {
+	tb := l.TimeBits()
+	if tb < 0 || tb > 62 {
+		return l.Epoch
+	}
+	return l.Epoch + 1<<tb - 1
+}
 
 // PerMillisecond returns how many IDs one generator can mint per
 // millisecond: the layout's physical cap.

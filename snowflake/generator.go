@@ -1,0 +1,381 @@
+package snowflake
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+)
+
+// ErrTimeOverflow: the time to stamp is past the end of the layout's time
+// field (Layout.End). It does not clear by waiting: the layout is used up.
+var ErrTimeOverflow = errors.New("snowflake: time beyond the end of the layout")
+
+// Bounds of WithMaxWait.
+const (
+	// DefaultMaxWait is how long Generate may wait for the clock when
+	// WithMaxWait is not given.
+	DefaultMaxWait = 5 * time.Second
+	// MinMaxWait is the shortest bound accepted: the wait for the next
+	// millisecond after a millisecond's sequence is used up must fit in it.
+	MinMaxWait = time.Millisecond
+	// MaxMaxWait is the longest bound accepted.
+	MaxMaxWait = time.Hour
+)
+
+// lease is what a Generator needs of a lease. *nodeid.Lease implements it;
+// the unit tests use fakes.
+type lease interface {
+	NodeID() int64
+	Epoch() int64
+	PreviousHorizon() int64
+	Check(now time.Time, ms int64) error
+	Bind(seal func() int64) error
+}
+
+var _ lease = (*nodeid.Lease)(nil)
+
+// Option configures a Generator. New validates every option and returns an
+// error naming the first bad value; it matches nodeid.ErrInvalidOption.
+type Option func(*config) error
+
+type config struct {
+	layout  Layout
+	clock   func() time.Time
+	maxWait time.Duration
+}
+
+// WithLayout sets the bit layout of the IDs. New validates it (see
+// Layout.Validate) and rejects a lease whose node ID does not fit its node
+// bits. Default DefaultLayout, bit for bit bwmarrin's.
+func WithLayout(l Layout) Option {
+	return func(c *config) error {
+		c.layout = l
+		return nil
+	}
+}
+
+// WithClock sets the wall clock that stamps IDs. It is read once per ID
+// and is used for nothing else: the lease's deadline is always checked
+// against time.Now's monotonic reading, and waits are measured with it.
+// Tests use it to simulate a skewed or stepping clock. Default time.Now;
+// nil is an error.
+func WithClock(clock func() time.Time) Option {
+	return func(c *config) error {
+		if clock == nil {
+			return invalid("WithClock: the clock is nil")
+		}
+		c.clock = clock
+		return nil
+	}
+}
+
+// WithMaxWait bounds how long one Generate call may wait for the wall clock
+// to pass the latest millisecond it must stamp after: the previous holder's
+// horizon when the clock is behind it (a reused node ID on a host with a
+// slower clock), the last stamped millisecond after the clock stepped back,
+// or the next millisecond when one millisecond's sequence is used up. When
+// the wait would exceed the bound, Generate fails at once with an error
+// matching nodeid.ErrClockBehind. It must be 1ms to 1h; default 5s.
+func WithMaxWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < MinMaxWait || d > MaxMaxWait {
+			return invalid("max wait %s is outside %s to %s", d, MinMaxWait, MaxMaxWait)
+		}
+		c.maxWait = d
+		return nil
+	}
+}
+
+// optionError is a bad option or argument of New. It matches
+// nodeid.ErrInvalidOption.
+type optionError struct{ msg string }
+
+func (e *optionError) Error() string { return "snowflake: " + e.msg }
+func (e *optionError) Unwrap() error { return nodeid.ErrInvalidOption }
+
+func invalid(format string, args ...any) error {
+	return &optionError{msg: fmt.Sprintf(format, args...)}
+}
+
+// sealedBit marks a sealed state word. The packed time and sequence use at
+// most 62 bits (TimeBits + SeqBits <= 63 - NodeBits), so it is never set
+// by counting.
+const sealedBit = 1 << 63
+
+// spinLimit is how many times a Generate yields while waiting for the next
+// millisecond before it sleeps instead. A real clock moves on long before;
+// a clock that only moves while every goroutine sleeps (testing/synctest)
+// needs the sleep.
+const spinLimit = 1 << 14
+
+// Generator mints IDs under one lease. It is safe for concurrent use and
+// takes no lock: each ID costs one clock read, one lease check and one
+// compare-and-swap.
+type Generator struct {
+	_ [64]byte // keep state on a cache line of its own
+	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
+	// least value the next ID may take: the last minted plus one. sealedBit
+	// set means the generator is sealed and mints nothing more.
+	state atomic.Uint64
+	_     [56]byte
+
+	lease     lease
+	clock     func() time.Time // nil: stamp with the time.Now reading
+	maxWait   time.Duration
+	layout    Layout
+	seqBits   uint8
+	timeShift uint8
+	seqMask   int64
+	idBase    int64 // the node and epoch fields of every ID
+	epochMs   int64 // layout.Epoch
+	maxT      int64 // 2^TimeBits: the first time the layout cannot hold
+	prevMs    int64 // the previous holder's horizon
+	initial   uint64
+	errSealed error
+}
+
+// bound records the leases that have a generator: two generators under one
+// lease would mint the same IDs.
+var bound sync.Map // lease -> struct{}
+
+// New returns a Generator that mints IDs under l: node ID l.NodeID(), with
+// the low EpochBits of l.Epoch() if the layout has epoch bits, stamped
+// strictly after l.PreviousHorizon(). It binds the generator to the lease,
+// so that Release seals it and records the latest millisecond it stamped.
+// Build one Generator per lease and share it: New refuses a second one on
+// the same lease, and fails if the lease is already lost.
+func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
+	if l == nil {
+		return nil, invalid("New: the lease is nil")
+	}
+	return newGenerator(l, opts...)
+}
+
+func newGenerator(l lease, opts ...Option) (*Generator, error) {
+	c := config{layout: DefaultLayout, maxWait: DefaultMaxWait}
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("option %d is nil", i)
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	lay := c.layout
+	if err := lay.Validate(); err != nil {
+		return nil, &optionError{msg: "WithLayout: " + trimPrefix(err.Error())}
+	}
+	node, epoch, prev := l.NodeID(), l.Epoch(), l.PreviousHorizon()
+	if node < 0 || node > lay.MaxNode() {
+		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
+			node, lay, lay.MaxNode())
+	}
+	g := &Generator{
+		lease:     l,
+		clock:     c.clock,
+		maxWait:   c.maxWait,
+		layout:    lay,
+		seqBits:   uint8(lay.SeqBits()),
+		timeShift: lay.NodeBits + lay.StepBits,
+		seqMask:   lay.PerMillisecond() - 1,
+		idBase:    node<<lay.StepBits | (epoch&(1<<lay.EpochBits-1))<<lay.SeqBits(),
+		epochMs:   lay.Epoch,
+		maxT:      1 << lay.TimeBits(),
+		prevMs:    prev,
+	}
+	// The first ID is stamped at the millisecond after the previous horizon
+	// at the earliest.
+	if prev >= lay.Epoch {
+		t := prev - lay.Epoch + 1
+		if t >= g.maxT {
+			return nil, fmt.Errorf("snowflake: node ID %d: %w: the previous holder's horizon %s is at or after the layout's end %s",
+				node, ErrTimeOverflow, fmtMs(prev), fmtMs(lay.End()))
+		}
+		g.initial = uint64(t) << g.seqBits
+	}
+	g.state.Store(g.initial)
+	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
+
+	if _, dup := bound.LoadOrStore(l, struct{}{}); dup {
+		return nil, fmt.Errorf("snowflake: node ID %d (epoch %d) already has a generator: two on one lease would mint the same IDs; share the first", node, epoch)
+	}
+	if err := l.Bind(g.seal); err != nil {
+		bound.Delete(l)
+		return nil, err
+	}
+	return g, nil
+}
+
+// Layout returns the generator's bit layout.
+func (g *Generator) Layout() Layout { return g.layout }
+
+// NodeID returns the node ID in every ID the generator mints.
+func (g *Generator) NodeID() int64 { return g.lease.NodeID() }
+
+// Epoch returns the epoch of the lease the generator mints under; the
+// layout's epoch bits hold it modulo 2^EpochBits.
+func (g *Generator) Epoch() int64 { return g.lease.Epoch() }
+
+// MaxWait returns the bound set by WithMaxWait.
+func (g *Generator) MaxWait() time.Duration { return g.maxWait }
+
+// Generate mints an ID. It returns an error, and mints nothing, when:
+//
+//   - the lease no longer admits IDs (lost, released, or its local deadline
+//     has passed): the lease's error, matching nodeid.ErrLeaseLost and the
+//     cause;
+//   - the stamp would be later than the horizon the lease has recorded in
+//     the database (the clock is ahead of the registry's): an error matching
+//     nodeid.ErrClockAhead, which clears at the next renewal;
+//   - the clock is behind the millisecond the ID must follow by more than
+//     the max wait: an error matching nodeid.ErrClockBehind;
+//   - the layout's time field is used up: ErrTimeOverflow.
+//
+// On success it reads the clock once, checks the lease once and updates the
+// generator with one compare-and-swap; it takes no lock and does not
+// allocate.
+func (g *Generator) Generate() (bw.ID, error) {
+	now := time.Now()
+	wall := now
+	if g.clock != nil {
+		wall = g.clock()
+	}
+	tn := g.sinceEpoch(wall)
+	var start time.Time // when this call began waiting for the clock
+	spins := 0
+	for {
+		s := g.state.Load()
+		if s&sealedBit != 0 {
+			return 0, g.sealedErr(now)
+		}
+		// The ID is the larger of the next free value and the first value of
+		// the current millisecond: after a backward step of the clock it goes
+		// on from the last stamp.
+		next := int64(s)
+		if c := min(max(tn, 0), g.maxT) << g.seqBits; c > next {
+			next = c
+		}
+		t := next >> g.seqBits
+		if t >= g.maxT {
+			return 0, g.overflowErr(wall)
+		}
+		if t > tn && next&g.seqMask == 0 {
+			// The clock is behind a millisecond not stamped yet: the last
+			// millisecond's sequence is used up (after a backward step of the
+			// clock too), or the clock is behind the previous holder's horizon.
+			// Behind a millisecond already stamped, the ID goes on in it.
+			if start.IsZero() {
+				start = now
+			}
+			var err error
+			if now, wall, err = g.wait(start, now, wall, t, &spins); err != nil {
+				return 0, err
+			}
+			tn = g.sinceEpoch(wall)
+			continue
+		}
+		if err := g.lease.Check(now, t+g.epochMs); err != nil {
+			return 0, err
+		}
+		if g.state.CompareAndSwap(s, uint64(next+1)) {
+			return bw.ID(t<<g.timeShift | g.idBase | next&g.seqMask), nil
+		}
+	}
+}
+
+// sinceEpoch returns wall in milliseconds since the layout's epoch, or -1
+// if it is before it.
+func (g *Generator) sinceEpoch(wall time.Time) int64 {
+	ms := wall.UnixMilli()
+	if ms < g.epochMs {
+		return -1
+	}
+	return ms - g.epochMs
+}
+
+// wait waits, without any lock, until the wall clock may reach t (ms since
+// the layout epoch), having started waiting at start; it returns fresh clock
+// readings. It fails at once if the wait would end after start + maxWait.
+func (g *Generator) wait(start, now, wall time.Time, t int64, spins *int) (time.Time, time.Time, error) {
+	remaining := time.UnixMilli(t + g.epochMs).Sub(wall)
+	if remaining > g.maxWait-now.Sub(start) {
+		return now, wall, g.behindErr(wall, t)
+	}
+	switch {
+	case remaining > time.Millisecond:
+		time.Sleep(remaining)
+	case *spins < spinLimit:
+		*spins++
+		runtime.Gosched()
+	default:
+		*spins = 0
+		time.Sleep(max(remaining, time.Microsecond))
+	}
+	now = time.Now()
+	wall = now
+	if g.clock != nil {
+		wall = g.clock()
+	}
+	return now, wall, nil
+}
+
+// seal is the function bound to the lease: it stops the generator for good
+// with one atomic operation and returns the latest millisecond stamped, or
+// the previous horizon if none was. A Generate racing with it either
+// completed its compare-and-swap before it, and is counted, or fails.
+func (g *Generator) seal() int64 {
+	s := g.state.Or(sealedBit) &^ sealedBit
+	bound.Delete(g.lease)
+	if s == g.initial {
+		return g.prevMs
+	}
+	return int64(s-1)>>g.seqBits + g.epochMs
+}
+
+func (g *Generator) sealedErr(now time.Time) error {
+	if err := g.lease.Check(now, math.MinInt64); err != nil {
+		return err
+	}
+	return g.errSealed
+}
+
+func (g *Generator) behindErr(wall time.Time, t int64) error {
+	ms := t + g.epochMs
+	what := "the last stamped millisecond"
+	switch {
+	case wall.UnixMilli() < g.epochMs:
+		what = fmt.Sprintf("the layout's epoch %s", fmtMs(g.epochMs))
+	case uint64(t)<<g.seqBits == g.initial:
+		what = fmt.Sprintf("the previous holder's horizon %s", fmtMs(g.prevMs))
+	}
+	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the next ID must be stamped at %s or later, after %s; that is %s away, and the max wait is %s",
+		g.lease.NodeID(), nodeid.ErrClockBehind, fmtTime(wall), fmtMs(ms), what,
+		time.UnixMilli(ms).Sub(wall), g.maxWait)
+}
+
+func (g *Generator) overflowErr(wall time.Time) error {
+	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the layout (%s) ends at %s",
+		g.lease.NodeID(), ErrTimeOverflow, fmtTime(wall), g.layout, fmtMs(g.layout.End()))
+}
+
+func fmtMs(ms int64) string {
+	return fmt.Sprintf("%d (%s)", ms, fmtTime(time.UnixMilli(ms)))
+}
+
+func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+func trimPrefix(s string) string {
+	const p = "snowflake: "
+	if len(s) >= len(p) && s[:len(p)] == p {
+		return s[len(p):]
+	}
+	return s
+}

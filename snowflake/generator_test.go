@@ -1,0 +1,550 @@
+package snowflake
+
+// Unit tests of the generator against fake leases. Timing rules run in
+// testing/synctest bubbles, where time is virtual: they assert exact
+// instants without sleeping.
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+)
+
+// 8 goroutines x 250,000 IDs: all distinct, strictly increasing per
+// goroutine, each with the lease's node ID, epoch bits and a stamp taken
+// during the run.
+func TestConcurrentDistinctIncreasing(t *testing.T) {
+	const goroutines, perG = 8, 250_000
+	lay := Layout{Epoch: TwitterEpoch, NodeBits: 8, StepBits: 14, EpochBits: 2}
+	l := newFake(201, 7, 0)
+	g := mustNew(t, l, WithLayout(lay))
+
+	begin := time.Now().UnixMilli()
+	ids := make([][]bw.ID, goroutines)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			out := make([]bw.ID, perG)
+			for j := range out {
+				id, err := g.Generate()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				out[j] = id
+			}
+			ids[i] = out
+		})
+	}
+	wg.Wait()
+	end := time.Now().UnixMilli()
+	if t.Failed() {
+		return
+	}
+
+	all := make([]bw.ID, 0, goroutines*perG)
+	for i, out := range ids {
+		for j, id := range out {
+			if j > 0 && id <= out[j-1] {
+				t.Fatalf("goroutine %d: ID %d (%+v) after %d (%+v)", i, id, lay.Decode(id), out[j-1], lay.Decode(out[j-1]))
+			}
+			p := lay.Decode(id)
+			if p.Node != 201 || p.Epoch != 7%4 || p.Ms < begin || p.Ms > end {
+				t.Fatalf("goroutine %d: ID %d decodes to %+v; want node 201, epoch 3, time in [%d, %d]", i, id, p, begin, end)
+			}
+		}
+		all = append(all, out...)
+	}
+	slices.Sort(all)
+	for i := 1; i < len(all); i++ {
+		if all[i] == all[i-1] {
+			t.Fatalf("ID %d (%+v) minted twice", all[i], lay.Decode(all[i]))
+		}
+	}
+}
+
+// The lease's deadline is checked on every ID against time.Now, even when a
+// custom clock stamps: the last ID is minted in the millisecond before the
+// deadline, and every call from the deadline on fails with the lease's
+// error.
+func TestDeadlineFencing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newFake(3, 1, 0)
+		deadline := time.Now().Add(10 * time.Second)
+		l.setFence(deadline, 1<<60)
+		frozen := time.Now() // a stamping clock that never moves
+		g := mustNew(t, l, WithLayout(Layout{Epoch: 0, NodeBits: 2, StepBits: 20}), WithClock(func() time.Time { return frozen }))
+
+		var last time.Time
+		var err error
+		for {
+			now := time.Now()
+			if _, err = g.Generate(); err != nil {
+				break
+			}
+			last = now
+			time.Sleep(time.Millisecond)
+		}
+		if !errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrExpired) {
+			t.Fatalf("Generate at the deadline: %v; want ErrLeaseLost and ErrExpired", err)
+		}
+		if want := deadline.Add(-time.Millisecond); !last.Equal(want) {
+			t.Fatalf("last ID minted at %s; want %s, the millisecond before the deadline", last, want)
+		}
+		if now := time.Now(); !now.Equal(deadline) {
+			t.Fatalf("first refusal at %s; want the deadline %s", now, deadline)
+		}
+		time.Sleep(time.Hour)
+		if _, err := g.Generate(); !errors.Is(err, nodeid.ErrExpired) {
+			t.Fatalf("Generate long after the deadline: %v", err)
+		}
+	})
+}
+
+// Once the lease is lost, Generate fails with its cause; once it is
+// released, Generate fails for good and the seal reports the last stamp.
+func TestLostAndReleased(t *testing.T) {
+	l := newFake(9, 4, 0)
+	clock := time.UnixMilli(1_800_000_000_000)
+	g := mustNew(t, l, WithClock(func() time.Time { return clock }))
+	p := mustGenerate(t, g)
+	if p.Ms != clock.UnixMilli() || p.Node != 9 || p.Seq != 0 {
+		t.Fatalf("first ID %+v", p)
+	}
+
+	l.lose(nodeid.ErrTakenOver)
+	for range 3 {
+		if _, err := g.Generate(); !errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrTakenOver) {
+			t.Fatalf("Generate after takeover: %v", err)
+		}
+	}
+	if _, err := newGenerator(newFakeLost(nodeid.ErrExpired)); !errors.Is(err, nodeid.ErrExpired) {
+		t.Fatalf("New on a lost lease: %v", err)
+	}
+
+	l2 := newFake(10, 4, 0)
+	g2 := mustNew(t, l2, WithClock(func() time.Time { return clock }))
+	mustGenerate(t, g2)
+	mustGenerate(t, g2)
+	clock = clock.Add(5 * time.Millisecond)
+	last := mustGenerate(t, g2)
+	if h := l2.release(); h != last.Ms {
+		t.Fatalf("release records %d; want the last stamp %d", h, last.Ms)
+	}
+	for range 3 {
+		if _, err := g2.Generate(); !errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrReleased) {
+			t.Fatalf("Generate after release: %v", err)
+		}
+	}
+	// The seal alone stops the generator, even if the lease still admits IDs.
+	l3 := newFake(11, 1, 0)
+	g3 := mustNew(t, l3)
+	if h := l3.sealOnly(); h != 0 {
+		t.Fatalf("seal of an unused generator = %d; want the previous horizon 0", h)
+	}
+	if _, err := g3.Generate(); !errors.Is(err, nodeid.ErrReleased) {
+		t.Fatalf("Generate after seal: %v", err)
+	}
+}
+
+func newFakeLost(cause error) *fakeLease {
+	l := newFake(1, 1, 0)
+	l.lose(cause)
+	return l
+}
+
+// A seal racing with concurrent Generate calls: every ID returned is
+// counted by the seal (the largest stamp returned is exactly the sealed
+// value), and no call that starts after the seal returned mints. The clock
+// moves one millisecond per reading, so that an ID minted after the seal
+// would carry a larger stamp.
+func TestSealRacesGenerate(t *testing.T) {
+	for round := range 200 {
+		var tick atomic.Int64
+		tick.Store(1_800_000_000_000)
+		clock := func() time.Time { return time.UnixMilli(tick.Add(1)) }
+		l := newFake(5, 2, 0)
+		g := mustNew(t, l, WithClock(clock))
+
+		var sealed atomic.Bool
+		var maxMs atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 8 {
+			wg.Go(func() {
+				<-start
+				for {
+					after := sealed.Load()
+					id, err := g.Generate()
+					if err != nil {
+						if !errors.Is(err, nodeid.ErrReleased) {
+							t.Errorf("Generate: %v", err)
+						}
+						return
+					}
+					if after {
+						t.Errorf("round %d: ID %d minted by a call that started after the seal", round, id)
+						return
+					}
+					ms := DefaultLayout.Decode(id).Ms
+					for m := maxMs.Load(); ms > m && !maxMs.CompareAndSwap(m, ms); m = maxMs.Load() {
+					}
+				}
+			})
+		}
+		close(start)
+		for tick.Load() < 1_800_000_000_000+int64(round%50)*20 {
+			// let the generators run a little, longer in some rounds
+		}
+		h := l.sealOnly()
+		sealed.Store(true)
+		wg.Wait()
+		if got := maxMs.Load(); got != h {
+			t.Fatalf("round %d: the seal returned %d, but the latest stamp returned is %d", round, h, got)
+		}
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// When the clock is behind the previous holder's horizon, Generate waits
+// for it up to the max wait, and fails at once when the gap is larger.
+func TestClockBehindHorizon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		prev := time.Now().UnixMilli() + 2000
+		g := mustNew(t, newFake(4, 1, prev), WithLayout(synctestLayout))
+		start := time.Now()
+		p := mustGenerate(t, g)
+		if p.Ms != prev+1 || p.Seq != 0 {
+			t.Fatalf("first ID after the horizon %d: %+v", prev, p)
+		}
+		if waited := time.Since(start); waited < 2*time.Second || waited > 2*time.Second+time.Millisecond {
+			t.Fatalf("waited %s for a clock 2s behind", waited)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		prev := time.Now().UnixMilli() + 2000
+		g := mustNew(t, newFake(4, 2, prev), WithLayout(synctestLayout), WithMaxWait(time.Second))
+		start := time.Now()
+		_, err := g.Generate()
+		if !errors.Is(err, nodeid.ErrClockBehind) {
+			t.Fatalf("Generate 2s behind with a 1s bound: %v", err)
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("Generate waited %s before failing; the gap was known to exceed the bound", time.Since(start))
+		}
+		for _, want := range []string{"previous holder's horizon", "max wait is 1s", "node ID 4"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		// Once the gap is within the bound, the call waits and succeeds.
+		time.Sleep(1500 * time.Millisecond)
+		if p := mustGenerate(t, g); p.Ms != prev+1 {
+			t.Fatalf("ID after the wait: %+v; want stamp %d", p, prev+1)
+		}
+		if waited := time.Since(start); waited != 2001*time.Millisecond {
+			t.Fatalf("stamped at %s after start; want 2.001s", waited)
+		}
+	})
+}
+
+// A wall clock that steps back never yields a repeated or smaller ID: the
+// generator goes on from its last stamp, waits when that millisecond's
+// sequence is used up, and fails with ErrClockBehind if the wait would
+// exceed the bound.
+func TestClockStepsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c stepClock
+		// 4 IDs per millisecond, so that a step back soon uses up a millisecond.
+		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 2}
+		g := mustNew(t, newFake(8, 1, 0), WithLayout(lay), WithClock(c.now), WithMaxWait(time.Second))
+		var last bw.ID
+		next := func() (bw.ID, error) {
+			id, err := g.Generate()
+			if err == nil {
+				if id <= last {
+					t.Fatalf("ID %d (%+v) after %d (%+v)", id, lay.Decode(id), last, lay.Decode(last))
+				}
+				last = id
+			}
+			return id, err
+		}
+		mustNext := func() Parts {
+			t.Helper()
+			id, err := next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lay.Decode(id)
+		}
+		top := mustNext().Ms
+		mustNext()
+
+		// A 3 ms step back: the two free IDs of the last millisecond are used,
+		// then the generator waits for the clock to pass it.
+		c.set(-3 * time.Millisecond)
+		start := time.Now()
+		for range 2 {
+			if p := mustNext(); p.Ms != top {
+				t.Fatalf("after a step back: stamp %d; want the last stamp %d", p.Ms, top)
+			}
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("waited %s with IDs left in the last stamped millisecond", time.Since(start))
+		}
+		if p := mustNext(); p.Ms != top+1 {
+			t.Fatalf("after the millisecond was used up: stamp %d; want %d", p.Ms, top+1)
+		}
+		if waited := time.Since(start); waited != 4*time.Millisecond {
+			t.Fatalf("waited %s; want 4ms for a clock 3ms behind", waited)
+		}
+
+		// A 10 s step back uses up the millisecond, then fails at once.
+		top = lay.Decode(last).Ms
+		c.set(-10 * time.Second)
+		start = time.Now()
+		var err error
+		for err == nil {
+			_, err = next()
+		}
+		if !errors.Is(err, nodeid.ErrClockBehind) || !strings.Contains(err.Error(), "last stamped millisecond") {
+			t.Fatalf("Generate 10s behind the last stamp with a 1s bound: %v", err)
+		}
+		if p := lay.Decode(last); p.Ms != top || p.Seq != 3 {
+			t.Fatalf("last ID before the refusal: %+v; want the rest of millisecond %d", p, top)
+		}
+		if time.Since(start) != 0 {
+			t.Fatalf("waited %s before failing", time.Since(start))
+		}
+		c.set(0)
+		time.Sleep(time.Millisecond)
+		if p := mustNext(); p.Ms != time.Now().UnixMilli() || p.Seq != 0 {
+			t.Fatalf("after the clock recovered at %d: %+v", time.Now().UnixMilli(), p)
+		}
+	})
+}
+
+// Two claims of one node ID in the same millisecond mint different IDs when
+// the layout has epoch bits, and the same ID without them: the epoch bits
+// are what separates them when every clock lies.
+func TestEpochBitsDistinguishClaims(t *testing.T) {
+	clock := func() time.Time { return time.UnixMilli(1_800_000_000_000) }
+	for _, c := range []struct {
+		epochBits uint8
+		differ    bool
+	}{{2, true}, {0, false}} {
+		lay := Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 12, EpochBits: c.epochBits}
+		a := mustGenerate(t, mustNew(t, newFake(5, 6, 0), WithLayout(lay), WithClock(clock)))
+		b := mustGenerate(t, mustNew(t, newFake(5, 7, 0), WithLayout(lay), WithClock(clock)))
+		ida, _ := lay.Encode(a)
+		idb, _ := lay.Encode(b)
+		if (ida != idb) != c.differ {
+			t.Fatalf("epoch bits %d: claims 6 and 7 minted %d (%+v) and %d (%+v)", c.epochBits, ida, a, idb, b)
+		}
+		if c.differ && (a.Epoch != 6%4 || b.Epoch != 7%4) {
+			t.Fatalf("epoch fields %d and %d; want 2 and 3", a.Epoch, b.Epoch)
+		}
+	}
+}
+
+// IDs of the default layout decode with bwmarrin's own accessors.
+func TestDefaultLayoutDecodesWithBwmarrin(t *testing.T) {
+	g := mustNew(t, newFake(777, 3, 0))
+	before := time.Now().UnixMilli()
+	ids := make([]bw.ID, 20_000)
+	for i := range ids {
+		id, err := g.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	after := time.Now().UnixMilli()
+	for _, id := range ids {
+		p := DefaultLayout.Decode(id)
+		if id.Node() != 777 || id.Time() != p.Ms || id.Step() != p.Seq || p.Ms < before || p.Ms > after {
+			t.Fatalf("ID %d: bwmarrin reads time %d node %d step %d; Decode %+v; minted in [%d, %d]",
+				id, id.Time(), id.Node(), id.Step(), p, before, after)
+		}
+		if back, err := bw.ParseString(id.String()); err != nil || back != id {
+			t.Fatalf("bwmarrin round trip of %d: %d, %v", id, back, err)
+		}
+	}
+}
+
+// Two generators with different layouts in one process do not interfere,
+// and neither reads bwmarrin's package settings, even when a program
+// changes them.
+func TestTwoLayoutsConcurrently(t *testing.T) {
+	saved := [3]int64{bw.Epoch, int64(bw.NodeBits), int64(bw.StepBits)}
+	bw.Epoch, bw.NodeBits, bw.StepBits = 0, 5, 5
+	defer func() { bw.Epoch, bw.NodeBits, bw.StepBits = saved[0], uint8(saved[1]), uint8(saved[2]) }()
+
+	other := Layout{Epoch: 1_600_000_000_000, NodeBits: 16, StepBits: 8, EpochBits: 3}
+	gens := []*Generator{
+		mustNew(t, newFake(1023, 2, 0)),
+		mustNew(t, newFake(60_000, 13, 0), WithLayout(other)),
+	}
+	want := []Parts{{Node: 1023, Epoch: 0}, {Node: 60_000, Epoch: 13 % 8}}
+	var wg sync.WaitGroup
+	for i, g := range gens {
+		for range 4 {
+			wg.Go(func() {
+				for range 20_000 {
+					before := time.Now().UnixMilli()
+					id, err := g.Generate()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					p := g.Layout().Decode(id)
+					if p.Node != want[i].Node || p.Epoch != want[i].Epoch || p.Ms < before || p.Ms > time.Now().UnixMilli() {
+						t.Errorf("generator %d: ID %d decodes to %+v; want node %d epoch %d", i, id, p, want[i].Node, want[i].Epoch)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if bw.Epoch != 0 || bw.NodeBits != 5 || bw.StepBits != 5 {
+		t.Fatalf("bwmarrin's settings changed: %d %d %d", bw.Epoch, bw.NodeBits, bw.StepBits)
+	}
+}
+
+// A stamp later than the horizon the lease recorded is refused, and
+// refusing it consumes nothing.
+func TestClockAheadOfRecordedHorizon(t *testing.T) {
+	ms := int64(1_800_000_000_000)
+	clock := func() time.Time { return time.UnixMilli(ms) }
+	l := newFake(2, 1, 0)
+	l.setFence(time.Now().Add(time.Hour), ms-1)
+	g := mustNew(t, l, WithClock(clock))
+	if _, err := g.Generate(); !errors.Is(err, nodeid.ErrClockAhead) {
+		t.Fatalf("Generate past the recorded horizon: %v", err)
+	}
+	l.setFence(time.Now().Add(time.Hour), ms)
+	if p := mustGenerate(t, g); p.Ms != ms || p.Seq != 0 {
+		t.Fatalf("ID after the horizon moved: %+v", p)
+	}
+}
+
+// Stamps past the layout's end fail with ErrTimeOverflow, also when the
+// last millisecond's sequence is used up, rather than waiting.
+func TestTimeOverflow(t *testing.T) {
+	lay := Layout{Epoch: 0, NodeBits: 30, StepBits: 1} // 32 time bits: ends 1970-02-19
+	end := lay.End()
+	g := mustNew(t, newFake(1, 1, 0), WithLayout(lay), WithClock(func() time.Time { return time.UnixMilli(end) }))
+	for seq := range int64(2) {
+		if p := mustGenerate(t, g); p.Ms != end || p.Seq != seq {
+			t.Fatalf("ID %d of the last millisecond: %+v", seq, p)
+		}
+	}
+	if _, err := g.Generate(); !errors.Is(err, ErrTimeOverflow) || !strings.Contains(err.Error(), "1970-02-19") {
+		t.Fatalf("Generate past the end: %v", err)
+	}
+	g2 := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
+	if _, err := g2.Generate(); !errors.Is(err, ErrTimeOverflow) {
+		t.Fatalf("Generate now with a layout that ended in 1970: %v", err)
+	}
+	if _, err := newGenerator(newFake(1, 1, end), WithLayout(lay)); !errors.Is(err, ErrTimeOverflow) {
+		t.Fatalf("New after a horizon at the layout's end: %v", err)
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	if _, err := New(nil); !errors.Is(err, nodeid.ErrInvalidOption) || !strings.Contains(err.Error(), "nil") {
+		t.Errorf("New(nil) = %v", err)
+	}
+	for _, c := range []struct {
+		l    lease
+		opts []Option
+		want string
+	}{
+		{newFake(1, 1, 0), []Option{nil}, "option 0 is nil"},
+		{newFake(1, 1, 0), []Option{WithClock(nil)}, "clock is nil"},
+		{newFake(1, 1, 0), []Option{WithMaxWait(-time.Second)}, "max wait -1s is outside 1ms to 1h0m0s"},
+		{newFake(1, 1, 0), []Option{WithMaxWait(0)}, "max wait 0s"},
+		{newFake(1, 1, 0), []Option{WithMaxWait(2 * time.Hour)}, "max wait 2h0m0s"},
+		{newFake(1, 1, 0), []Option{WithLayout(Layout{NodeBits: 10})}, "step bits 0"},
+		{newFake(1024, 1, 0), nil, "node ID 1024 does not fit the layout (epoch 1288834974657"},
+		{newFake(8, 1, 0), []Option{WithLayout(Layout{NodeBits: 3, StepBits: 12})}, "node ID 8 does not fit"},
+		{newFake(-1, 1, 0), nil, "node ID -1"},
+	} {
+		_, err := newGenerator(c.l, c.opts...)
+		if !errors.Is(err, nodeid.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "snowflake: ") {
+			t.Errorf("New(%+v) = %v; want ErrInvalidOption saying %q", c.opts, err, c.want)
+		}
+	}
+	for _, d := range []time.Duration{MinMaxWait, DefaultMaxWait, MaxMaxWait} {
+		if g, err := newGenerator(newFake(1, 1, 0), WithMaxWait(d)); err != nil || g.MaxWait() != d {
+			t.Errorf("WithMaxWait(%s): %v", d, err)
+		}
+	}
+}
+
+// Two generators on one lease would mint the same IDs: New refuses the
+// second until the lease is released.
+func TestOneGeneratorPerLease(t *testing.T) {
+	l := newFake(6, 1, 0)
+	g := mustNew(t, l)
+	if _, err := newGenerator(l); err == nil || !strings.Contains(err.Error(), "already has a generator") {
+		t.Fatalf("second New on one lease: %v", err)
+	}
+	if g.NodeID() != 6 || g.Epoch() != 1 || g.Layout() != DefaultLayout {
+		t.Fatalf("accessors: %d %d %v", g.NodeID(), g.Epoch(), g.Layout())
+	}
+	l.release()
+	if _, err := newGenerator(l); !errors.Is(err, nodeid.ErrReleased) {
+		t.Fatalf("New on a released lease: %v", err)
+	}
+}
+
+// The success path reads the custom clock once, checks the lease once and
+// does not allocate.
+func TestGenerateCost(t *testing.T) {
+	var reads atomic.Int64
+	clock := func() time.Time { reads.Add(1); return time.Now() }
+	l := newFake(1, 1, 0)
+	l.countChecks = true
+	// 2^20 IDs per millisecond: the sequence is never used up here.
+	g := mustNew(t, l, WithLayout(Layout{Epoch: TwitterEpoch, NodeBits: 2, StepBits: 20}), WithClock(clock))
+	const n = 10_000
+	for range n {
+		mustGenerate(t, g)
+	}
+	if reads.Load() != n || l.checks.Load() != n {
+		t.Fatalf("%d IDs read the clock %d times and checked the lease %d times", n, reads.Load(), l.checks.Load())
+	}
+	g2 := mustNew(t, newFake(1, 1, 0))
+	if a := testing.AllocsPerRun(1000, func() { _, _ = g2.Generate() }); a != 0 {
+		t.Fatalf("Generate allocates %v times per call", a)
+	}
+}
+
+// At the cap, a millisecond's sequence is used up and the next ID waits for
+// the next millisecond: each millisecond holds exactly PerMillisecond IDs.
+func TestSequenceExhaustion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 3}
+		g := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
+		t0 := time.Now().UnixMilli()
+		for i := range int64(3 * 8) {
+			p := mustGenerate(t, g)
+			if p.Ms != t0+i/8 || p.Seq != i%8 {
+				t.Fatalf("ID %d: %+v; want stamp %d seq %d", i, p, t0+i/8, i%8)
+			}
+		}
+	})
+}

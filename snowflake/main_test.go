@@ -1,0 +1,11 @@
+package snowflake
+
+import (
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// TestMain stops the shared test server after the tests and fails the run if
+// any goroutine outlives them.
+func TestMain(m *testing.M) { pgtest.Main(m) }
