@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -203,7 +204,7 @@ supervise:
 			_ = syscall.Kill(-pgid, s.(syscall.Signal))
 		case <-lost:
 			lost = nil
-			terminate(oneLine(lease.Err().Error()))
+			terminate(oneLine(strings.TrimPrefix(lease.Err().Error(), "nodeid: ")))
 		case <-termTimer.C:
 			if left := time.Until(lease.Deadline()); left > grace {
 				termTimer.Reset(left - grace)
@@ -222,7 +223,9 @@ supervise:
 	_ = lease.Bind(func() int64 { return exitMs })
 	if err := lease.Release(context.Background()); err != nil {
 		if errors.Is(err, nodeid.ErrLeaseLost) {
-			fmt.Fprintf(a.stderr, "nodeid: node ID %d was not released: %s\n", lease.NodeID(), oneLine(err.Error()))
+			if !terminating { // not reported yet
+				fmt.Fprintf(a.stderr, "nodeid: %s before the command exited\n", oneLine(strings.TrimPrefix(err.Error(), "nodeid: ")))
+			}
 		} else {
 			fmt.Fprintf(a.stderr, "%s; the node ID frees up when its lease expires\n", a.describe(err))
 		}

@@ -53,8 +53,8 @@ func parseDuration(s string) (time.Duration, error) {
 
 // durationValue is a pflag.Value for a flag parsed by parseDuration.
 type durationValue struct {
-	d   *time.Duration
-	set bool
+	d    *time.Duration
+	text string // as given, once set
 }
 
 func newDurationValue(d *time.Duration, def time.Duration) *durationValue {
@@ -67,9 +67,16 @@ func (v *durationValue) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	*v.d, v.set = d, true
+	*v.d, v.text = d, s
 	return nil
 }
 
-func (v *durationValue) String() string { return v.d.String() }
-func (v *durationValue) Type() string   { return "duration" }
+// String returns the duration as given on the command line, else the
+// default's Go rendering.
+func (v *durationValue) String() string {
+	if v.text != "" {
+		return v.text
+	}
+	return v.d.String()
+}
+func (v *durationValue) Type() string { return "duration" }

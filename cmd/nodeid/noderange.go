@@ -68,21 +68,25 @@ type rangeFlags struct {
 	cmd   *cobra.Command
 }
 
-// register adds the flags to cmd; they exclude each other.
+// register adds the flags to cmd; resolve refuses both at once.
 func (f *rangeFlags) register(cmd *cobra.Command) {
 	f.cmd = cmd
 	cmd.Flags().Int64Var(&f.nodes, "nodes", 0, fmt.Sprintf("node IDs 0 to N-1 (default %d)", defaultRange.size()))
 	cmd.Flags().StringVar(&f.rng, "range", "", fmt.Sprintf("node IDs FIRST-LAST, inclusive (default %s)", defaultRange))
-	cmd.MarkFlagsMutuallyExclusive("nodes", "range")
 }
 
 // resolve returns the range the flags select, defaultRange if neither is
 // set.
 func (f *rangeFlags) resolve() (nodeRange, error) {
 	switch {
+	case f.cmd.Flags().Changed("range") && f.cmd.Flags().Changed("nodes"):
+		return nodeRange{}, usagef("--nodes and --range both select the node IDs: give one of them")
 	case f.cmd.Flags().Changed("range"):
 		r, err := parseRange(f.rng)
-		return r, usage(err)
+		if err != nil {
+			return nodeRange{}, usagef("--range: %v", err)
+		}
+		return r, nil
 	case f.cmd.Flags().Changed("nodes"):
 		if f.nodes < 1 || f.nodes > postgres.MaxNode+1 {
 			return nodeRange{}, usagef("--nodes %d: the number of node IDs must be 1 to %d", f.nodes, postgres.MaxNode+1)

@@ -83,12 +83,11 @@ func dsnSecrets(dsn string) []string {
 // String returns s with every known password and every password-shaped
 // part of a DSN masked.
 func (r *redactor) String(s string) string {
-	s = urlPassword.ReplaceAllString(s, "${1}"+redacted+"@")
-	s = kvPassword.ReplaceAllString(s, "${1}"+redacted)
 	for _, sec := range r.secrets {
 		s = strings.ReplaceAll(s, sec, redacted)
 	}
-	return s
+	s = urlPassword.ReplaceAllString(s, "${1}"+redacted+"@")
+	return kvPassword.ReplaceAllString(s, "${1}"+redacted)
 }
 
 // redactWriter masks passwords in everything written through it. Each

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// Known IDs: in the default layout, and in a layout with epoch bits.
+var (
+	defaultID = mustEncode(snowflake.DefaultLayout, snowflake.Parts{Ms: 1719379422144, Node: 250, Seq: 7})
+	epochL    = snowflake.Layout{Epoch: 1577836800000, NodeBits: 12, StepBits: 10, EpochBits: 2}
+	epochID   = mustEncode(epochL, snowflake.Parts{Ms: 1719379422144, Node: 4000, Epoch: 7, Seq: 5})
+)
+
+func mustEncode(l snowflake.Layout, p snowflake.Parts) bw.ID {
+	id, err := l.Encode(p)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+func TestDecodeGolden(t *testing.T) {
+	golden(t, "decode", mustCLI(t, "decode", defaultID.String(), defaultID.Base58(), defaultID.Base64(), "0"))
+	golden(t, "decode_epoch_bits", mustCLI(t, "decode", "--layout-epoch", "2020-01-01T00:00:00Z",
+		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.String()))
+}
+
+func TestDecodeJSON(t *testing.T) {
+	out := mustCLI(t, "decode", "-o", "json", "--layout-epoch", "1577836800000",
+		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.Base58())
+	var got []struct {
+		Input     string    `json:"input"`
+		Form      string    `json:"form"`
+		ID        string    `json:"id"`
+		Base58    string    `json:"base58"`
+		Base64    string    `json:"base64"`
+		Time      time.Time `json:"time"`
+		UnixMs    int64     `json:"unix_ms"`
+		Node      int64     `json:"node"`
+		Step      int64     `json:"step"`
+		EpochBits *int64    `json:"epoch_bits"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d IDs decoded, want 1", len(got))
+	}
+	d := got[0]
+	if d.Input != epochID.Base58() || d.Form != "base58" || d.ID != epochID.String() || d.Base64 != epochID.Base64() ||
+		d.UnixMs != 1719379422144 || !d.Time.Equal(time.UnixMilli(1719379422144)) ||
+		d.Node != 4000 || d.Step != 5 || d.EpochBits == nil || *d.EpochBits != 3 {
+		t.Errorf("decoded %+v (epoch bits %v)", d, d.EpochBits)
+	}
+	out = mustCLI(t, "decode", "-o", "json", defaultID.String())
+	if err := json.Unmarshal([]byte(out), &got); err != nil || got[0].EpochBits != nil || got[0].Step != 7 || got[0].Node != 250 {
+		t.Errorf("default layout: %+v, %v", got, err)
+	}
+}
+
+func TestDecodeBadInput(t *testing.T) {
+	wantExit(t, cli(t, "decode"), exitUsage, "one or more IDs")
+	wantExit(t, cli(t, "decode", "12x!"), exitUsage, `ID "12x!" is not a Snowflake ID`)
+	wantExit(t, cli(t, "decode", "-5"), exitUsage) // a flag to cobra
+	wantExit(t, cli(t, "decode", "--", "-5"), exitUsage, "negative")
+	wantExit(t, cli(t, "decode", "99999999999999999999"), exitUsage, "out of range")
+	wantExit(t, cli(t, "decode", "MTEx"), exitUsage, "ambiguous", "b58:MTEx", "b64:MTEx")
+	wantExit(t, cli(t, "decode", "--node-bits", "40", "1"), exitUsage, "time bits")
+	wantExit(t, cli(t, "decode", "--node-bits", "300", "1"), exitUsage, "--node-bits")
+	wantExit(t, cli(t, "decode", "--epoch-bits", "12", "1"), exitUsage, "epoch bits")
+	wantExit(t, cli(t, "decode", "--layout-epoch", "yesterday", "1"), exitUsage, "--layout-epoch")
+	wantExit(t, cli(t, "decode", "--layout-epoch", "4000000000000000", "1"), exitUsage, "in the future")
+	wantExit(t, cli(t, "decode", "-o", "yaml", "1"), exitUsage, `-o "yaml"`)
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// secret is the password of the DSNs of these tests: it must never be
+// printed.
+const secret = "Sup3r-S3cret-pw"
+
+// withUser returns dsn with its user and password replaced.
+func withUser(t *testing.T, dsn, user, password string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
+// TestMissingPrivilege: a role without SELECT gets an error naming the
+// role, the table and the privilege it lacks.
+func TestMissingPrivilege(t *testing.T) {
+	db, dsn := seedList(t)
+	role := fmt.Sprintf("nodeid_reader_%d", os.Getpid())
+	execSQL(t, db, "CREATE ROLE "+role+" LOGIN PASSWORD '"+secret+"'")
+	t.Cleanup(func() {
+		_ = pgtest.Shared(t).Exec(ctxT(t), "postgres", "DROP ROLE IF EXISTS "+role)
+	})
+	execSQL(t, db, "REVOKE ALL ON snowflake_nodes, snowflake_nodes_history FROM PUBLIC")
+	rdsn := withUser(t, dsn, role, secret)
+
+	r := cli(t, "list", "--dsn", rdsn)
+	wantExit(t, r, exitFailure, "permission denied for table snowflake_nodes", `the role "`+role+`" needs SELECT on snowflake_nodes`)
+	r2 := cli(t, "prune", "--older-than", "1d", "--dsn", rdsn)
+	wantExit(t, r2, exitFailure, "permission denied", "DELETE on snowflake_nodes_history")
+	r3 := cli(t, "release", "0", "--epoch", "3", "--yes", "--dsn", rdsn)
+	wantExit(t, r3, exitFailure, "permission denied", "UPDATE on snowflake_nodes")
+	for _, r := range []result{r, r2, r3} {
+		if strings.Contains(r.stdout+r.stderr, secret) {
+			t.Errorf("the password was printed: %+v", r)
+		}
+	}
+
+	execSQL(t, db, "GRANT SELECT ON snowflake_nodes TO "+role)
+	if r := cli(t, "list", "--dsn", rdsn); r.code != 0 || !strings.Contains(r.stdout, "web-1") {
+		t.Errorf("list after GRANT SELECT: %+v", r)
+	}
+}
+
+// TestPasswordNeverPrinted: whatever fails, and however the password was
+// given, it does not appear in the output.
+func TestPasswordNeverPrinted(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	good := withUser(t, dsn, "postgres", secret)
+	u, _ := url.Parse(good)
+	u.Host = "127.0.0.1:1"
+	refused := u.String()
+	odd := secret + "@/:%"
+	u.User = url.UserPassword("postgres", odd)
+	escaped := u.String()
+	if !strings.Contains(escaped, "%40%2F%3A%25") {
+		t.Fatalf("the test's password is not escaped in %s", escaped)
+	}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		args  []string
+		code  int
+		wants []string
+	}{
+		{"refused URL", nil, []string{"list", "--dsn", refused}, exitFailure, []string{"cannot connect"}},
+		{"refused URL, escaped password", nil, []string{"list", "--dsn=" + escaped}, exitFailure, []string{"cannot connect"}},
+		{"bad key=value", nil, []string{"list", "--dsn", "host=127.0.0.1 port=nope password=" + secret}, exitUsage, []string{"bad connection string in --dsn"}},
+		{"bad quoted key=value", nil, []string{"show", "1", "--dsn", "host=x password='" + secret + " sslmode=bogus"}, exitUsage, []string{"bad connection string"}},
+		{"bad URL in DATABASE_URL", map[string]string{EnvDatabaseURL: "postgres://bob:" + secret + "@[::1/db"}, []string{"list"}, exitUsage, []string{"in DATABASE_URL"}},
+		{"bad sslmode", map[string]string{EnvDatabaseURL: good + "&sslmode=bogus"}, []string{"list"}, exitUsage, []string{"sslmode"}},
+		{"missing database", nil, []string{"list", "--dsn", withUser(t, pgtest.WithDatabase(dsn, "no_such_db"), "postgres", secret)}, exitFailure, []string{"does not exist"}},
+		{"missing table", nil, []string{"who", "--dsn", good, "--table", "nothere", "1805834298273538055"}, exitFailure, []string{"table nothere does not exist", "nodeid init"}},
+		{"run", nil, []string{"run", "--dsn", refused, "--", "true"}, exitFailure, []string{"cannot connect"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := cliWith(t, "", tc.env, tc.args...)
+			wantExit(t, r, tc.code, tc.wants...)
+			for _, leak := range []string{secret, odd, "%40%2F%3A%25"} {
+				if strings.Contains(r.stdout+r.stderr, leak) {
+					t.Errorf("the password was printed: %+v", r)
+				}
+			}
+		})
+	}
+}
+
+// TestUsageAndExitCodes: cobra's own errors are usage errors, on one line.
+func TestUsageAndExitCodes(t *testing.T) {
+	wantExit(t, cli(t, "frobnicate"), exitUsage, `unknown command "frobnicate"`, `see "nodeid --help"`)
+	wantExit(t, cli(t, "list", "--no-such-flag"), exitUsage, "unknown flag: --no-such-flag", `see "nodeid list --help"`)
+	wantExit(t, cli(t, "show", "--limit", "many", "1"), exitUsage, "--limit")
+	if r := cli(t, "list", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
+		t.Errorf("list --help: %+v", r)
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestHelpOnEveryCommand: every command has an example, and --help shows
+// it and exits with 0.
+func TestHelpOnEveryCommand(t *testing.T) {
+	a, _, _ := testApp("", nil)
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.Name() == "help" {
+			return
+		}
+		n++
+		path := strings.Fields(c.CommandPath())[1:]
+		if c.Example == "" && !strings.HasPrefix(c.CommandPath(), "nodeid completion") {
+			t.Errorf("%s has no example", c.CommandPath())
+		}
+		r := cli(t, append(path, "--help")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || (c.Example != "" && !strings.Contains(r.stdout, "Examples:")) {
+			t.Errorf("%s --help: %+v", c.CommandPath(), r)
+		}
+	}
+	root := a.rootCommand()
+	root.InitDefaultCompletionCmd()
+	walk(root)
+	if n < 14 {
+		t.Errorf("only %d commands seen", n)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		r := cli(t, "completion", shell)
+		if r.code != 0 || !strings.Contains(r.stdout, "nodeid") || len(r.stdout) < 1000 {
+			t.Errorf("completion %s: code %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+	// Dynamic completion of flag values.
+	r := cli(t, "__complete", "list", "--state", "")
+	if r.code != 0 || !strings.Contains(r.stdout, "expired") {
+		t.Errorf("completion of --state: %+v", r)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out := mustCLI(t, "version")
+	if !strings.HasPrefix(out, "nodeid ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
+		t.Errorf("version: %q", out)
+	}
+	version = "v9.8.7"
+	defer func() { version = "" }()
+	if out := mustCLI(t, "version"); !strings.HasPrefix(out, "nodeid v9.8.7") {
+		t.Errorf("version set at build time: %q", out)
+	}
+}

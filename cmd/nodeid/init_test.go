@@ -1,0 +1,89 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+func TestSchemaGolden(t *testing.T) {
+	golden(t, "schema", mustCLI(t, "schema", "--table", "ids.nodes", "--range", "8-15"))
+	if out := mustCLI(t, "schema"); !strings.Contains(out, "generate_series(0, 1023)") {
+		t.Errorf("default schema does not pre-fill 0-1023:\n%s", out)
+	}
+}
+
+func TestInit(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	if out := mustCLI(t, "init", "--dsn", dsn, "--range", "10-13"); out != "table snowflake_nodes is ready (history: snowflake_nodes_history): node IDs 10-13, 4 rows\n" {
+		t.Errorf("init: %q", out)
+	}
+	execSQL(t, db, `UPDATE snowflake_nodes SET epoch = 9, owner = 'keep', expires_at = now() + interval '1h' WHERE node_id = 10`)
+	// Again, wider: adds rows, touches none.
+	if out := mustCLI(t, "init", "--dsn", dsn, "--nodes", "16"); !strings.HasSuffix(out, "node IDs 0-15, 16 rows\n") {
+		t.Errorf("second init: %q", out)
+	}
+	var (
+		n     int
+		owner string
+		epoch int64
+	)
+	if err := db.QueryRowContext(ctxT(t), `SELECT count(*), max(owner), max(epoch) FROM snowflake_nodes`).Scan(&n, &owner, &epoch); err != nil {
+		t.Fatal(err)
+	}
+	if n != 16 || owner != "keep" || epoch != 9 {
+		t.Errorf("after two inits: %d rows, owner %q, epoch %d; want 16 rows and node 10 untouched", n, owner, epoch)
+	}
+	// A schema-qualified table needs its schema.
+	wantExit(t, cli(t, "init", "--dsn", dsn, "--table", "nope.ids"), exitFailure, "schema", "nope")
+}
+
+func TestInitBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--range", "5-1"}, "above the last"},
+		{[]string{"--range", "0-1048576"}, "out of range"},
+		{[]string{"--range", "x"}, "FIRST-LAST"},
+		{[]string{"--range", "1-x"}, "last node ID"},
+		{[]string{"--nodes", "0"}, "--nodes 0"},
+		{[]string{"--nodes", "1048577"}, "--nodes 1048577"},
+		{[]string{"--nodes", "-4"}, "--nodes -4"},
+		{[]string{"--nodes", "4", "--range", "0-3"}, "--nodes and --range both"},
+		{[]string{"--table", "1abc"}, "digit"},
+	} {
+		for _, cmd := range []string{"init", "schema"} {
+			wantExit(t, cli(t, append([]string{cmd}, tc.args...)...), exitUsage, tc.want)
+		}
+	}
+}
+
+func TestPrune(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--nodes", "2")
+	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms) VALUES
+		(0, 1, 'old', now() - interval '40 days', 0, now() - interval '31 days', 'released', 1),
+		(0, 2, 'old', now() - interval '31 days', 1, now() - interval '30 days 1 hour', 'expired', 2),
+		(0, 3, 'recent', now() - interval '2 days', 2, now() - interval '1 day', 'released', 3),
+		(1, 1, 'open', now() - interval '90 days', 0, NULL, NULL, NULL)`)
+	if out := mustCLI(t, "prune", "--dsn", dsn, "--older-than", "30d"); out != "deleted 2 history rows of claims that ended more than 30d ago\n" {
+		t.Errorf("prune: %q", out)
+	}
+	var owners string
+	if err := db.QueryRowContext(ctxT(t), `SELECT string_agg(owner, ',' ORDER BY owner) FROM snowflake_nodes_history`).Scan(&owners); err != nil {
+		t.Fatal(err)
+	}
+	if owners != "open,recent" {
+		t.Errorf("history after prune: %s; want open and recent kept", owners)
+	}
+}
+
+func TestPruneBadInput(t *testing.T) {
+	wantExit(t, cli(t, "prune"), exitUsage, "--older-than is required")
+	wantExit(t, cli(t, "prune", "--older-than", "0s"), exitUsage, "must be positive")
+	wantExit(t, cli(t, "prune", "--older-than", "-3d"), exitUsage, "negative")
+	wantExit(t, cli(t, "prune", "--older-than", "a while"), exitUsage, "not a duration")
+	wantExit(t, cli(t, "prune", "--older-than", "1.5d"), exitUsage, "whole number")
+}

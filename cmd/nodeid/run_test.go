@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a reader concurrent with a writer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// background runs the command in-process in a goroutine; wait returns its
+// result.
+type background struct {
+	done           chan struct{}
+	code           int
+	stdout, stderr syncBuffer
+}
+
+func startCLI(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{done: make(chan struct{})}
+	a := newApp(strings.NewReader(""), &b.stdout, &b.stderr)
+	a.getenv = func(string) string { return "" }
+	go func() {
+		defer close(b.done)
+		b.code = a.main(args)
+	}()
+	return b
+}
+
+func (b *background) wait(t *testing.T, within time.Duration) result {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(within):
+		t.Fatalf("the command did not end within %s; stderr so far: %s", within, b.stderr.String())
+	}
+	r := result{code: b.code, stdout: b.stdout.String(), stderr: b.stderr.String()}
+	t.Logf("-> %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	return r
+}
+
+// script writes an executable shell script into a temporary directory.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "child.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// waitFile waits until path exists and returns its content.
+func waitFile(t *testing.T, path string, b *background) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
+			return string(data)
+		}
+		select {
+		case <-b.done:
+			t.Fatalf("the command ended before %s appeared: code %d, stderr %s", path, b.code, b.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not appear", path)
+	return ""
+}
+
+// leaseRow is node 0's row and the end of its latest claim in the history.
+type leaseRow struct {
+	owner           string
+	epoch, horizon  int64
+	free            bool
+	reason          string
+	historyHorizon  int64
+	historyHasEnded bool
+}
+
+func readLease(t *testing.T, db *sql.DB, node int64) leaseRow {
+	t.Helper()
+	var (
+		r       leaseRow
+		reason  sql.NullString
+		horizon sql.NullInt64
+	)
+	err := db.QueryRowContext(ctxT(t), `SELECT t.owner, t.epoch, t.horizon_ms, t.expires_at = '-infinity', h.end_reason, h.horizon_ms
+		FROM snowflake_nodes t JOIN snowflake_nodes_history h ON h.node_id = t.node_id AND h.epoch = t.epoch
+		WHERE t.node_id = $1`, node).Scan(&r.owner, &r.epoch, &r.horizon, &r.free, &reason, &horizon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.reason, r.historyHorizon, r.historyHasEnded = reason.String, horizon.Int64, reason.Valid
+	return r
+}
+
+// TestRunEnvAndExitCode: the command sees the lease in its environment,
+// its exit code becomes nodeid's, and the node ID is released with the
+// exit time as its exact horizon.
+func TestRunEnvAndExitCode(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	child := script(t, `echo "node=$NODEID_NODE epoch=$NODEID_EPOCH grace=$NODEID_DEADLINE_GRACE horizon=$NODEID_HORIZON_MS"
+exit 42
+`)
+	before := time.Now().UnixMilli()
+	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--owner", "runner-1", "--", child)
+	after := time.Now().UnixMilli()
+	if r.code != 42 {
+		t.Fatalf("exit code %d, want the command's 42; stderr %s", r.code, r.stderr)
+	}
+	if r.stdout != "node=0 epoch=1 grace=500 horizon=0\n" {
+		t.Errorf("the command's environment: %q", r.stdout)
+	}
+	row := readLease(t, db, 0)
+	if !row.free || row.owner != "" || row.epoch != 1 || row.reason != "released" {
+		t.Errorf("after the command exited: %+v; want node 0 released at epoch 1", row)
+	}
+	if row.horizon < before || row.horizon > after || row.historyHorizon != row.horizon {
+		t.Errorf("horizon %d (history %d), want the exit time, within [%d, %d]", row.horizon, row.historyHorizon, before, after)
+	}
+
+	// The next run gets the next epoch, the horizon, and its own grace.
+	r = cli(t, "run", "--dsn", dsn, "--ttl", "6s", "--grace", "1s", "--", child)
+	if want := "node=0 epoch=2 grace=1000 horizon=" + strconv.FormatInt(row.horizon, 10) + "\n"; r.code != 42 || r.stdout != want {
+		t.Errorf("second run: %+v; want stdout %q", r, want)
+	}
+}
+
+// TestRunSignalExitCode: a command killed by signal N makes nodeid exit
+// with 128+N; a command that succeeds, with 0.
+func TestRunSignalExitCode(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", "kill -KILL $$"); r.code != 128+9 {
+		t.Errorf("exit code %d, want 137", r.code)
+	}
+	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"); r.code != 0 || r.stderr != "" {
+		t.Errorf("run true: %+v", r)
+	}
+	if row := readLease(t, db, 0); !row.free || row.epoch != 2 {
+		t.Errorf("after two runs: %+v", row)
+	}
+}
+
+// TestRunLeaseLost: evicting the lease makes nodeid send SIGTERM to the
+// command, whose exit code is passed on.
+func TestRunLeaseLost(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	dir := t.TempDir()
+	child := script(t, `trap 'echo "got TERM"; exit 7' TERM
+echo "$NODEID_NODE $NODEID_EPOCH" > `+dir+`/started
+while :; do sleep 0.05; done
+`)
+	b := startCLI(t, "run", "--dsn", dsn, "--ttl", "3s", "--", child)
+	fields := strings.Fields(waitFile(t, filepath.Join(dir, "started"), b))
+	if len(fields) != 2 {
+		t.Fatalf("started: %q", fields)
+	}
+	mustCLI(t, "release", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
+	r := b.wait(t, 30*time.Second)
+	if r.code != 7 || !strings.Contains(r.stdout, "got TERM") {
+		t.Errorf("the command did not exit on SIGTERM: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "lease released: sending SIGTERM to "+child) {
+		t.Errorf("stderr does not say why the command was stopped: %s", r.stderr)
+	}
+	if row := readLease(t, db, 0); !row.free || row.reason != "evicted" || row.epoch != 1 {
+		t.Errorf("after the eviction: %+v", row)
+	}
+}
+
+// TestRunDeadline: when renewals fail, the command gets SIGTERM a grace
+// before the lease's local deadline, and SIGKILL at the deadline if it
+// ignores SIGTERM.
+func TestRunDeadline(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db, dsn := pgtest.NewDB(t)
+	p, err := pgtest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dir := t.TempDir()
+	child := script(t, `trap '' TERM
+echo started > `+dir+`/started
+while :; do sleep 0.05; done
+`)
+	b := startCLI(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--ttl", "3s", "--", child)
+	waitFile(t, filepath.Join(dir, "started"), b)
+	p.Cut()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), "SIGKILL") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.Restore()
+	r := b.wait(t, 30*time.Second)
+	if r.code != 128+9 {
+		t.Errorf("exit code %d, want 137 (SIGKILL)", r.code)
+	}
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q: %s", want, r.stderr)
+		}
+	}
+	if row := readLease(t, db, 0); row.epoch != 1 || row.owner != "" && !strings.Contains(r.stderr, "not released") {
+		t.Errorf("after the kill: %+v", row)
+	}
+}
+
+// TestRunForwardsSignals: SIGINT sent to nodeid run reaches the command.
+func TestRunForwardsSignals(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	dir := t.TempDir()
+	child := script(t, `trap 'echo "got INT"; exit 9' INT
+echo started > `+dir+`/started
+while :; do sleep 0.05; done
+`)
+	b := startCLI(t, "run", "--dsn", dsn, "--ttl", "3s", "--", child)
+	waitFile(t, filepath.Join(dir, "started"), b)
+	// The run command has registered for SIGINT before starting the child.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.wait(t, 30*time.Second); r.code != 9 || !strings.Contains(r.stdout, "got INT") {
+		t.Errorf("SIGINT not forwarded: %+v", r)
+	}
+}
+
+// TestRunNoNodeID: with every node ID of the range held, run exits with 3
+// and does not start the command.
+func TestRunNoNodeID(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--range", "0-0")
+	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'other', epoch = 1, expires_at = now() + interval '1h' WHERE node_id = 0`)
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := cli(t, "run", "--dsn", dsn, "--range", "0-0", "--", "touch", marker)
+	wantExit(t, r, exitNoNodeID, "no node ID available")
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a lease")
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	wantExit(t, cli(t, "run"), exitUsage, "a command to run")
+	wantExit(t, cli(t, "run", "--ttl", "1s", "--", "true"), exitUsage, "TTL 1s is outside 3s to 24h0m0s")
+	wantExit(t, cli(t, "run", "--ttl", "3s", "--grace", "2s", "--", "true"), exitUsage, "--grace 2s", "half the TTL")
+	wantExit(t, cli(t, "run", "--grace", "0s", "--", "true"), exitUsage, "--grace")
+	wantExit(t, cli(t, "run", "--ttl", "forever", "--", "true"), exitUsage, "--ttl")
+	wantExit(t, cli(t, "run", "--range", "3-1", "--", "true"), exitUsage, "--range")
+	wantExit(t, cli(t, "run", "--owner", "bad\nowner", "--dsn", dsn, "--", "true"), exitUsage, "control character")
+	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "/no/such/command")
+	wantExit(t, r, exitFailure, "cannot start /no/such/command")
+	if row := readLease(t, db, 0); !row.free || row.reason != "released" {
+		t.Errorf("the lease of a command that could not start: %+v", row)
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// holdAndMint claims node ID 5 as owner, stamps one ID with layout l after
+// the previous holder's horizon, and releases the claim with that ID's
+// millisecond as its exact horizon, as a generator bound to the lease
+// would.
+func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, int64) {
+	t.Helper()
+	a, _, _ := testApp("", nil)
+	a.dsn = dsn
+	db, err := a.openDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg, err := nodeid.New(db, nodeid.WithOwner(owner), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	lease, err := reg.Acquire(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := time.Now().UnixMilli()
+	for ms <= lease.PreviousHorizon() {
+		time.Sleep(time.Millisecond)
+		ms = time.Now().UnixMilli()
+	}
+	id, err := l.Encode(snowflake.Parts{Ms: ms, Node: lease.NodeID(), Epoch: lease.Epoch(), Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Bind(func() int64 { return ms }); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	return id, lease.Epoch()
+}
+
+// TestWhoTwoHolders: IDs minted by two successive holders of one node ID
+// are each traced to their own holder.
+func TestWhoTwoHolders(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	l := snowflake.DefaultLayout
+	idA, epochA := holdAndMint(t, dsn, "alpha", l)
+	idB, epochB := holdAndMint(t, dsn, "beta", l)
+	if epochB != epochA+1 {
+		t.Fatalf("epochs %d then %d", epochA, epochB)
+	}
+	out := mustCLI(t, "who", "--dsn", dsn, idA.String(), idB.Base58())
+	blocks := strings.Split(out, "\n\n")
+	if len(blocks) != 3 {
+		t.Fatalf("who printed %d blocks, want the layout and 2 IDs:\n%s", len(blocks), out)
+	}
+	for i, want := range []string{"minted by   owner alpha, epoch 1", "minted by   owner beta, epoch 2"} {
+		if !strings.Contains(blocks[i+1], want) || !strings.Contains(blocks[i+1], "(released)") {
+			t.Errorf("block %d does not say %q:\n%s", i+1, want, blocks[i+1])
+		}
+	}
+
+	var doc []struct {
+		ID     string `json:"id"`
+		Node   int64  `json:"node"`
+		Claims []struct {
+			Owner     string `json:"owner"`
+			Epoch     int64  `json:"epoch"`
+			EndReason string `json:"end_reason"`
+		} `json:"claims"`
+	}
+	out = mustCLI(t, "who", "--dsn", dsn, "-o", "json", idB.Base64(), idA.String())
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc) != 2 || len(doc[0].Claims) != 1 || len(doc[1].Claims) != 1 ||
+		doc[0].ID != idB.String() || doc[0].Claims[0].Owner != "beta" || doc[0].Claims[0].Epoch != epochB ||
+		doc[1].ID != idA.String() || doc[1].Claims[0].Owner != "alpha" || doc[1].Claims[0].Epoch != epochA {
+		t.Errorf("who -o json: %+v", doc)
+	}
+}
+
+// TestWhoEpochBits: with epoch bits in the layout, a claim is named only if
+// its epoch matches the ID's bits.
+func TestWhoEpochBits(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	l := snowflake.Layout{Epoch: snowflake.DefaultLayout.Epoch, NodeBits: 10, StepBits: 12, EpochBits: 2}
+	idA, _ := holdAndMint(t, dsn, "alpha", l)
+	holdAndMint(t, dsn, "beta", l)
+	flags := []string{"--dsn", dsn, "--epoch-bits", "2"}
+	if out := mustCLI(t, append([]string{"who"}, append(flags, idA.String())...)...); !strings.Contains(out, "owner alpha, epoch 1") {
+		t.Errorf("who with epoch bits:\n%s", out)
+	}
+	// The same millisecond and node, but the epoch bits of another claim.
+	p := l.Decode(idA)
+	p.Epoch = 2
+	forged := mustEncode(l, p)
+	r := cli(t, append([]string{"who"}, append(flags, forged.String())...)...)
+	wantExit(t, r, exitFailure, "1 of 1 IDs: no lease covers this ID")
+	if !strings.Contains(r.stdout, "minted by   "+notCovered) {
+		t.Errorf("who of a forged ID:\n%s", r.stdout)
+	}
+}
+
+func TestWhoNotCovered(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	idA, _ := holdAndMint(t, dsn, "alpha", snowflake.DefaultLayout)
+	// After the only claim's horizon: nobody may have stamped it.
+	later := mustEncode(snowflake.DefaultLayout, snowflake.Parts{Ms: snowflake.DefaultLayout.Decode(idA).Ms + 1, Node: 5})
+	// A node ID never claimed.
+	other := mustEncode(snowflake.DefaultLayout, snowflake.Parts{Ms: snowflake.DefaultLayout.Decode(idA).Ms, Node: 6})
+	r := cli(t, "who", "--dsn", dsn, idA.String(), later.String(), other.String())
+	wantExit(t, r, exitFailure, "2 of 3 IDs: no lease covers this ID (it was not minted by a fenced generator of this table")
+	if n := strings.Count(r.stdout, notCovered); n != 2 {
+		t.Errorf("%d IDs said to be uncovered, want 2:\n%s", n, r.stdout)
+	}
+}
+
+func TestWhoBadInput(t *testing.T) {
+	wantExit(t, cli(t, "who"), exitUsage, "one or more IDs")
+	wantExit(t, cli(t, "who", "1", "not-an-id"), exitUsage, `ID "not-an-id"`)
+	wantExit(t, cli(t, "who", "--step-bits", "0", "1"), exitUsage, "step bits")
+	wantExit(t, cli(t, "who", "--dsn", "postgres://u:hunter2@127.0.0.1:1/db", "-o", "csv", "1"), exitUsage, `-o "csv"`)
+}
