@@ -151,6 +151,8 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.whoCommand(),
 		a.pruneCommand(),
 		a.runCommand(),
+		a.demoCommand(),
+		a.demoWorkerCommand(),
 		a.versionCommand(),
 	)
 	return root

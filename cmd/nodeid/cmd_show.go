@@ -124,8 +124,12 @@ func (a *app) writeShow(r postgres.Row, hist []postgres.Claimed, now time.Time, 
 		if c.EndedAt.IsZero() {
 			ended, reason = "-", "(open)"
 		}
+		from := "-" // the node ID's first claim: nothing to stamp after
+		if c.FromMs != 0 {
+			from = exactMs(c.FromMs)
+		}
 		t.row(strconv.FormatInt(c.Epoch, 10), orDash(c.Owner), relative(c.AcquiredAt, now), ended, reason,
-			exactMs(c.FromMs), exactMs(c.HorizonMs))
+			from, exactMs(c.HorizonMs))
 	}
 	return t.flush()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -54,32 +55,9 @@ says so and exits with 1. The layout flags must match the generator's.
 			if err != nil {
 				return err
 			}
-			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
-			st, err := a.store(allNodes)
+			out, missing, err := a.trace(cmd.Context(), ds, l)
 			if err != nil {
 				return err
-			}
-			var (
-				out     []traced
-				missing int
-			)
-			for _, d := range ds {
-				cs, err := st.Who(cmd.Context(), d.Node, d.UnixMs)
-				if err != nil {
-					return err
-				}
-				t := traced{decoded: d, Claims: []claimJSON{}}
-				for _, c := range cs {
-					if l.EpochBits > 0 && c.Epoch&(1<<l.EpochBits-1) != d.parts.Epoch {
-						continue
-					}
-					t.claims = append(t.claims, c)
-					t.Claims = append(t.Claims, claimToJSON(c))
-				}
-				if len(t.claims) == 0 {
-					missing++
-				}
-				out = append(out, t)
 			}
 			if output == outJSON {
 				err = writeJSON(a.stdout, out)
@@ -98,6 +76,36 @@ says so and exits with 1. The layout flags must match the generator's.
 	lf.register(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
 	return cmd
+}
+
+// trace looks up the claims that may have minted each decoded ID, keeping
+// only those whose epoch matches the ID's epoch bits if the layout has any.
+// missing counts the IDs no claim covers.
+func (a *app) trace(ctx context.Context, ds []decoded, l snowflake.Layout) (out []traced, missing int, err error) {
+	a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
+	st, err := a.store(allNodes)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, d := range ds {
+		cs, err := st.Who(ctx, d.Node, d.UnixMs)
+		if err != nil {
+			return nil, 0, err
+		}
+		t := traced{decoded: d, Claims: []claimJSON{}}
+		for _, c := range cs {
+			if l.EpochBits > 0 && c.Epoch&(1<<l.EpochBits-1) != d.parts.Epoch {
+				continue
+			}
+			t.claims = append(t.claims, c)
+			t.Claims = append(t.Claims, claimToJSON(c))
+		}
+		if len(t.claims) == 0 {
+			missing++
+		}
+		out = append(out, t)
+	}
+	return out, missing, nil
 }
 
 func (a *app) writeTraced(w io.Writer, ts []traced, l snowflake.Layout) error {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	bw "github.com/bwmarrin/snowflake"
 
@@ -13,10 +12,10 @@ import (
 	"github.com/nodeid/nodeid/snowflake"
 )
 
-// holdAndMint claims node ID 5 as owner, stamps one ID with layout l after
-// the previous holder's horizon, and releases the claim with that ID's
-// millisecond as its exact horizon, as a generator bound to the lease
-// would.
+// holdAndMint claims node ID 5 as owner, mints a few IDs with the fenced
+// generator in layout l, and releases the claim (which records the last
+// millisecond stamped as its exact horizon). It returns the last ID and
+// the claim's epoch.
 func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, int64) {
 	t.Helper()
 	a, _, _ := testApp("", nil)
@@ -35,17 +34,15 @@ func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, in
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := time.Now().UnixMilli()
-	for ms <= lease.PreviousHorizon() {
-		time.Sleep(time.Millisecond)
-		ms = time.Now().UnixMilli()
-	}
-	id, err := l.Encode(snowflake.Parts{Ms: ms, Node: lease.NodeID(), Epoch: lease.Epoch(), Seq: 1})
+	gen, err := snowflake.New(lease, snowflake.WithLayout(l))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Bind(func() int64 { return ms }); err != nil {
-		t.Fatal(err)
+	var id bw.ID
+	for i := 0; i < 3; i++ {
+		if id, err = gen.Generate(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := lease.Release(ctxT(t)); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// Settings of the demo.
+const (
+	demoTable   = "nodeid_demo"
+	demoWorkers = 3                      // as many as node IDs: a replacement must wait for one
+	demoTTL     = nodeid.MinTTL          // so that a killed worker's node ID lapses quickly
+	demoMint    = 200 * time.Millisecond // between two IDs of a worker
+	demoTimeout = 50 * time.Second       // the whole demo, server start included
+	demoWait    = 20 * time.Second       // any one step
+)
+
+// errInterrupted ends a demo stopped by Ctrl-C.
+var errInterrupted = errors.New("interrupted")
+
+func (a *app) demoCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Show leasing, minting, a crash and a takeover, on a throwaway PostgreSQL",
+		Long: fmt.Sprintf(`Run the whole story in about 15 seconds. Without --dsn or DATABASE_URL the demo
+starts a throwaway PostgreSQL (local server binaries, or Docker) in a fresh
+database; with one, it works in a scratch table (%s unless --table is
+given) that must not exist yet, and drops it at the end.
+
+%d worker processes (this program, re-executed) each lease a node ID with a
+TTL of %s and mint an ID every %s with the fenced generator. The demo
+kills one with SIGKILL, shows its node ID lapsing (expired) and being taken
+over by a new worker with a higher epoch, traces an ID of each holder with
+"who", stops the workers (they release their node IDs) and cleans up:
+workers, tables or server, temporary files; also on Ctrl-C (exit code 130).`,
+			demoTable, demoWorkers, demoTTL, demoMint),
+		Example: `  nodeid demo
+  DATABASE_URL=postgres://me@localhost/scratch nodeid demo --table nodeid_demo_2`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("table") {
+				a.table = demoTable
+			}
+			ictx, stop := a.interrupted(cmd.Context())
+			defer stop()
+			ctx, cancel := context.WithTimeout(ictx, demoTimeout)
+			defer cancel()
+			d := &demo{a: a, out: a.stdout, start: time.Now(), errw: &lockedWriter{w: a.stderr}, interrupted: ictx}
+			err := d.run(ctx)
+			d.cleanup()
+			switch {
+			case errors.Is(err, errInterrupted) || ictx.Err() != nil:
+				return &exitCodeError{code: 130, msg: "demo interrupted; workers stopped and everything it created removed"}
+			case err != nil:
+				return err
+			}
+			fmt.Fprintf(d.out, "\nDone in %s.\n", time.Since(d.start).Round(100*time.Millisecond))
+			return nil
+		}),
+	}
+}
+
+// demo is one run of the demo and what it must clean up.
+type demo struct {
+	a           *app
+	out         io.Writer
+	errw        io.Writer
+	start       time.Time
+	interrupted context.Context // cancelled by Ctrl-C
+
+	dsn      string
+	workers  []*worker
+	cleanups []func() // run in reverse order
+}
+
+func (d *demo) step(format string, args ...any) {
+	fmt.Fprintf(d.out, "\n==> "+format+"\n", args...)
+}
+
+func (d *demo) cleanup() {
+	for _, w := range d.workers {
+		w.stop(5 * time.Second)
+	}
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		d.cleanups[i]()
+	}
+}
+
+func (d *demo) run(ctx context.Context) error {
+	if err := d.database(ctx); err != nil {
+		return err
+	}
+	a, rng := d.a, nodeRange{0, demoWorkers - 1}
+
+	d.step("nodeid init --table %s --range %s", a.table, rng)
+	st, err := a.store(rng)
+	if err != nil {
+		return err
+	}
+	if err := st.Ensure(ctx, true); err != nil {
+		return err
+	}
+	if err := d.table(ctx, true); err != nil {
+		return err
+	}
+
+	d.step("Starting %d workers: separate processes, each leasing a node ID (TTL %s) and minting an ID every %s", demoWorkers, demoTTL, demoMint)
+	for i := 1; i <= demoWorkers; i++ {
+		if _, err := d.startWorker(i); err != nil {
+			return err
+		}
+	}
+	for _, w := range d.workers {
+		// Five IDs take a second: the leases have been renewed meanwhile.
+		if err := d.waitMinted(ctx, w, 5); err != nil {
+			return err
+		}
+		_, node, epoch, minted := w.state()
+		fmt.Fprintf(d.out, "%s (pid %d): node ID %d, epoch %d, IDs %d, %d, ...\n", w.owner, w.pid(), node, epoch, minted[0], minted[1])
+	}
+	if err := d.table(ctx, false); err != nil {
+		return err
+	}
+
+	victim := d.workers[1]
+	_, vnode, vepoch, _ := victim.state()
+	d.step("Killing %s (pid %d, node ID %d) with SIGKILL: it cannot release its node ID", victim.owner, victim.pid(), vnode)
+	victim.kill()
+	_, _, _, vminted := victim.state()
+	lastOfVictim := vminted[len(vminted)-1]
+	fmt.Fprintf(d.out, "It minted %d IDs, the last %d. Its lease stays held until it expires:\n", len(vminted), lastOfVictim)
+	if err := d.table(ctx, false); err != nil {
+		return err
+	}
+
+	d.step("Waiting for node ID %d to lapse: nobody renews it, and a TTL after its last renewal it expires", vnode)
+	if err := d.waitState(ctx, vnode, postgres.Expired); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "Node ID %d expired after %s; it is free for the next claim, at a higher epoch:\n", vnode, time.Since(victim.killed).Round(100*time.Millisecond))
+	if err := d.table(ctx, false); err != nil {
+		return err
+	}
+
+	d.step("Starting demo-worker-%d: it takes over node ID %d", demoWorkers+1, vnode)
+	heir, err := d.startWorker(demoWorkers + 1)
+	if err != nil {
+		return err
+	}
+	if err := d.waitMinted(ctx, heir, 1); err != nil {
+		return err
+	}
+	_, hnode, hepoch, hminted := heir.state()
+	fmt.Fprintf(d.out, "%s (pid %d): node ID %d, epoch %d (was %d), first ID %d: stamped after the old holder's horizon\n",
+		heir.owner, heir.pid(), hnode, hepoch, vepoch, hminted[0])
+	if err := d.table(ctx, false); err != nil {
+		return err
+	}
+
+	d.step("nodeid who %d %d: each ID of node ID %d traced to its own holder", lastOfVictim, hminted[0], vnode)
+	if err := d.who(ctx, lastOfVictim, hminted[0]); err != nil {
+		return err
+	}
+
+	d.step("Stopping the workers with SIGTERM: each releases its node ID, recording the last millisecond it stamped")
+	for _, w := range d.workers {
+		w.stop(10 * time.Second)
+	}
+	if err := d.table(ctx, false); err != nil {
+		return err
+	}
+
+	d.step("nodeid show %d: the history of node ID %d", vnode, vnode)
+	rows, now, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	hist, err := st.History(ctx, vnode, 10)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.NodeID == vnode {
+			return d.a.writeShow(r, hist, now, outTable)
+		}
+	}
+	return fmt.Errorf("node ID %d vanished from table %s", vnode, d.a.table)
+}
+
+// database sets up the database: a throwaway server and a fresh database,
+// or the scratch table of the DSN given, and registers their removal.
+func (d *demo) database(ctx context.Context) error {
+	a := d.a
+	if dsn, source := a.dsnSource(); dsn != "" {
+		d.step("Using the database of %s, in the scratch table %s", source, a.table)
+		st, err := a.store(nodeRange{0, demoWorkers - 1})
+		if err != nil {
+			return err
+		}
+		switch err := st.CheckSchema(ctx); {
+		case err == nil:
+			return usagef("table %s already exists: the demo works in a scratch table of its own, which it drops at the end; name another with --table", a.table)
+		case postgres.SQLSTATE(err) != "42P01":
+			return err
+		}
+		d.dsn = dsn
+		d.cleanups = append(d.cleanups, d.dropTables)
+		return nil
+	}
+	d.step("Starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
+	srv, err := pgtest.Start(ctx)
+	if err != nil {
+		if d.interrupted.Err() != nil {
+			return errInterrupted
+		}
+		return fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
+	}
+	d.cleanups = append(d.cleanups, func() { _ = srv.Close() })
+	db, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	d.cleanups = append(d.cleanups, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.DropDatabase(ctx, db)
+	})
+	version, _ := srv.Version(ctx)
+	version, _, _ = strings.Cut(version, " on ")
+	fmt.Fprintf(d.out, "%s (%s) at %s, database %s; removed at the end\n", version, srv.Kind(), srv.Addr(), db)
+	d.dsn = srv.DSN(db)
+	a.dsn = d.dsn
+	return nil
+}
+
+// dropTables drops the scratch tables the demo created in the user's
+// database.
+func (d *demo) dropTables() {
+	db, err := d.a.openDB()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The name was validated by postgres.ValidateTable: it needs no quoting.
+	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.a.table+", "+d.a.table+"_history"); err != nil {
+		fmt.Fprintf(d.errw, "nodeid: could not drop the demo's tables %s and %s_history: %s\n", d.a.table, d.a.table, oneLine(err.Error()))
+		return
+	}
+	fmt.Fprintf(d.out, "Dropped the scratch tables %s and %s_history.\n", d.a.table, d.a.table)
+}
+
+func (d *demo) startWorker(n int) (*worker, error) {
+	w, err := d.a.startWorker(n, d.dsn, d.errw, "--table", d.a.table, "--range", fmt.Sprintf("0-%d", demoWorkers-1),
+		"--ttl", demoTTL.String(), "--interval", demoMint.String())
+	if err != nil {
+		return nil, fmt.Errorf("cannot start a worker process: %w", err)
+	}
+	d.workers = append(d.workers, w)
+	return w, nil
+}
+
+// table prints the lease table, all rows if all.
+func (d *demo) table(ctx context.Context, all bool) error {
+	n, err := d.a.snapshot(ctx)
+	if err != nil {
+		return d.wrap(ctx, err)
+	}
+	return n.write(d.out, n.filter(all, ""), outTable)
+}
+
+// who traces ids in the default layout.
+func (d *demo) who(ctx context.Context, ids ...bw.ID) error {
+	l := snowflake.DefaultLayout
+	ds := make([]decoded, 0, len(ids))
+	for _, id := range ids {
+		ds = append(ds, decodeID(id.String(), formDecimal, id, l))
+	}
+	out, _, err := d.a.trace(ctx, ds, l)
+	if err != nil {
+		return d.wrap(ctx, err)
+	}
+	return d.a.writeTraced(d.out, out, l)
+}
+
+// waitMinted waits until w has minted n IDs.
+func (d *demo) waitMinted(ctx context.Context, w *worker, n int) error {
+	return d.until(ctx, fmt.Sprintf("%s to mint an ID", w.owner), func() (bool, error) {
+		if _, _, _, minted := w.state(); len(minted) >= n {
+			return true, nil
+		}
+		if w.done() {
+			return false, fmt.Errorf("%s exited before minting an ID (see its messages above)", w.owner)
+		}
+		return false, nil
+	})
+}
+
+// waitState waits until node is in state s.
+func (d *demo) waitState(ctx context.Context, node int64, s postgres.State) error {
+	return d.until(ctx, fmt.Sprintf("node ID %d to be %s", node, s), func() (bool, error) {
+		n, err := d.a.snapshot(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range n.rows {
+			if r.NodeID == node {
+				return r.State(n.now) == s, nil
+			}
+		}
+		return false, fmt.Errorf("node ID %d is not in table %s", node, d.a.table)
+	})
+}
+
+// until polls cond until it holds, fails, ctx ends or demoWait passes.
+func (d *demo) until(ctx context.Context, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(demoWait)
+	for {
+		ok, err := cond()
+		switch {
+		case err != nil:
+			return d.wrap(ctx, err)
+		case ok:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("waited %s for %s", demoWait, what)
+		}
+		select {
+		case <-ctx.Done():
+			return d.wrap(ctx, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// wrap turns the failures that an interruption causes into errInterrupted.
+func (d *demo) wrap(ctx context.Context, err error) error {
+	if d.interrupted.Err() != nil {
+		return errInterrupted
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the demo took longer than %s: %w", demoTimeout, err)
+	}
+	return err
+}

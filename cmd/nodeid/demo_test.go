@@ -1,0 +1,93 @@
+package main
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// demoSteps are what the demo's output must show, in order.
+var demoSteps = []string{
+	"==> nodeid init --table nodeid_demo --range 0-2",
+	"held 0 / free 3 / expired 0 / total 3",
+	"==> Starting 3 workers",
+	"held 3 / free 0 / expired 0 / total 3",
+	"==> Killing demo-worker-2 (pid ",
+	"held 3 / free 0 / expired 0 / total 3",
+	"==> Waiting for node ID ",
+	"held 2 / free 0 / expired 1 / total 3",
+	"==> Starting demo-worker-4: it takes over node ID ",
+	"demo-worker-4 (pid ",
+	", epoch 2 (was 1)",
+	"held 3 / free 0 / expired 0 / total 3",
+	"==> nodeid who ",
+	"minted by   owner demo-worker-2, epoch 1",
+	"minted by   owner demo-worker-4, epoch 2",
+	"==> Stopping the workers with SIGTERM",
+	"held 0 / free 3 / expired 0 / total 3",
+	"==> nodeid show ",
+	"demo-worker-4  ",
+	"released",
+	"demo-worker-2  ",
+	"expired",
+}
+
+// checkDemoOutput fails the test unless out shows every step in order.
+func checkDemoOutput(t *testing.T, out string) {
+	t.Helper()
+	rest := out
+	for _, s := range demoSteps {
+		i := strings.Index(rest, s)
+		if i < 0 {
+			t.Fatalf("the demo's output lacks %q after the earlier steps:\n%s", s, out)
+		}
+		rest = rest[i+len(s):]
+	}
+}
+
+func tableExists(t *testing.T, db *sql.DB, name string) bool {
+	t.Helper()
+	var ok bool
+	if err := db.QueryRowContext(ctxT(t), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// TestDemoWithDSN: given a database, the demo runs in a scratch table,
+// drops it at the end, and leaves the other tables alone. Its workers are
+// processes of their own (this test binary, as the command).
+func TestDemoWithDSN(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--nodes", "8")
+	r := cli(t, "demo", "--dsn", dsn)
+	if r.code != 0 {
+		t.Fatalf("demo: exit code %d, stderr %s", r.code, r.stderr)
+	}
+	checkDemoOutput(t, r.stdout)
+	if !strings.Contains(r.stdout, "Dropped the scratch tables nodeid_demo and nodeid_demo_history.") {
+		t.Errorf("the demo does not say it dropped its tables:\n%s", r.stdout)
+	}
+	for _, name := range []string{"nodeid_demo", "nodeid_demo_history"} {
+		if tableExists(t, db, name) {
+			t.Errorf("the demo left its table %s", name)
+		}
+	}
+	if !tableExists(t, db, "snowflake_nodes") || !tableExists(t, db, "snowflake_nodes_history") {
+		t.Error("the demo dropped tables it did not create")
+	}
+}
+
+// TestDemoRefusesExistingTable: the demo never works in, nor drops, a
+// table it did not create.
+func TestDemoRefusesExistingTable(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--table", "mine", "--nodes", "3")
+	r := cliWith(t, "", map[string]string{EnvDatabaseURL: dsn}, "demo", "--table", "mine")
+	wantExit(t, r, exitUsage, "table mine already exists")
+	if !tableExists(t, db, "mine") || !tableExists(t, db, "mine_history") {
+		t.Error("the demo dropped a table it did not create")
+	}
+}
