@@ -119,6 +119,9 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	actx, stop := a.interrupted(cmd.Context())
 	lease, err := reg.Acquire(actx)
 	stop()
+	if errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
+	}
 	if err != nil {
 		return err
 	}

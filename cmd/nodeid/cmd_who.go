@@ -115,10 +115,10 @@ func (a *app) writeTraced(w io.Writer, ts []traced, l snowflake.Layout) error {
 		tw := newTable(w)
 		a.writeFields(tw, t.decoded, l)
 		if len(t.claims) == 0 {
-			tw.row("  minted by", notCovered)
+			tw.row("  held by", notCovered)
 		}
 		for i, c := range t.claims {
-			label := "  minted by"
+			label := "  held by"
 			if len(t.claims) > 1 {
 				label = fmt.Sprintf("  candidate %d", i+1)
 			}

@@ -64,8 +64,15 @@ func (a *app) explainConnect(ce *pgconn.ConnectError, code string) string {
 	case "3D000":
 		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, a.connSource())
 	}
-	var oe *net.OpError
-	if errors.As(ce, &oe) {
+	var (
+		de *net.DNSError
+		oe *net.OpError
+	)
+	switch {
+	case errors.As(ce, &de):
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): cannot resolve host %s (%s): fix the host in %s",
+			where, de.Name, de.Err, a.connSource())
+	case errors.As(ce, &oe):
 		return fmt.Sprintf("cannot connect to PostgreSQL (%s): %v: check that the server is running and that %s points at it (--dsn, DATABASE_URL or PGHOST/PGPORT)",
 			where, oe, a.connSource())
 	}

@@ -65,7 +65,7 @@ func TestWhoTwoHolders(t *testing.T) {
 	if len(blocks) != 3 {
 		t.Fatalf("who printed %d blocks, want the layout and 2 IDs:\n%s", len(blocks), out)
 	}
-	for i, want := range []string{"minted by   owner alpha, epoch 1", "minted by   owner beta, epoch 2"} {
+	for i, want := range []string{"held by     owner alpha, epoch 1", "held by     owner beta, epoch 2"} {
 		if !strings.Contains(blocks[i+1], want) || !strings.Contains(blocks[i+1], "(released)") {
 			t.Errorf("block %d does not say %q:\n%s", i+1, want, blocks[i+1])
 		}
@@ -108,7 +108,7 @@ func TestWhoEpochBits(t *testing.T) {
 	forged := mustEncode(l, p)
 	r := cli(t, append([]string{"who"}, append(flags, forged.String())...)...)
 	wantExit(t, r, exitFailure, "1 of 1 IDs: no lease covers this ID")
-	if !strings.Contains(r.stdout, "minted by   "+notCovered) {
+	if !strings.Contains(r.stdout, "held by     "+notCovered) {
 		t.Errorf("who of a forged ID:\n%s", r.stdout)
 	}
 }
