@@ -67,7 +67,9 @@ sent to nodeid run are forwarded to the group, lease-loss signals go to the
 whole group, and when the command exits whatever is left of its group is
 killed before the lease is released, recording the exit time as the exact
 horizon (so the node ID is free for the next holder at once). If nodeid run
-itself is killed, the command gets SIGKILL (Linux parent-death signal).`,
+itself is killed, the command gets SIGKILL (Linux parent-death signal).
+Being in a background process group, the command cannot read from the
+terminal: run services, not interactive programs.`,
 		Example: `  nodeid run -- python3 service.py
   nodeid run --ttl 30s --grace 5s --owner billing-7 -- java -jar billing.jar
   nodeid run --wait --range 0-63 -- ./worker --flag`,
