@@ -19,8 +19,6 @@ type fakeLease struct {
 
 	fence                atomic.Pointer[fakeFence]
 	expiredErr, aheadErr error
-	checks               atomic.Int64 // counted only when countChecks is set
-	countChecks          bool
 
 	mu    sync.Mutex
 	seals []func() int64
@@ -47,9 +45,6 @@ func (l *fakeLease) Epoch() int64           { return l.epoch }
 func (l *fakeLease) PreviousHorizon() int64 { return l.prev }
 
 func (l *fakeLease) Check(now time.Time, ms int64) error {
-	if l.countChecks {
-		l.checks.Add(1)
-	}
 	f := l.fence.Load()
 	switch {
 	case f.err != nil:
@@ -108,6 +103,17 @@ func (l *fakeLease) sealOnly() int64 {
 		h = max(h, seal())
 	}
 	return h
+}
+
+// countingLease counts the checks of a fakeLease.
+type countingLease struct {
+	*fakeLease
+	checks atomic.Int64
+}
+
+func (l *countingLease) Check(now time.Time, ms int64) error {
+	l.checks.Add(1)
+	return l.fakeLease.Check(now, ms)
 }
 
 // openLease admits everything: Check always returns nil. It measures the

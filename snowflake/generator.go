@@ -116,9 +116,13 @@ const sealedBit = 1 << 63
 // needs the sleep.
 const spinLimit = 1 << 14
 
+// anchorEvery is how often the default stamping clock re-reads the wall
+// clock. In between it advances with the monotonic clock.
+const anchorEvery = time.Second
+
 // Generator mints IDs under one lease. It is safe for concurrent use and
-// takes no lock: each ID costs one clock read, one lease check and one
-// compare-and-swap.
+// takes no lock: each ID costs one reading of the monotonic clock, one
+// lease check and one compare-and-swap.
 type Generator struct {
 	_ [64]byte // keep state on a cache line of its own
 	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
@@ -127,8 +131,19 @@ type Generator struct {
 	state atomic.Uint64
 	_     [56]byte
 
+	// The default stamping clock is base's wall clock plus the monotonic
+	// time since base plus corr, the wall clock's drift from that measured
+	// at the last anchoring. anchorAt is the monotonic time since base from
+	// which the next Generate re-anchors. Both change about once a second.
+	corr     atomic.Int64
+	anchorAt atomic.Int64
+	_        [48]byte
+
 	lease     lease
-	clock     func() time.Time // nil: stamp with the time.Now reading
+	base      time.Time                                      // read at New; carries the monotonic clock
+	baseNs    int64                                          // base's wall clock, unix ns
+	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
+	clock     func() time.Time                               // WithClock, or nil
 	maxWait   time.Duration
 	layout    Layout
 	seqBits   uint8
@@ -178,8 +193,11 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
 			node, lay, lay.MaxNode())
 	}
+	base := time.Now()
 	g := &Generator{
 		lease:     l,
+		base:      base,
+		baseNs:    base.UnixNano(),
 		clock:     c.clock,
 		maxWait:   c.maxWait,
 		layout:    lay,
@@ -202,6 +220,11 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		g.initial = uint64(t) << g.seqBits
 	}
 	g.state.Store(g.initial)
+	g.anchorAt.Store(int64(anchorEvery))
+	g.readWall = func() (int64, time.Duration) {
+		w := time.Now()
+		return w.UnixNano(), w.Sub(base)
+	}
 	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
 
 	if _, dup := bound.LoadOrStore(l, struct{}{}); dup {
@@ -239,16 +262,43 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 //     the max wait: an error matching nodeid.ErrClockBehind;
 //   - the layout's time field is used up: ErrTimeOverflow.
 //
-// On success it reads the clock once, checks the lease once and updates the
-// generator with one compare-and-swap; it takes no lock and does not
-// allocate.
+// On success it reads the monotonic clock once (and the WithClock clock
+// once, if given), checks the lease once and updates the generator with one
+// compare-and-swap; it takes no lock and does not allocate.
 func (g *Generator) Generate() (bw.ID, error) {
-	now := time.Now()
-	wall := now
-	if g.clock != nil {
-		wall = g.clock()
+	d := time.Since(g.base)
+	now := g.base.Add(d)
+	var ms int64
+	if g.clock == nil {
+		if int64(d) >= g.anchorAt.Load() {
+			g.anchor(d)
+		}
+		ms = floorMs(g.baseNs + int64(d) + g.corr.Load())
+	} else {
+		ms = g.clock().UnixMilli()
 	}
-	tn := g.sinceEpoch(wall)
+	// The common case, inline: the clock is within the layout, the
+	// generator is not sealed, and no wait is needed. mint has the rest.
+	s := g.state.Load()
+	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) && int64(s) >= 0 {
+		next := max(int64(s), tn<<(g.seqBits&63))
+		t := next >> (g.seqBits & 63)
+		if t <= tn || next&g.seqMask != 0 {
+			if err := g.lease.Check(now, t+g.epochMs); err != nil {
+				return 0, err
+			}
+			if g.state.CompareAndSwap(s, uint64(next+1)) {
+				return bw.ID(t<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+			}
+		}
+	}
+	return g.mint(now, ms)
+}
+
+// mint mints an ID at now, when the stamping clock reads unix millisecond
+// ms.
+func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
+	tn := g.sinceEpoch(ms)
 	var start time.Time // when this call began waiting for the clock
 	spins := 0
 	for {
@@ -257,15 +307,14 @@ func (g *Generator) Generate() (bw.ID, error) {
 			return 0, g.sealedErr(now)
 		}
 		// The ID is the larger of the next free value and the first value of
-		// the current millisecond: after a backward step of the clock it goes
-		// on from the last stamp.
+		// the current millisecond.
 		next := int64(s)
-		if c := min(max(tn, 0), g.maxT) << g.seqBits; c > next {
+		if c := min(max(tn, 0), g.maxT) << (g.seqBits & 63); c > next {
 			next = c
 		}
-		t := next >> g.seqBits
+		t := next >> (g.seqBits & 63)
 		if t >= g.maxT {
-			return 0, g.overflowErr(wall)
+			return 0, g.overflowErr(ms)
 		}
 		if t > tn && next&g.seqMask == 0 {
 			// The clock is behind a millisecond not stamped yet: the last
@@ -276,38 +325,76 @@ func (g *Generator) Generate() (bw.ID, error) {
 				start = now
 			}
 			var err error
-			if now, wall, err = g.wait(start, now, wall, t, &spins); err != nil {
+			if now, ms, err = g.wait(start, now, t, &spins); err != nil {
 				return 0, err
 			}
-			tn = g.sinceEpoch(wall)
+			tn = g.sinceEpoch(ms)
 			continue
 		}
 		if err := g.lease.Check(now, t+g.epochMs); err != nil {
 			return 0, err
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
-			return bw.ID(t<<g.timeShift | g.idBase | next&g.seqMask), nil
+			return bw.ID(t<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
 		}
 	}
 }
 
-// sinceEpoch returns wall in milliseconds since the layout's epoch, or -1
-// if it is before it.
-func (g *Generator) sinceEpoch(wall time.Time) int64 {
-	ms := wall.UnixMilli()
+// read reads the clocks as Generate does: now carries the monotonic clock,
+// for the lease's deadline; ms and frac are the stamping clock's unix
+// millisecond and the nanoseconds into it.
+func (g *Generator) read() (now time.Time, ms, frac int64) {
+	d := time.Since(g.base)
+	now = g.base.Add(d)
+	if g.clock != nil {
+		w := g.clock()
+		return now, w.UnixMilli(), int64(w.Nanosecond() % 1e6)
+	}
+	if int64(d) >= g.anchorAt.Load() {
+		g.anchor(d)
+	}
+	ns := g.baseNs + int64(d) + g.corr.Load()
+	ms = floorMs(ns)
+	return now, ms, ns - ms*1e6
+}
+
+// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down.
+func floorMs(ns int64) int64 {
+	if ns < 0 {
+		return (ns+1)/1e6 - 1
+	}
+	return ns / 1e6
+}
+
+// anchor re-reads the wall clock, at most once per anchorEvery, so that the
+// default stamping clock follows its steps and slews.
+func (g *Generator) anchor(d time.Duration) {
+	at := g.anchorAt.Load()
+	if int64(d) < at || !g.anchorAt.CompareAndSwap(at, int64(d+anchorEvery)) {
+		return
+	}
+	ns, since := g.readWall()
+	g.corr.Store(ns - g.baseNs - int64(since))
+}
+
+// sinceEpoch returns unix millisecond ms in milliseconds since the layout's
+// epoch, or -1 if it is before it.
+func (g *Generator) sinceEpoch(ms int64) int64 {
 	if ms < g.epochMs {
 		return -1
 	}
 	return ms - g.epochMs
 }
 
-// wait waits, without any lock, until the wall clock may reach t (ms since
-// the layout epoch), having started waiting at start; it returns fresh clock
-// readings. It fails at once if the wait would end after start + maxWait.
-func (g *Generator) wait(start, now, wall time.Time, t int64, spins *int) (time.Time, time.Time, error) {
-	remaining := time.UnixMilli(t + g.epochMs).Sub(wall)
+// wait waits, without any lock, until the stamping clock may have reached
+// t (ms since the layout epoch), having started waiting at start; it
+// returns fresh readings. It fails at once if the wait would end after
+// start + maxWait.
+func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
+	_, ms, frac := g.read()
+	remaining := gap(t+g.epochMs, ms) - time.Duration(frac)
 	if remaining > g.maxWait-now.Sub(start) {
-		return now, wall, g.behindErr(wall, t)
+		return now, ms, g.behindErr(ms, t)
 	}
 	switch {
 	case remaining > time.Millisecond:
@@ -319,12 +406,8 @@ func (g *Generator) wait(start, now, wall time.Time, t int64, spins *int) (time.
 		*spins = 0
 		time.Sleep(max(remaining, time.Microsecond))
 	}
-	now = time.Now()
-	wall = now
-	if g.clock != nil {
-		wall = g.clock()
-	}
-	return now, wall, nil
+	now, ms, _ = g.read()
+	return now, ms, nil
 }
 
 // seal is the function bound to the lease: it stops the generator for good
@@ -347,23 +430,32 @@ func (g *Generator) sealedErr(now time.Time) error {
 	return g.errSealed
 }
 
-func (g *Generator) behindErr(wall time.Time, t int64) error {
-	ms := t + g.epochMs
+func (g *Generator) behindErr(ms, t int64) error {
+	want := t + g.epochMs
 	what := "the last stamped millisecond"
 	switch {
-	case wall.UnixMilli() < g.epochMs:
+	case ms < g.epochMs:
 		what = fmt.Sprintf("the layout's epoch %s", fmtMs(g.epochMs))
 	case uint64(t)<<g.seqBits == g.initial:
 		what = fmt.Sprintf("the previous holder's horizon %s", fmtMs(g.prevMs))
 	}
 	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the next ID must be stamped at %s or later, after %s; that is %s away, and the max wait is %s",
-		g.lease.NodeID(), nodeid.ErrClockBehind, fmtTime(wall), fmtMs(ms), what,
-		time.UnixMilli(ms).Sub(wall), g.maxWait)
+		g.lease.NodeID(), nodeid.ErrClockBehind, fmtMs(ms), fmtMs(want), what,
+		gap(want, ms), g.maxWait)
 }
 
-func (g *Generator) overflowErr(wall time.Time) error {
+// gap returns b-a milliseconds as a duration, saturated.
+func gap(b, a int64) time.Duration {
+	d := b - a
+	if a < 0 && d < 0 || d > int64(math.MaxInt64/time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d) * time.Millisecond
+}
+
+func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the layout (%s) ends at %s",
-		g.lease.NodeID(), ErrTimeOverflow, fmtTime(wall), g.layout, fmtMs(g.layout.End()))
+		g.lease.NodeID(), ErrTimeOverflow, fmtMs(ms), g.layout, fmtMs(g.layout.End()))
 }
 
 func fmtMs(ms int64) string {

@@ -516,8 +516,7 @@ func TestOneGeneratorPerLease(t *testing.T) {
 func TestGenerateCost(t *testing.T) {
 	var reads atomic.Int64
 	clock := func() time.Time { reads.Add(1); return time.Now() }
-	l := newFake(1, 1, 0)
-	l.countChecks = true
+	l := &countingLease{fakeLease: newFake(1, 1, 0)}
 	// 2^20 IDs per millisecond: the sequence is never used up here.
 	g := mustNew(t, l, WithLayout(Layout{Epoch: TwitterEpoch, NodeBits: 2, StepBits: 20}), WithClock(clock))
 	const n = 10_000
@@ -547,4 +546,60 @@ func TestSequenceExhaustion(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The default stamping clock reads the wall clock at most once a second
+// and advances with the monotonic clock in between: it follows a step of
+// the wall clock at the next anchoring, and a step back never makes IDs
+// repeat or decrease. The test moves the anchoring forward instead of
+// sleeping.
+func TestDefaultClockFollowsWallSteps(t *testing.T) {
+	var c stepClock
+	g := mustNew(t, newFake(1, 1, 0))
+	g.readWall = func() (int64, time.Duration) {
+		w := time.Now() // the wall clock steps; the monotonic clock does not
+		return c.now().UnixNano(), w.Sub(g.base)
+	}
+	var last Parts
+	next := func() Parts {
+		t.Helper()
+		p := mustGenerate(t, g)
+		if p.Ms < last.Ms || p.Ms == last.Ms && p.Seq <= last.Seq {
+			t.Fatalf("%+v after %+v", p, last)
+		}
+		last = p
+		return p
+	}
+	within := func(what string, clock func() time.Time) {
+		t.Helper()
+		before := clock().UnixMilli()
+		p := next()
+		if after := clock().UnixMilli(); p.Ms < before || p.Ms > after {
+			t.Fatalf("%s: stamp %d; want %d-%d", what, p.Ms, before, after)
+		}
+	}
+	within("at the start", time.Now)
+
+	c.set(5 * time.Second)
+	within("before the next anchoring", time.Now)
+	if at, d := g.anchorAt.Load(), time.Since(g.base); at > int64(d+anchorEvery) || at < int64(anchorEvery) {
+		t.Fatalf("next anchoring at %s; want within %s of %s", time.Duration(at), anchorEvery, d)
+	}
+	g.anchorAt.Store(0)
+	within("after a 5s step", c.now)
+	if at, d := g.anchorAt.Load(), time.Since(g.base); at > int64(d+anchorEvery) || at <= int64(d) {
+		t.Fatalf("after anchoring, the next is at %s; want in (%s, %s]", time.Duration(at), d, d+anchorEvery)
+	}
+
+	c.set(-5 * time.Second)
+	g.anchorAt.Store(0)
+	top := last.Ms
+	for range 100 {
+		if p := next(); p.Ms != top {
+			t.Fatalf("after a 10s step back: stamp %d; want the last stamp %d", p.Ms, top)
+		}
+	}
+	c.set(6 * time.Second)
+	g.anchorAt.Store(0)
+	within("after a step past the last stamp", c.now)
 }

@@ -1,0 +1,161 @@
+package snowflake
+
+// Benchmarks of the generator against a raw github.com/bwmarrin/snowflake
+// Node in the same run. Compare with benchstat -col /impl.
+//
+//	impl=bwmarrin   a raw bwmarrin Node (a mutex, no fencing)
+//	impl=open       this generator on a lease whose Check always admits
+//	impl=fenced     this generator on a fake lease whose Check is the real
+//	                one's: one atomic load and three comparisons
+//	impl=pglease    this generator on a real *nodeid.Lease from PostgreSQL
+//	                (skipped when no database is available)
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// belowCapLayout has 2^20 IDs per millisecond: no benchmark uses up a
+// millisecond's sequence, so they measure the cost of a call.
+var belowCapLayout = Layout{Epoch: TwitterEpoch, NodeBits: 2, StepBits: 20}
+
+// rawNode returns a bwmarrin Node with the given widths. NewNode reads and
+// writes bwmarrin's package variables, so they are set for the call and
+// restored (with the values derived from them) afterwards.
+func rawNode(b *testing.B, node int64, nodeBits, stepBits uint8) *bw.Node {
+	b.Helper()
+	saved := [2]uint8{bw.NodeBits, bw.StepBits}
+	bw.NodeBits, bw.StepBits = nodeBits, stepBits
+	n, err := bw.NewNode(node)
+	bw.NodeBits, bw.StepBits = saved[0], saved[1]
+	if _, err := bw.NewNode(0); err != nil { // recompute the derived variables
+		b.Fatal(err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// pgLeases acquires n leases from the shared test PostgreSQL, or returns
+// nil if there is none (the other implementations are still measured).
+// They are released when the benchmark ends.
+func pgLeases(b *testing.B, n int) []*nodeid.Lease {
+	b.Helper()
+	srv := pgtest.Shared(&noSkip{TB: b})
+	if srv == nil {
+		return nil
+	}
+	db, _ := srv.NewDB(b)
+	reg, err := nodeid.New(db, nodeid.WithNodeRange(0, 3), nodeid.WithTTL(time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = reg.Close() })
+	leases := make([]*nodeid.Lease, n)
+	for i := range leases {
+		if leases[i], err = reg.Acquire(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return leases
+}
+
+// noSkip turns a skip into a no-op, so that a benchmark without a database
+// measures the rest.
+type noSkip struct{ testing.TB }
+
+func (noSkip) Skipf(string, ...any) {}
+
+type impl struct {
+	name string
+	gen  func() (bw.ID, error)
+}
+
+// impls returns the generators to compare with layout lay; pg holds a
+// lease per call, or is nil.
+func impls(b *testing.B, lay Layout, pg *nodeid.Lease) []impl {
+	raw := rawNode(b, 1, lay.NodeBits, lay.StepBits)
+	out := []impl{
+		{"bwmarrin", func() (bw.ID, error) { return raw.Generate(), nil }},
+		{"open", mustNew(b, &openLease{node: 1, epoch: 1}, WithLayout(lay)).Generate},
+		{"fenced", mustNew(b, newFake(1, 1, 0), WithLayout(lay)).Generate},
+	}
+	if pg != nil {
+		g, err := New(pg, WithLayout(lay))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, impl{"pglease", g.Generate})
+	}
+	return out
+}
+
+// run calls gen b.N times in total from the given number of goroutines.
+func run(b *testing.B, goroutines int, gen func() (bw.ID, error)) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		n := b.N / goroutines
+		if i < b.N%goroutines {
+			n++
+		}
+		wg.Go(func() {
+			for range n {
+				if _, err := gen(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkCap mints from one goroutine with the default layout, whose
+// physical cap is 4096 IDs per millisecond, and reports the sustained rate
+// as a fraction of it.
+func BenchmarkCap(b *testing.B) {
+	var pg *nodeid.Lease
+	if l := pgLeases(b, 1); l != nil {
+		pg = l[0]
+	}
+	for _, im := range impls(b, DefaultLayout, pg) {
+		b.Run("impl="+im.name, func(b *testing.B) {
+			run(b, 1, im.gen)
+			perSec := float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(perSec/float64(DefaultLayout.PerMillisecond()*1000), "cap-fraction")
+		})
+	}
+}
+
+// BenchmarkBelowCap measures the cost of a call when the sequence is never
+// used up, from 1 goroutine and from 8 contending ones.
+func BenchmarkBelowCap(b *testing.B) {
+	pg := pgLeases(b, 2)
+	for i, goroutines := range []int{1, 8} {
+		var lease *nodeid.Lease
+		if pg != nil {
+			lease = pg[i]
+		}
+		for _, im := range impls(b, belowCapLayout, lease) {
+			b.Run("g="+itoa(goroutines)+"/impl="+im.name, func(b *testing.B) {
+				run(b, goroutines, im.gen)
+			})
+		}
+	}
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + itoa(n%10)
+}
