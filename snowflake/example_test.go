@@ -1,0 +1,91 @@
+package snowflake_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// Lease a node ID from PostgreSQL, mint IDs under it, and stop when the
+// lease is lost. (It needs a database, so it is compiled, not run.)
+func Example() {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	reg, err := nodeid.New(db, nodeid.WithTTL(30*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close() // releases the lease: the node ID is free at once
+	lease, err := reg.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	gen, err := snowflake.New(lease)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		<-lease.Lost()
+		log.Printf("no more IDs: %v", lease.Err())
+	}()
+
+	id, err := gen.Generate()
+	if err != nil {
+		log.Fatal(err) // the lease is lost, or the clock is far behind
+	}
+	fmt.Println(id, id.Base58(), id.Node() == lease.NodeID())
+}
+
+// A custom layout: a recent epoch, 16 node bits, and 2 of the 8 step bits
+// holding the lease epoch, so that two claims of a node ID never mint the
+// same ID even if every clock lies.
+func ExampleLayout() {
+	l := snowflake.Layout{
+		Epoch:     time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		NodeBits:  16,
+		StepBits:  8,
+		EpochBits: 2,
+	}
+	if err := l.Validate(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(l.TimeBits(), "time bits, until", time.UnixMilli(l.End()).UTC().Format(time.DateOnly))
+	fmt.Println(l.MaxNode()+1, "node IDs,", l.PerMillisecond(), "IDs per millisecond")
+
+	id, err := l.Encode(snowflake.Parts{Ms: l.Epoch + 1000, Node: 40000, Epoch: 7, Seq: 5})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := l.Decode(id)
+	fmt.Println(id, p.Time().UTC().Format(time.RFC3339), p.Node, p.Epoch, p.Seq)
+	// Output:
+	// 39 time bits, until 2042-06-03
+	// 65536 node IDs, 64 IDs per millisecond
+	// 16787456197 2025-01-01T00:00:01Z 40000 3 5
+}
+
+// An ID of the default layout is bwmarrin's: its own methods decode it.
+func ExampleLayout_Decode() {
+	id, err := snowflake.DefaultLayout.Encode(snowflake.Parts{Ms: 1767225600000, Node: 777, Seq: 42})
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := snowflake.DefaultLayout.Decode(id)
+	fmt.Println(id, p.Node, p.Seq, p.Time().UTC().Format(time.RFC3339))
+	fmt.Println(id.Time() == p.Ms, id.Node(), id.Step())
+	// Output:
+	// 2006515713441828906 777 42 2026-01-01T00:00:00Z
+	// true 777 42
+}
