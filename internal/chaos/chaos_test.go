@@ -1,0 +1,601 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The knobs of a run.
+const (
+	envSeed     = "NODEID_CHAOS_SEED"
+	envDuration = "NODEID_CHAOS_DURATION"
+	envWorker   = "NODEID_CHAOS_WORKER" // set in worker processes only: their WorkerConfig as JSON
+
+	defaultDuration = time.Minute
+	shortDuration   = 20 * time.Second
+
+	workers = 6
+	minNode = 0
+	maxNode = 3 // four node IDs for six workers
+	ttl     = nodeid.MinTTL
+	table   = "chaos_nodes"
+
+	// The rate cap: each worker mints bursts of batch IDs, one burst per
+	// batchEvery, so at most 25,000 IDs a second per worker; with four node
+	// IDs at most four workers mint at once, about 6 million IDs a minute.
+	batch      = 1000
+	batchEvery = 40 * time.Millisecond
+	maxHold    = 8 * time.Second
+	maxOffset  = 2000 // ms
+)
+
+// TestChaosWorker is the body of one worker process of TestChaos, which
+// starts it with its configuration in NODEID_CHAOS_WORKER; on its own it
+// skips. It mints until SIGTERM, then releases its lease and exits.
+func TestChaosWorker(t *testing.T) {
+	js := os.Getenv(envWorker)
+	if js == "" {
+		t.Skip("the body of a TestChaos worker process; it runs only when TestChaos starts it")
+	}
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
+		t.Fatalf("%s: %v", envWorker, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := RunWorker(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChaos runs the workers under faults and checks the whole history:
+// see the package doc.
+func TestChaos(t *testing.T) {
+	if os.Getenv(envWorker) != "" {
+		t.Skip("inside a worker process")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(envSeed); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want an unsigned decimal integer: %v", envSeed, s, err)
+		}
+		seed = v
+	}
+	d := defaultDuration
+	if testing.Short() {
+		d = shortDuration
+	}
+	if s := os.Getenv(envDuration); s != "" {
+		v, err := time.ParseDuration(s)
+		if err != nil || v < 10*time.Second {
+			t.Fatalf("%s=%q: want a duration of at least 10s, such as 10m", envDuration, s)
+		}
+		d = v
+	}
+	if dl, ok := t.Deadline(); ok && time.Until(dl) < d+3*time.Minute {
+		t.Fatalf("a %s run needs about %s more than that: run with -timeout %s", d, 3*time.Minute, (d + 5*time.Minute).Round(time.Minute))
+	}
+	start := fmt.Sprintf("chaos: seed %d (replay with %s=%d), duration %s", seed, envSeed, seed, d)
+	fmt.Println(start)
+	t.Log(start)
+
+	srv := pgtest.NewServer(t)
+	ctx := context.Background()
+	dbname, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := postgres.SchemaSQL(postgres.WithTable(table), postgres.WithNodeRange(minNode, maxNode))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Exec(ctx, dbname, schema); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := pgtest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+
+	rng := rand.New(rand.NewPCG(seed, 0x776f726b657273)) // "workers"
+	r := &run{
+		t: t, srv: srv, proxy: proxy, dbname: dbname, dir: t.TempDir(), seed: seed,
+		dsn:    pgtest.WithAddr(srv.DSN(dbname), proxy.Addr()),
+		procs:  make([]*proc, workers),
+		incs:   make([]int, workers),
+		deaths: map[Incarnation]int64{},
+		faults: map[FaultKind]int{},
+		stop:   make(chan struct{}),
+	}
+	for w := range workers {
+		// Workers 0 and 1 take the extremes of the offsets, the others any.
+		switch w {
+		case 0:
+			r.offsets = append(r.offsets, -maxOffset)
+		case 1:
+			r.offsets = append(r.offsets, maxOffset)
+		default:
+			r.offsets = append(r.offsets, rng.Int64N(2*maxOffset+1)-maxOffset)
+		}
+	}
+	defer r.killAll() // after a t.Fatal too
+
+	for w := range workers {
+		if err := r.startWorker(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := Plan(seed, d, workers, ttl)
+	began := time.Now()
+	r.nemesis(plan, began, began.Add(d))
+	r.stopAll()
+	elapsed := time.Since(began)
+
+	h, err := r.history(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStart := time.Now()
+	rep := Check(h)
+	r.checkWho(ctx, &rep, h)
+	checkTook := time.Since(checkStart)
+
+	var ahead, behind int64
+	for _, f := range h.Files {
+		for _, rec := range f.Records {
+			switch v := rec.(type) {
+			case Lost:
+				ahead, behind = ahead+v.Ahead, behind+v.Behind
+			case Released:
+				ahead, behind = ahead+v.Ahead, behind+v.Behind
+			}
+		}
+	}
+	var fk []string
+	for _, k := range Kinds() {
+		fk = append(fk, fmt.Sprintf("%s=%d", k, r.faults[k]))
+	}
+	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d nodes=%d ids=%d faults=[%s] duplicates=%d violations=%d"+
+		" (leases=%d losses=%d releases=%d claims=%d processes=%d clock-retries ahead=%d behind=%d; check took %s)",
+		seed, elapsed.Round(time.Second), workers, maxNode-minNode+1, rep.IDs, strings.Join(fk, " "),
+		rep.Duplicates, rep.Violations, rep.Leases, rep.Losses, rep.Releases, rep.Claims, len(h.Files),
+		ahead, behind, checkTook.Round(time.Millisecond))
+	fmt.Println(summary)
+	t.Log(summary)
+
+	for _, f := range r.failures {
+		t.Error(f)
+	}
+	if rep.Duplicates > 0 || rep.Violations > 0 {
+		t.Errorf("the history breaks the rules (%v); replay with %s=%d:\n%s", rep.ByRule, envSeed, seed, strings.Join(rep.Details, "\n"))
+	}
+	if rep.IDs == 0 || rep.Leases == 0 {
+		t.Errorf("the workers minted %d IDs under %d leases: the run proves nothing", rep.IDs, rep.Leases)
+	}
+}
+
+// run is the state of one TestChaos run.
+type run struct {
+	t      *testing.T
+	srv    *pgtest.Server
+	proxy  *pgtest.Proxy
+	dbname string
+	dsn    string // through the proxy
+	dir    string
+	seed   uint64
+
+	offsets []int64
+
+	mu       sync.Mutex
+	procs    []*proc // the current process of each worker; nil while down
+	incs     []int   // the next incarnation of each worker
+	all      []*proc
+	pauses   []Pause
+	deaths   map[Incarnation]int64
+	faults   map[FaultKind]int
+	failures []string
+	stopping bool
+
+	stop  chan struct{} // closed when the run ends: pending restarts and pauses end
+	async sync.WaitGroup
+}
+
+// proc is one worker process.
+type proc struct {
+	worker, inc int
+	cmd         *exec.Cmd
+	log         string
+	done        chan struct{} // closed when the process has exited
+	err         error         // its exit, once done
+	paused      bool
+	killed      bool // by the test: its exit is expected
+}
+
+func (r *run) failf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+
+func (r *run) startWorker(w int) error {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return nil
+	}
+	inc := r.incs[w]
+	r.incs[w]++
+	r.mu.Unlock()
+
+	cfg := WorkerConfig{
+		Worker: w, Incarnation: inc, DSN: r.dsn, Table: table,
+		Out:      filepath.Join(r.dir, fmt.Sprintf("w%d.%d.rec", w, inc)),
+		OffsetMs: r.offsets[w], TTL: ttl, MinNode: minNode, MaxNode: maxNode,
+		Batch: batch, BatchEvery: batchEvery, MaxHold: maxHold, Seed: r.seed,
+	}
+	if w%2 == 0 {
+		cfg.EpochBits = 2 // half the workers embed epoch bits, half do not
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	p := &proc{worker: w, inc: inc, log: filepath.Join(r.dir, fmt.Sprintf("w%d.%d.log", w, inc)), done: make(chan struct{})}
+	logf, err := os.Create(p.log)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	p.cmd = exec.Command(os.Args[0], "-test.run=^TestChaosWorker$")
+	p.cmd.Env = append(os.Environ(), envWorker+"="+string(js))
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
+	if err := p.cmd.Start(); err != nil {
+		return fmt.Errorf("start worker %d.%d: %w", w, inc, err)
+	}
+	r.mu.Lock()
+	r.procs[w] = p
+	r.all = append(r.all, p)
+	r.mu.Unlock()
+	go func() {
+		p.err = p.cmd.Wait()
+		r.mu.Lock()
+		expected := p.killed || r.stopping
+		if r.procs[w] == p {
+			r.procs[w] = nil
+		}
+		r.mu.Unlock()
+		close(p.done)
+		if !expected {
+			r.failf("worker %d.%d exited by itself (%v):\n%s", w, inc, p.err, tail(p.log))
+		}
+	}()
+	return nil
+}
+
+// target returns the running, unpaused process of worker w, or of the next
+// worker that has one; nil if none has.
+func (r *run) target(w int) *proc {
+	for i := range workers {
+		if p := r.procs[(w+i)%workers]; p != nil && !p.paused && !p.killed {
+			return p
+		}
+	}
+	return nil
+}
+
+// nemesis applies the plan until end; faults on the database and the
+// network one at a time, kills and pauses in the background. It returns
+// with the proxy forwarding and the server running.
+func (r *run) nemesis(plan []Fault, began, end time.Time) {
+	ctx := context.Background()
+	for _, f := range plan {
+		time.Sleep(time.Until(began.Add(f.At)))
+		if time.Now().After(end) {
+			break
+		}
+		switch f.Kind {
+		case Kill:
+			r.kill(f)
+		case Stop:
+			r.pause(f)
+		case Terminate:
+			if _, err := r.srv.TerminateBackends(ctx, r.dbname); err != nil {
+				r.failf("fault %s: %v", f, err)
+				continue
+			}
+			r.count(f.Kind)
+		case RestartFast, RestartImmediate:
+			mode := pgtest.Fast
+			if f.Kind == RestartImmediate {
+				mode = pgtest.Immediate
+			}
+			sctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := r.srv.Stop(sctx, mode)
+			cancel()
+			if err != nil {
+				r.failf("fault %s: stop: %v", f, err)
+			}
+			r.count(f.Kind)
+			time.Sleep(f.For)
+			sctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+			err = r.srv.Start(sctx)
+			cancel()
+			if err != nil {
+				r.failf("fault %s: start: %v", f, err)
+				return // nothing more to learn without a server
+			}
+		case Cut, Blackhole:
+			if f.Kind == Cut {
+				r.proxy.Cut()
+			} else {
+				r.proxy.Blackhole()
+			}
+			r.count(f.Kind)
+			time.Sleep(f.For)
+			r.proxy.Restore()
+		}
+	}
+	time.Sleep(time.Until(end))
+}
+
+func (r *run) count(k FaultKind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.faults[k]++
+}
+
+// kill sends SIGKILL to a worker and starts a new process for it after
+// f.For.
+func (r *run) kill(f Fault) {
+	r.mu.Lock()
+	p := r.target(f.Worker)
+	if p == nil {
+		r.mu.Unlock()
+		return
+	}
+	p.killed = true
+	r.deaths[Incarnation{int64(p.worker), int64(p.inc)}] = time.Now().UnixNano()
+	r.faults[Kill]++
+	r.mu.Unlock()
+	_ = p.cmd.Process.Kill()
+	r.async.Add(1)
+	go func() {
+		defer r.async.Done()
+		<-p.done
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(f.For):
+		}
+		if err := r.startWorker(p.worker); err != nil {
+			r.failf("restart worker %d: %v", p.worker, err)
+		}
+	}()
+}
+
+// pause sends SIGSTOP to a worker and SIGCONT after f.For (or at the end of
+// the run, if sooner).
+func (r *run) pause(f Fault) {
+	r.mu.Lock()
+	p := r.target(f.Worker)
+	if p == nil {
+		r.mu.Unlock()
+		return
+	}
+	p.paused = true
+	r.faults[Stop]++
+	r.mu.Unlock()
+	stopNs := time.Now().UnixNano()
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	r.async.Add(1)
+	go func() {
+		defer r.async.Done()
+		select {
+		case <-r.stop:
+		case <-time.After(f.For):
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if p.killed {
+			return
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.paused = false
+		r.pauses = append(r.pauses, Pause{Worker: int64(p.worker), Incarnation: int64(p.inc), StopNs: stopNs, ContNs: time.Now().UnixNano()})
+	}()
+}
+
+// stopAll ends the run: pending pauses end, pending restarts are dropped,
+// and every worker gets SIGTERM, which makes it release its lease and exit.
+func (r *run) stopAll() {
+	r.mu.Lock()
+	r.stopping = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.async.Wait()
+
+	r.mu.Lock()
+	live := slices.Clone(r.all)
+	r.mu.Unlock()
+	for _, p := range live {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, p := range live {
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			r.failf("worker %d.%d did not stop within 30s of SIGTERM:\n%s", p.worker, p.inc, tail(p.log))
+			r.mu.Lock()
+			r.deaths[Incarnation{int64(p.worker), int64(p.inc)}] = time.Now().UnixNano()
+			r.mu.Unlock()
+			_ = p.cmd.Process.Kill()
+			<-p.done
+			continue
+		}
+		if !p.killed && p.err != nil {
+			r.failf("worker %d.%d failed: %v:\n%s", p.worker, p.inc, p.err, tail(p.log))
+		}
+	}
+	for _, p := range live {
+		if b, err := os.ReadFile(p.log); err == nil && strings.Contains(string(b), "DATA RACE") {
+			r.failf("worker %d.%d reported a data race:\n%s", p.worker, p.inc, tail(p.log))
+		}
+	}
+}
+
+// killAll kills every worker process still running: the clean-up of a
+// failed run. Processes already gone are left alone.
+func (r *run) killAll() {
+	r.mu.Lock()
+	if !r.stopping {
+		r.stopping = true
+		close(r.stop)
+	}
+	live := slices.Clone(r.all)
+	r.mu.Unlock()
+	for _, p := range live {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	r.async.Wait()
+}
+
+// history reads the workers' files and the history table.
+func (r *run) history(ctx context.Context) (History, error) {
+	h := History{TTL: ttl, Deaths: r.deaths, Pauses: r.pauses}
+	paths, err := filepath.Glob(filepath.Join(r.dir, "*.rec"))
+	if err != nil {
+		return h, err
+	}
+	for _, path := range paths {
+		f, err := ReadFile(path)
+		if err != nil {
+			return h, err
+		}
+		h.Files = append(h.Files, f)
+	}
+	db, err := sql.Open("pgx", r.srv.DSN(r.dbname))
+	if err != nil {
+		return h, err
+	}
+	defer db.Close()
+	st, err := postgres.NewStore(db, postgres.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	if err != nil {
+		return h, err
+	}
+	rows, _, err := st.List(ctx)
+	if err != nil {
+		return h, err
+	}
+	for _, row := range rows {
+		cs, err := st.History(ctx, row.NodeID, 1<<30)
+		if err != nil {
+			return h, err
+		}
+		for _, c := range cs {
+			cl := Claim{
+				Node: c.NodeID, Epoch: c.Epoch, Owner: c.Owner, AcquiredNs: c.AcquiredAt.UnixNano(),
+				FromMs: c.FromMs, HorizonMs: c.HorizonMs, EndReason: c.EndReason,
+			}
+			if !c.EndedAt.IsZero() {
+				cl.EndedNs = c.EndedAt.UnixNano()
+			} else if row.Epoch == c.Epoch && !row.ExpiresAt.IsZero() {
+				cl.ExpiresNs = row.ExpiresAt.UnixNano()
+			}
+			h.Claims = append(h.Claims, cl)
+		}
+	}
+	return h, nil
+}
+
+// checkWho asks postgres.Store.Who, for the first and the last ID of every
+// lease, which claims may have stamped it: the horizons partition each
+// node ID's time line, so the answer must be exactly the claim that did.
+func (r *run) checkWho(ctx context.Context, rep *Report, h History) {
+	db, err := sql.Open("pgx", r.srv.DSN(r.dbname))
+	if err != nil {
+		r.failf("who: %v", err)
+		return
+	}
+	defer db.Close()
+	st, err := postgres.NewStore(db, postgres.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	if err != nil {
+		r.failf("who: %v", err)
+		return
+	}
+	for _, f := range h.Files {
+		seen := map[key]bool{}
+		var samples []IDs
+		for i := len(f.Records) - 1; i >= 0; i-- { // the last ID of each lease
+			if b, ok := f.Records[i].(IDs); ok && !seen[key{b.Node, b.Epoch}] {
+				seen[key{b.Node, b.Epoch}] = true
+				samples = append(samples, IDs{Node: b.Node, Epoch: b.Epoch, IDs: b.IDs[len(b.IDs)-1:]})
+			}
+		}
+		clear(seen)
+		for _, rec := range f.Records { // the first
+			if b, ok := rec.(IDs); ok && !seen[key{b.Node, b.Epoch}] {
+				seen[key{b.Node, b.Epoch}] = true
+				samples = append(samples, IDs{Node: b.Node, Epoch: b.Epoch, IDs: b.IDs[:1]})
+			}
+		}
+		for _, s := range samples {
+			ms := f.Header.Layout.Decode(bw.ID(s.IDs[0])).Ms
+			cs, err := st.Who(ctx, s.Node, ms)
+			if err != nil {
+				r.failf("who %d %d: %v", s.Node, ms, err)
+				return
+			}
+			if len(cs) != 1 || cs[0].Epoch != s.Epoch {
+				var got []int64
+				for _, c := range cs {
+					got = append(got, c.Epoch)
+				}
+				rep.violate("who", "%s: ID %d minted under node %d epoch %d: Who(%d, %d) gives epochs %v",
+					f.name(), s.IDs[0], s.Node, s.Epoch, s.Node, ms, got)
+			}
+		}
+	}
+}
+
+// tail returns the end of a worker's log.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}

@@ -1,0 +1,105 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// FaultKind is a kind of fault the nemesis injects.
+type FaultKind int
+
+// The kinds of fault.
+const (
+	Kill             FaultKind = iota // SIGKILL a worker; start a new process for it after For
+	Stop                              // SIGSTOP a worker for For (longer than the TTL), then SIGCONT
+	Terminate                         // pg_terminate_backend every connection of the workers' database
+	RestartFast                       // stop PostgreSQL in fast mode, wait For, start it
+	RestartImmediate                  // stop PostgreSQL in immediate mode (a crash), wait For, start it
+	Cut                               // the proxy closes every connection and refuses new ones for For
+	Blackhole                         // the proxy holds every byte for For
+	numKinds
+)
+
+var kindNames = [numKinds]string{"kill", "stop", "terminate", "restart-fast", "restart-immediate", "cut", "blackhole"}
+
+func (k FaultKind) String() string {
+	if k >= 0 && k < numKinds {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("FaultKind(%d)", int(k))
+}
+
+// Kinds returns every fault kind, in the order of the summary line.
+func Kinds() []FaultKind {
+	out := make([]FaultKind, numKinds)
+	for i := range out {
+		out[i] = FaultKind(i)
+	}
+	return out
+}
+
+// Fault is one step of the nemesis's plan.
+type Fault struct {
+	At     time.Duration // since the start of the run
+	Kind   FaultKind
+	Worker int           // for Kill and Stop: the worker aimed at (the next one running if it is not)
+	For    time.Duration // how long the fault lasts, or the delay before a killed worker restarts
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("%s %s", f.At.Round(time.Millisecond), f.Kind)
+	if f.Kind == Kill || f.Kind == Stop {
+		s += fmt.Sprintf(" worker %d", f.Worker)
+	}
+	if f.For > 0 {
+		s += " for " + f.For.Round(time.Millisecond).String()
+	}
+	return s
+}
+
+// Plan returns the faults of a run of length d with the given number of
+// workers and lease TTL, drawn from seed alone: the same seed gives the same
+// plan. Faults start after a warm-up of 3 s and stop 3 s before the end; they
+// come 0.5 to 3 s apart (a fault that lasts delays the next one, since the
+// nemesis applies the faults on the database and the network one at a time;
+// kills and pauses of workers run in the background). The first faults are
+// one of each kind, in a random order, so that even a short run has them
+// all; the rest are drawn with weights favouring the per-worker faults.
+func Plan(seed uint64, d time.Duration, workers int, ttl time.Duration) []Fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973)) // "nemesis"
+	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo))) }
+	weights := [numKinds]int{Kill: 20, Stop: 20, Terminate: 15, RestartFast: 10, RestartImmediate: 10, Cut: 12, Blackhole: 13}
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	first := Kinds()
+	rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+
+	var out []Fault
+	for at := 3 * time.Second; at < d-3*time.Second; at += dur(500*time.Millisecond, 3*time.Second) {
+		var k FaultKind
+		if len(out) < len(first) {
+			k = first[len(out)]
+		} else {
+			n := rng.IntN(total)
+			for k = 0; n >= weights[k]; k++ {
+				n -= weights[k]
+			}
+		}
+		f := Fault{At: at, Kind: k, Worker: rng.IntN(workers)}
+		switch k {
+		case Kill:
+			f.For = dur(100*time.Millisecond, 2*time.Second)
+		case Stop:
+			f.For = ttl + dur(200*time.Millisecond, 2*time.Second)
+		case RestartFast, RestartImmediate:
+			f.For = dur(time.Millisecond, 2500*time.Millisecond)
+		case Cut, Blackhole:
+			f.For = dur(300*time.Millisecond, 2*ttl)
+		}
+		out = append(out, f)
+	}
+	return out
+}
