@@ -159,3 +159,88 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + itoa(n%10)
 }
+
+// BenchmarkSideBySide runs the implementations in alternation, in chunks
+// of a few milliseconds, so that the load of a shared machine falls on all
+// of them alike, and reports each one's cost and its ratio to the raw
+// bwmarrin Node. One op is one ID from each implementation, so the ns/op
+// of the benchmark itself is their sum.
+//
+//	cap        the default layout, 1 goroutine: "<impl>-cap-fraction" is
+//	           the sustained rate over the cap of 4,096,000 IDs/s
+//	g=1, g=8   belowCapLayout from 1 and 8 goroutines: "<impl>-ns/id" and
+//	           "<impl>/bwmarrin" (below 1: faster than the raw Node)
+func BenchmarkSideBySide(b *testing.B) {
+	pg := pgLeases(b, 3)
+	lease := func(i int) *nodeid.Lease {
+		if pg == nil {
+			return nil
+		}
+		return pg[i]
+	}
+	ims := impls(b, DefaultLayout, lease(0))
+	b.Run("cap", func(b *testing.B) {
+		total := interleave(b, ims, 1, 20*int(DefaultLayout.PerMillisecond()))
+		for i, im := range ims {
+			perSec := float64(b.N) / total[i].Seconds()
+			b.ReportMetric(perSec/float64(DefaultLayout.PerMillisecond()*1000), im.name+"-cap-fraction")
+		}
+	})
+	for i, goroutines := range []int{1, 8} {
+		ims := impls(b, belowCapLayout, lease(1+i))
+		b.Run("g="+itoa(goroutines), func(b *testing.B) {
+			total := interleave(b, ims, goroutines, 50_000)
+			for i, im := range ims {
+				b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), im.name+"-ns/id")
+				if i > 0 {
+					b.ReportMetric(float64(total[i])/float64(total[0]), im.name+"/bwmarrin")
+				}
+			}
+		})
+	}
+}
+
+// interleave mints b.N IDs with each implementation, chunk IDs at a time,
+// rotating the order every round; it returns the time each one took.
+func interleave(b *testing.B, ims []impl, goroutines, chunk int) []time.Duration {
+	total := make([]time.Duration, len(ims))
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; done, round = done+chunk, round+1 {
+		n := min(chunk, b.N-done)
+		for k := range ims {
+			i := (round + k) % len(ims)
+			start := time.Now()
+			mint(b, goroutines, n, ims[i].gen)
+			total[i] += time.Since(start)
+		}
+	}
+	return total
+}
+
+// mint calls gen n times in total from the given number of goroutines.
+func mint(b *testing.B, goroutines, n int, gen func() (bw.ID, error)) {
+	if goroutines == 1 {
+		for range n {
+			if _, err := gen(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range goroutines {
+		k := n / goroutines
+		if i < n%goroutines {
+			k++
+		}
+		wg.Go(func() {
+			for range k {
+				if _, err := gen(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
