@@ -214,8 +214,8 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	if prev >= lay.Epoch {
 		t := prev - lay.Epoch + 1
 		if t >= g.maxT {
-			return nil, fmt.Errorf("snowflake: node ID %d: %w: the previous holder's horizon %s is at or after the layout's end %s",
-				node, ErrTimeOverflow, fmtMs(prev), fmtMs(lay.End()))
+			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
+				ErrTimeOverflow, node, fmtMs(prev), fmtMs(lay.End()))
 		}
 		g.initial = uint64(t) << g.seqBits
 	}
@@ -232,7 +232,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	}
 	if err := l.Bind(g.seal); err != nil {
 		bound.Delete(l)
-		return nil, err
+		return nil, fmt.Errorf("snowflake: no generator on node ID %d (epoch %d): %w", node, epoch, err)
 	}
 	return g, nil
 }
@@ -432,16 +432,19 @@ func (g *Generator) sealedErr(now time.Time) error {
 
 func (g *Generator) behindErr(ms, t int64) error {
 	want := t + g.epochMs
-	what := "the last stamped millisecond"
+	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", fmtMs(want-1))
 	switch {
 	case ms < g.epochMs:
-		what = fmt.Sprintf("the layout's epoch %s", fmtMs(g.epochMs))
+		why = "the layout starts at its epoch"
 	case uint64(t)<<g.seqBits == g.initial:
-		what = fmt.Sprintf("the previous holder's horizon %s", fmtMs(g.prevMs))
+		why = fmt.Sprintf("the previous holder's horizon is %s", fmtMs(g.prevMs))
 	}
-	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the next ID must be stamped at %s or later, after %s; that is %s away, and the max wait is %s",
-		g.lease.NodeID(), nodeid.ErrClockBehind, fmtMs(ms), fmtMs(want), what,
-		gap(want, ms), g.maxWait)
+	away := gap(want, ms).String()
+	if gap(want, ms) == math.MaxInt64 {
+		away = "centuries"
+	}
+	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s, but the next ID needs %s or later (%s); that is %s away, and the max wait of %s would end first",
+		g.lease.NodeID(), nodeid.ErrClockBehind, fmtMs(ms), fmtMs(want), why, away, g.maxWait)
 }
 
 // gap returns b-a milliseconds as a duration, saturated.
@@ -454,8 +457,8 @@ func gap(b, a int64) time.Duration {
 }
 
 func (g *Generator) overflowErr(ms int64) error {
-	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s; the layout (%s) ends at %s",
-		g.lease.NodeID(), ErrTimeOverflow, fmtMs(ms), g.layout, fmtMs(g.layout.End()))
+	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
+		ErrTimeOverflow, g.lease.NodeID(), fmtMs(ms), g.layout, fmtMs(g.layout.End()))
 }
 
 func fmtMs(ms int64) string {

@@ -243,7 +243,7 @@ func TestClockBehindHorizon(t *testing.T) {
 		if time.Since(start) != 0 {
 			t.Fatalf("Generate waited %s before failing; the gap was known to exceed the bound", time.Since(start))
 		}
-		for _, want := range []string{"previous holder's horizon", "max wait is 1s", "node ID 4"} {
+		for _, want := range []string{"previous holder's horizon", "the max wait of 1s would end first", "node ID 4"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
@@ -318,7 +318,7 @@ func TestClockStepsBack(t *testing.T) {
 		for err == nil {
 			_, err = next()
 		}
-		if !errors.Is(err, nodeid.ErrClockBehind) || !strings.Contains(err.Error(), "last stamped millisecond") {
+		if !errors.Is(err, nodeid.ErrClockBehind) || !strings.Contains(err.Error(), "has used up its sequence") {
 			t.Fatalf("Generate 10s behind the last stamp with a 1s bound: %v", err)
 		}
 		if p := lay.Decode(last); p.Ms != top || p.Seq != 3 {
