@@ -603,3 +603,59 @@ func TestDefaultClockFollowsWallSteps(t *testing.T) {
 	g.anchorAt.Store(0)
 	within("after a step past the last stamp", c.now)
 }
+
+// Goroutines minting while the wall clock steps back and forth: IDs stay
+// distinct and strictly increasing per goroutine.
+func TestClockStepsBackConcurrently(t *testing.T) {
+	var c stepClock
+	lay := Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 6} // 64 per ms: steps back use them up
+	g := mustNew(t, newFake(3, 1, 0), WithLayout(lay), WithClock(c.now))
+	stop := make(chan struct{})
+	stepped := make(chan int)
+	go func() {
+		n := 0
+		defer func() { stepped <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.set(-time.Duration(n%3) * 7 * time.Millisecond)
+			n++
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	ids := make([][]bw.ID, 4)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			for range 20_000 {
+				id, err := g.Generate()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ids[i] = append(ids[i], id)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-stepped; n < 3 {
+		t.Fatalf("the clock stepped %d times during the run", n)
+	}
+	var all []bw.ID
+	for i, out := range ids {
+		for j := 1; j < len(out); j++ {
+			if out[j] <= out[j-1] {
+				t.Fatalf("goroutine %d: %+v after %+v", i, lay.Decode(out[j]), lay.Decode(out[j-1]))
+			}
+		}
+		all = append(all, out...)
+	}
+	slices.Sort(all)
+	if k := len(slices.Compact(all)); k != len(all) {
+		t.Fatalf("%d of %d IDs repeated", len(all)-k, len(all))
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +202,46 @@ func TestTakeoverFencedByHorizon(t *testing.T) {
 	}
 	if first <= last {
 		t.Fatalf("the new holder's first ID %d is not after the old holder's last %d", first, last)
+	}
+}
+
+// Release while goroutines mint: the generator is sealed after the lease
+// stops admitting IDs, every call after that fails, and the horizon
+// recorded is exactly the latest stamp of any ID returned.
+func TestReleaseWhileMinting(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	l := acquire(t, newRegistry(t, db, "releaser"))
+	g, err := New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maxMs atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				id, err := g.Generate()
+				if err != nil {
+					if !errors.Is(err, nodeid.ErrReleased) {
+						t.Errorf("Generate: %v; want ErrReleased", err)
+					}
+					return
+				}
+				ms := DefaultLayout.Decode(id).Ms
+				for m := maxMs.Load(); ms > m && !maxMs.CompareAndSwap(m, ms); m = maxMs.Load() {
+				}
+			}
+		})
+	}
+	for maxMs.Load() == 0 {
+		runtime.Gosched()
+	}
+	if err := l.Release(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if h := recordedHorizon(t, db); h != maxMs.Load() {
+		t.Fatalf("Release recorded horizon %d; the latest stamp returned is %d", h, maxMs.Load())
 	}
 }
