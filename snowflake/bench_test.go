@@ -11,6 +11,7 @@ package snowflake
 //	                (skipped when no database is available)
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -162,14 +163,15 @@ func itoa(n int) string {
 
 // BenchmarkSideBySide runs the implementations in alternation, in chunks
 // of a few milliseconds, so that the load of a shared machine falls on all
-// of them alike, and reports each one's cost and its ratio to the raw
-// bwmarrin Node. One op is one ID from each implementation, so the ns/op
-// of the benchmark itself is their sum.
+// of them alike, and reports medians over the chunks, which a stall of the
+// machine in one chunk does not move. One op is one ID from each
+// implementation, so the ns/op of the benchmark itself is their sum.
 //
 //	cap        the default layout, 1 goroutine: "<impl>-cap-fraction" is
-//	           the sustained rate over the cap of 4,096,000 IDs/s
+//	           the median rate over the cap of 4,096,000 IDs/s
 //	g=1, g=8   belowCapLayout from 1 and 8 goroutines: "<impl>-ns/id" and
-//	           "<impl>/bwmarrin" (below 1: faster than the raw Node)
+//	           "<impl>/bwmarrin", the median ratio of chunks run back to
+//	           back (below 1: faster than the raw Node)
 func BenchmarkSideBySide(b *testing.B) {
 	pg := pgLeases(b, 3)
 	lease := func(i int) *nodeid.Lease {
@@ -180,41 +182,84 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	ims := impls(b, DefaultLayout, lease(0))
 	b.Run("cap", func(b *testing.B) {
-		total := interleave(b, ims, 1, 20*int(DefaultLayout.PerMillisecond()))
+		// Chunks of 50 full milliseconds, timed from a millisecond's start
+		// to the start of the millisecond after the last ID: a chunk that
+		// fills every millisecond takes exactly 50 ms.
+		chunk := 50 * int(DefaultLayout.PerMillisecond())
+		rounds := interleave(b, ims, 0, chunk)
 		for i, im := range ims {
-			perSec := float64(b.N) / total[i].Seconds()
-			b.ReportMetric(perSec/float64(DefaultLayout.PerMillisecond()*1000), im.name+"-cap-fraction")
+			b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+				return float64(chunk) / r[i].Seconds() / float64(DefaultLayout.PerMillisecond()*1000)
+			}), im.name+"-cap-fraction")
 		}
 	})
 	for i, goroutines := range []int{1, 8} {
 		ims := impls(b, belowCapLayout, lease(1+i))
 		b.Run("g="+itoa(goroutines), func(b *testing.B) {
-			total := interleave(b, ims, goroutines, 50_000)
+			const chunk = 50_000
+			rounds := interleave(b, ims, goroutines, chunk)
 			for i, im := range ims {
-				b.ReportMetric(float64(total[i].Nanoseconds())/float64(b.N), im.name+"-ns/id")
+				b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+					return float64(r[i].Nanoseconds()) / chunk
+				}), im.name+"-ns/id")
 				if i > 0 {
-					b.ReportMetric(float64(total[i])/float64(total[0]), im.name+"/bwmarrin")
+					b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+						return float64(r[i]) / float64(r[0])
+					}), im.name+"/bwmarrin")
 				}
 			}
 		})
 	}
 }
 
-// interleave mints b.N IDs with each implementation, chunk IDs at a time,
-// rotating the order every round; it returns the time each one took.
-func interleave(b *testing.B, ims []impl, goroutines, chunk int) []time.Duration {
-	total := make([]time.Duration, len(ims))
+// interleave mints about b.N IDs with each implementation, chunk IDs at a
+// time, rotating the order every round; it returns the time each
+// implementation took in each round. With 0 goroutines, it mints from one,
+// timing from a millisecond boundary to the first one after the chunk.
+func interleave(b *testing.B, ims []impl, goroutines, chunk int) [][]time.Duration {
+	var rounds [][]time.Duration
 	b.ResetTimer()
-	for done, round := 0, 0; done < b.N; done, round = done+chunk, round+1 {
-		n := min(chunk, b.N-done)
+	for done := 0; done < b.N || len(rounds) == 0; done += chunk {
+		r := make([]time.Duration, len(ims))
 		for k := range ims {
-			i := (round + k) % len(ims)
+			i := (len(rounds) + k) % len(ims)
+			if goroutines == 0 {
+				start := nextMillisecond()
+				mint(b, 1, chunk, ims[i].gen)
+				r[i] = nextMillisecond().Sub(start)
+				continue
+			}
 			start := time.Now()
-			mint(b, goroutines, n, ims[i].gen)
-			total[i] += time.Since(start)
+			mint(b, goroutines, chunk, ims[i].gen)
+			r[i] = time.Since(start)
+		}
+		rounds = append(rounds, r)
+	}
+	return rounds
+}
+
+// nextMillisecond waits for the wall clock's next millisecond and returns
+// its start.
+func nextMillisecond() time.Time {
+	ms := time.Now().UnixMilli()
+	for {
+		if now := time.Now(); now.UnixMilli() != ms {
+			return now
 		}
 	}
-	return total
+}
+
+// median returns the median of f over the rounds.
+func median(rounds [][]time.Duration, f func([]time.Duration) float64) float64 {
+	v := make([]float64, len(rounds))
+	for i, r := range rounds {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }
 
 // mint calls gen n times in total from the given number of goroutines.
