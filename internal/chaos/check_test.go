@@ -60,6 +60,7 @@ func goodHistory(t *testing.T) History {
 			{Node: 1, Epoch: 2, Owner: "b", AcquiredNs: ms(t0 + 5001), FromMs: t0 + 5000, HorizonMs: t0 + 6950,
 				EndedNs: ms(t0 + 7500), EndReason: "released"},
 		},
+		Rows:   []Row{{Node: 1, Epoch: 2, HorizonMs: t0 + 6950}},
 		Files:  []*File{a, b},
 		Pauses: []Pause{{Worker: 0, StopNs: ms(t0 + 3000), ContNs: ms(t0 + 8000)}},
 		TTL:    3 * time.Second,
@@ -244,7 +245,7 @@ func TestCheckClaimTimeline(t *testing.T) {
 	for name, mutate := range map[string]func(h *History){
 		"epoch gap":     func(h *History) { h.Claims[1].Epoch = 3 },
 		"first epoch":   func(h *History) { h.Claims[0].Epoch = 0 },
-		"overlap":       func(h *History) { h.Claims[1].AcquiredNs = ms(t0 + 4000) },
+		"overlap":       func(h *History) { h.Claims[1].AcquiredNs = ms(t0 + 4999) },
 		"open then new": func(h *History) { h.Claims[0].EndedNs = 0 },
 		"from":          func(h *History) { h.Claims[1].FromMs = t0 + 4000 },
 		"horizon<from":  func(h *History) { h.Claims[1].HorizonMs = t0 + 4000 },
@@ -255,6 +256,54 @@ func TestCheckClaimTimeline(t *testing.T) {
 			mutate(&h)
 			checkRule(t, h, "claims")
 		})
+	}
+}
+
+// After a release, the next claim's acquired_at may precede the release's
+// ended_at by a little (both are transaction start times): a note, not a
+// violation; by more than releaseOverlap, a violation.
+func TestCheckOverlapAfterRelease(t *testing.T) {
+	h := goodHistory(t)
+	h.Claims[0].EndReason = "released"
+	h.Claims[1].AcquiredNs = h.Claims[0].EndedNs - ms(2)
+	r := Check(h)
+	if r.Violations != 0 || r.NotesCount != 1 {
+		t.Fatalf("a 2 ms overlap after a release: %d violations, %d notes: %v %v", r.Violations, r.NotesCount, r.Details, r.Notes)
+	}
+	h.Claims[1].AcquiredNs = h.Claims[0].EndedNs - int64(releaseOverlap) - 1
+	checkRule(t, h, "claims")
+}
+
+func TestCheckRows(t *testing.T) {
+	for name, mutate := range map[string]func(h *History){
+		"epoch":    func(h *History) { h.Rows[0].Epoch = 1 },
+		"horizon":  func(h *History) { h.Rows[0].HorizonMs = t0 + 5000 },
+		"held":     func(h *History) { h.Rows[0].Owner, h.Rows[0].ExpiresNs = "b", ms(t0+9000) },
+		"no claim": func(h *History) { h.Rows = append(h.Rows, Row{Node: 2, Epoch: 1}) },
+		"open, not his": func(h *History) {
+			h.Claims[1].EndedNs, h.Claims[1].EndReason, h.Claims[1].ExpiresNs = 0, "", ms(t0+9000)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := goodHistory(t)
+			mutate(&h)
+			checkRule(t, h, "rows")
+		})
+	}
+}
+
+func TestCheckLostLate(t *testing.T) {
+	h := goodHistory(t)
+	h.Pauses = nil // not paused: Lost must close at the deadline (4700)
+	checkRule(t, h, "lost")
+
+	h = goodHistory(t)
+	lost := h.Files[0].Records[2].(Lost)
+	lost.LostAtNs = lost.DeadlineNs + int64(LostBound) // just in time
+	h.Files[0].Records[2] = lost
+	h.Pauses = nil
+	if r := Check(h); r.Violations != 0 {
+		t.Fatalf("Lost closed within the bound: %v", r.Details)
 	}
 }
 

@@ -21,8 +21,9 @@
 // pause, not taken as losses.
 //
 // Volume is capped so that the check stays fast: a worker mints bursts of
-// 1,000 IDs as fast as the generator allows, one burst every 40 ms (at most
-// 25,000 IDs a second per worker, about six million a minute in all). Each
+// 2,000 IDs as fast as the generator allows, one burst every 40 ms (at most
+// 50,000 IDs a second per worker, 12 million a minute in all; faults and
+// waits for a node ID make it a few million in practice). Each
 // worker appends every ID, with the lease (node ID, epoch) it was minted
 // under, to a binary file of its own (see Writer), flushed after every
 // burst, so a SIGKILL loses at most the burst in memory: lost IDs cannot be
