@@ -1,0 +1,351 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+func TestDist(t *testing.T) {
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	d := NewDist(s)
+	want := Dist{N: 100, Min: time.Millisecond, P50: 50 * time.Millisecond, P90: 90 * time.Millisecond,
+		P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}
+	if d != want {
+		t.Errorf("NewDist = %+v, want %+v", d, want)
+	}
+	if got := d.Tail(); math.Abs(got-99.0/50) > 1e-9 {
+		t.Errorf("Tail = %v", got)
+	}
+	if (NewDist(nil) != Dist{}) || (Dist{}).Tail() != 0 {
+		t.Error("empty distribution")
+	}
+	one := NewDist([]time.Duration{7})
+	if one.P50 != 7 || one.P99 != 7 || one.Min != 7 || one.Max != 7 {
+		t.Errorf("one sample: %+v", one)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want Spread
+		text string
+	}{
+		{nil, Spread{}, "–"},
+		{[]float64{2}, Spread{2, 2, 2, 1}, "2.0"},
+		{[]float64{3, 1, 2}, Spread{2, 1, 3, 3}, "2.0 [1.0–3.0]"},
+		{[]float64{4, 1, 2, 3}, Spread{2.5, 1, 4, 4}, "2.5 [1.0–4.0]"},
+	} {
+		got := NewSpread(c.in)
+		if got != c.want || got.Format("%.1f") != c.text {
+			t.Errorf("NewSpread(%v) = %+v %q, want %+v %q", c.in, got, got.Format("%.1f"), c.want, c.text)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("the default config: %v", err)
+	}
+	for _, c := range []struct {
+		field, value string
+		change       func(*Config)
+	}{
+		{"Only", `"nope"`, func(c *Config) { c.Only = []string{"herd", "nope"} }},
+		{"Repeat", "0", func(c *Config) { c.Repeat = 0 }},
+		{"HerdClaimers", "0", func(c *Config) { c.HerdClaimers = 0 }},
+		{"HerdIDs", "511", func(c *Config) { c.HerdIDs = 511 }},
+		{"HerdVariants", `"sql-fast"`, func(c *Config) { c.HerdVariants = []string{"sql-fast"} }},
+		{"Duration", "50ms", func(c *Config) { c.Duration = 50 * time.Millisecond }},
+		{"Concurrency", "2000", func(c *Config) { c.Concurrency = []int{8, 2000} }},
+		{"Concurrency", "", func(c *Config) { c.Concurrency = nil }},
+		{"ExecModes", `"simple"`, func(c *Config) { c.ExecModes = []string{"simple"} }},
+		{"ScaleIDs", "1", func(c *Config) { c.ScaleIDs = []int{1} }},
+		{"ScaleIDs", "1048577", func(c *Config) { c.ScaleIDs = []int{1<<20 + 1} }},
+		{"Held", "1", func(c *Config) { c.Held = []float64{0, 1} }},
+		{"Held", "NaN", func(c *Config) { c.Held = []float64{math.NaN()} }},
+		{"Held", "-0.1", func(c *Config) { c.Held = []float64{-0.1} }},
+		{"Samples", "0", func(c *Config) { c.Samples = 0 }},
+		{"Ops", "0", func(c *Config) { c.Ops = 0 }},
+		{"RenewWorkers", "100", func(c *Config) { c.RenewWorkers = []int{100}; c.RenewIDs = 50 }},
+		{"RenewIDs", "0", func(c *Config) { c.RenewIDs = 0 }},
+		{"Pgbench", "", func(c *Config) { c.Pgbench = "" }},
+	} {
+		cfg := DefaultConfig()
+		c.change(&cfg)
+		err := cfg.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value || fe.Rule == "" {
+			t.Errorf("%s %s: got %#v (%v)", c.field, c.value, fe, err)
+		}
+	}
+}
+
+func TestPgbenchScripts(t *testing.T) {
+	s := statements{
+		claim:   "SELECT $1::integer, $2::integer, $3::text, $4::bigint, $5::bigint, $12 FROM t",
+		release: "UPDATE t SET x = COALESCE($4::bigint, x) WHERE node_id = $1::integer AND owner = $2::text AND epoch = $3::bigint",
+	}
+	if _, err := claimReleaseScript(s); err == nil || !strings.Contains(err.Error(), "$12") {
+		t.Errorf("a parameter without a variable: %v", err)
+	}
+	s.claim = strings.ReplaceAll(s.claim, ", $12", "")
+	got, err := claimReleaseScript(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "SELECT :lo::integer, :hi::integer, :owner::text, :ttl::bigint, :horizon::bigint FROM t \\gset\n" +
+		"UPDATE t SET x = COALESCE(NULL::bigint, x) WHERE node_id = :node_id::integer AND owner = :owner::text AND epoch = :epoch::bigint;\n"
+	if got != want {
+		t.Errorf("script:\n%s\nwant:\n%s", got, want)
+	}
+	if f := floorScript("t", 1024); !strings.Contains(f, `\set n random(0, 1023)`) || strings.Count(f, "UPDATE t SET") != 2 {
+		t.Errorf("floor script:\n%s", f)
+	}
+}
+
+func TestParsePgbench(t *testing.T) {
+	out := `transaction type: claim.sql
+number of transactions actually processed: 10234
+number of failed transactions: 3 (0.029%)
+latency average = 0.977 ms
+initial connection time = 2.120 ms
+tps = 1023.456789 (without initial connection time)
+`
+	r, err := parsePgbench(out)
+	if err != nil || r.tps != 1023.456789 || r.failed != 3 {
+		t.Errorf("parsePgbench = %+v, %v", r, err)
+	}
+	if _, err := parsePgbench("pgbench: error: connection refused\n"); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("no tps line: %v", err)
+	}
+}
+
+func TestSameStatement(t *testing.T) {
+	sent := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = '-infinity'"
+	stored := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = $6"
+	if !sameStatement(stored, sent) {
+		t.Error("the normalised text of the same statement")
+	}
+	if sameStatement(strings.ReplaceAll(stored, "_rt", "_herd"), sent) {
+		t.Error("the same statement on another table")
+	}
+	if sameStatement("WITH renewed AS (\n UPDATE nodeid_bench_1_rt", sent) {
+		t.Error("another statement")
+	}
+}
+
+// tinyConfig runs every scenario in a second or two.
+func tinyConfig() Config {
+	c := DefaultConfig()
+	c.HerdClaimers, c.HerdIDs = 6, 8
+	c.Concurrency = []int{2}
+	c.ExecModes = []string{ModeCache}
+	c.Duration = 150 * time.Millisecond
+	c.ScaleIDs = []int{16}
+	c.Held = []float64{0, 0.5, 0.9}
+	c.Samples = 5
+	c.Ops = 8
+	c.RenewWorkers = []int{2}
+	c.RenewIDs = 16
+	return c
+}
+
+func target(t *testing.T, dsn string) Target {
+	t.Helper()
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Target{Conn: cc, Where: "the test database"}
+}
+
+// TestRunTiny runs every scenario on a tiny scale and checks the results'
+// structure, the correctness checks, and that the scratch tables are gone.
+func TestRunTiny(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	cfg := tinyConfig()
+	cfg.Pgbench = "pgbench-not-installed" // TestPgbench runs it
+	cfg.Progress = tlog{t}
+	res, err := Run(t.Context(), target(t, dsn), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) > 0 {
+		t.Fatalf("failed scenarios: %v", res.Failed)
+	}
+	if res.Herd == nil || res.Overhead == nil || res.Scale == nil || res.RoundTrips == nil || res.Renewal == nil {
+		t.Fatalf("a scenario is missing: %+v", res)
+	}
+	for _, r := range res.Herd.Runs {
+		if r.Succeeded != 6 || r.Distinct != 6 || r.Failed != 0 || r.Latency.N != 6 || len(r.Millis) != 6 || r.Waits.Samples == 0 {
+			t.Errorf("herd %s: %+v", r.Variant, r)
+		}
+	}
+	if len(res.Herd.Runs) != len(HerdVariants) {
+		t.Errorf("%d herd runs, want one per variant", len(res.Herd.Runs))
+	}
+	for _, r := range res.Overhead.Runs {
+		if r.Library <= 0 || r.Store <= 0 {
+			t.Errorf("overhead: %+v", r)
+		}
+		if res.Env.Pgbench != "" && (r.Pgbench <= 0 || r.Floor <= 0 || r.Error != "") {
+			t.Errorf("overhead with pgbench: %+v", r)
+		}
+	}
+	// 3 fractions, then held-unvacuumed and lapsed.
+	if len(res.Scale.Points) != 5 {
+		t.Errorf("%d scale points, want 5", len(res.Scale.Points))
+	}
+	for _, p := range res.Scale.Points {
+		if p.OrderChecked == 0 || p.OrderViolations != 0 || p.Latency.N != 5 {
+			t.Errorf("scale point: %+v", p)
+		}
+	}
+	if len(res.Scale.Plans) == 0 || !strings.Contains(res.Scale.Plans[0].Text, "LockRows") || !strings.Contains(res.Scale.Plans[0].Text, "Buffers:") {
+		t.Errorf("plans: %+v", res.Scale.Plans)
+	}
+	rt := res.RoundTrips
+	if rt.Server {
+		t.Error("the shared test server has no pg_stat_statements, yet the server counted")
+	}
+	for _, op := range rt.Ops {
+		// The library sends exactly one statement per operation.
+		if op.N < 8 || op.Client != op.N || op.Writes < op.N {
+			t.Errorf("round trips %s: %+v", op.Op, op)
+		}
+	}
+	if rt.First.Client < 3 {
+		t.Errorf("the first Acquire sent %d statements; it creates the tables", rt.First.Client)
+	}
+	for _, r := range res.Renewal.Runs {
+		if r.Rate <= 0 || r.Refused != 0 || r.Error != "" {
+			t.Errorf("renewal: %+v", r)
+		}
+	}
+	assertDropped(t, db, res)
+
+	var text strings.Builder
+	if err := WriteText(&text, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Herd start:", "Library overhead:", "Scale:", "Statements and round trips", "Renewal load:", "Targets:", "(dropped)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// tlog writes progress lines to the test's log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func assertDropped(t *testing.T, db *sql.DB, res *Results) {
+	t.Helper()
+	if !res.Env.Dropped || len(res.Env.Tables) == 0 {
+		t.Errorf("tables %v, dropped %v", res.Env.Tables, res.Env.Dropped)
+	}
+	var left []string
+	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		left = append(left, n)
+	}
+	if len(left) > 0 {
+		t.Errorf("scratch relations left behind: %v", left)
+	}
+}
+
+// TestRunCountsOnServer counts statements with pg_stat_statements on a
+// server of its own, and checks the sampler sees the lock waits of a herd
+// that queues on one row.
+func TestRunCountsOnServer(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.NewServer(t, "shared_preload_libraries=pg_stat_statements")
+	db, dsn := srv.NewDB(t)
+	cfg := tinyConfig()
+	cfg.Only = []string{RoundTrips}
+	cfg.Ops = 4
+	tg := target(t, dsn)
+	tg.Throwaway = true
+	res, err := Run(t.Context(), tg, cfg)
+	if err != nil || len(res.Failed) > 0 {
+		t.Fatalf("%v %v", err, res.Failed)
+	}
+	rt := res.RoundTrips
+	if !rt.Server {
+		t.Fatalf("no server counts: %s", rt.ServerNote)
+	}
+	for _, op := range rt.Ops {
+		if op.OwnStatement != op.N || op.Other != 0 {
+			t.Errorf("%s: %d operations, %d executions of its statement, %d others", op.Op, op.N, op.OwnStatement, op.Other)
+		}
+	}
+	if rt.First.Other < 5 || len(rt.FirstStatements) < 5 {
+		t.Errorf("the first Acquire: %+v %v", rt.First, rt.FirstStatements)
+	}
+	if rt.Claims != rt.HistoryRows || rt.Claims < 2*int64(cfg.Ops) {
+		t.Errorf("claims %d, history rows %d", rt.Claims, rt.HistoryRows)
+	}
+	assertDropped(t, db, res)
+}
+
+// TestPgbench runs the overhead scenario with pgbench: the claim+release
+// script must run without a failed transaction on a real server.
+func TestPgbench(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("pgbench"); err != nil {
+		t.Skip("pgbench is not installed")
+	}
+	_, dsn := pgtest.NewDB(t)
+	cfg := tinyConfig()
+	cfg.Only = []string{Overhead}
+	cfg.Concurrency = []int{2}
+	cfg.Duration = MinDuration
+	res, err := Run(t.Context(), target(t, dsn), cfg)
+	if err != nil || len(res.Failed) > 0 {
+		t.Fatalf("%v %v", err, res.Failed)
+	}
+	for _, r := range res.Overhead.Runs {
+		if r.Error != "" || r.Pgbench <= 0 || r.Floor <= 0 || r.PgbenchCPU <= 0 {
+			t.Errorf("overhead: %+v", r)
+		}
+	}
+	if !strings.Contains(res.Overhead.Script, `\gset`) || strings.Contains(res.Overhead.Script, "$1") {
+		t.Errorf("script:\n%s", res.Overhead.Script)
+	}
+}
+
+func TestRunRefusesMoreConnectionsThanFree(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	cfg := DefaultConfig()
+	cfg.Only = []string{Herd}
+	cfg.HerdClaimers, cfg.HerdIDs = MaxClaimers, MaxClaimers
+	_, err := Run(t.Context(), target(t, dsn), cfg)
+	if err == nil || !strings.Contains(err.Error(), "connections") || !strings.Contains(err.Error(), "max_connections") {
+		t.Errorf("Run with %d claimers: %v", MaxClaimers, err)
+	}
+}

@@ -1,0 +1,9 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

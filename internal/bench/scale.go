@@ -1,0 +1,328 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// ScaleResult is Acquire's latency against the fraction of node IDs held by
+// live leases, for each range size.
+type ScaleResult struct {
+	Samples  int          `json:"samples"`
+	ExecMode string       `json:"exec_mode"`
+	Points   []ScalePoint `json:"points"`
+	Plans    []Plan       `json:"plans"`
+}
+
+// The states of a scale point.
+const (
+	// StateHeld: a random Fraction of the node IDs is held by live leases
+	// (each with its open history row, as claims leave them), the rest is
+	// free, and both tables are vacuumed and analysed: the steady state.
+	StateHeld = "held"
+	// StateUnvacuumed: the same, measured right after the leases were taken,
+	// before any VACUUM or ANALYZE: the free-row index still holds the
+	// entries of the rows just claimed.
+	StateUnvacuumed = "held-unvacuumed"
+	// StateLapsed: Fraction held, and every other node ID's lease lapsed
+	// rather than released: the fleet-wide restart after a crash.
+	StateLapsed = "lapsed"
+)
+
+// ScalePoint is one repetition at one range size, fraction and state.
+type ScalePoint struct {
+	Rep      int     `json:"rep"`
+	IDs      int     `json:"ids"`
+	Fraction float64 `json:"fraction"`
+	State    string  `json:"state"`
+	Held     int     `json:"held"`
+	// Latency is the distribution of Acquire's latency, each Acquire
+	// followed by an untimed Release so that the state stays the same.
+	Latency Dist `json:"latency"`
+	// OrderChecked counts the Acquires whose node ID was compared with the
+	// lowest claimable one; OrderViolations those that got another.
+	OrderChecked    int    `json:"order_checked"`
+	OrderViolations int    `json:"order_violations"`
+	Violation       string `json:"violation,omitempty"` // the first
+}
+
+// Plan is the EXPLAIN (ANALYZE, BUFFERS) of the claim in one state.
+type Plan struct {
+	IDs      int     `json:"ids"`
+	Fraction float64 `json:"fraction"`
+	State    string  `json:"state"`
+	Kind     string  `json:"kind"` // "custom" (the parameters' values known) or "generic"
+	Text     string  `json:"text"`
+}
+
+// orderBurst is how many Acquires in a row, without releasing, each state
+// checks for lowest-free order.
+const orderBurst = 10
+
+// warmCycles are the untimed Acquire+Release cycles after each change of
+// state: the plan is made again after ANALYZE, and a prepared statement
+// switches to its generic plan after five executions.
+const warmCycles = 10
+
+func (r *runner) scale(ctx context.Context) error {
+	cfg := r.cfg
+	mode := cfg.ExecModes[0]
+	res := &ScaleResult{Samples: cfg.Samples, ExecMode: mode}
+	r.res.Scale = res
+	type sized struct {
+		st  *postgres.Store
+		reg *nodeid.Registry
+		db  *sql.DB
+	}
+	tables := map[int]sized{}
+	defer func() {
+		for _, t := range tables {
+			_ = t.reg.Close()
+			t.db.Close()
+		}
+	}()
+	for _, ids := range cfg.ScaleIDs {
+		if _, ok := tables[ids]; ok {
+			continue
+		}
+		st, err := r.scratch(ctx, fmt.Sprintf("scale%d", ids), ids)
+		if err != nil {
+			return err
+		}
+		db := r.openDB(1, mode, nil)
+		reg, err := nodeid.New(db, nodeid.WithTable(st.Config().Table), nodeid.WithNodeRange(0, int64(ids)-1),
+			nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-scale"))
+		if err != nil {
+			db.Close()
+			return err
+		}
+		tables[ids] = sized{st, reg, db}
+	}
+	largest := slices.Max(cfg.ScaleIDs)
+	top := slices.Max(cfg.Held)
+	for rep := range cfg.Repeat {
+		for _, ids := range cfg.ScaleIDs {
+			t := tables[ids]
+			fracs := slices.Clone(cfg.Held)
+			slices.Sort(fracs)
+			if rep%2 == 1 {
+				slices.Reverse(fracs)
+			}
+			type point struct {
+				f     float64
+				state string
+			}
+			var points []point
+			for _, f := range fracs {
+				points = append(points, point{f, StateHeld})
+			}
+			points = append(points, point{top, StateUnvacuumed}, point{0, StateLapsed})
+			for _, p := range points {
+				free, held, err := r.setState(ctx, t.st, p.f, p.state, rep)
+				if err != nil {
+					return err
+				}
+				sp, err := r.scalePoint(ctx, t.reg, free)
+				if err != nil {
+					return fmt.Errorf("%d node IDs, %.1f%% held (%s): %w", ids, 100*p.f, p.state, err)
+				}
+				sp.Rep, sp.IDs, sp.Fraction, sp.State, sp.Held = rep+1, ids, p.f, p.state, held
+				res.Points = append(res.Points, sp)
+				r.progress("scale: rep %d, %d IDs, %5.1f%% held (%s): p50 %s p99 %s, order violations %d",
+					rep+1, ids, 100*p.f, p.state, sp.Latency.P50, sp.Latency.P99, sp.OrderViolations)
+				if rep == 0 && ids == largest && (p.state == StateLapsed || p.state == StateHeld && p.f == top) {
+					plans, err := r.explain(ctx, t.st, p.state == StateHeld)
+					if err != nil {
+						return fmt.Errorf("explain: %w", err)
+					}
+					for _, pl := range plans {
+						pl.IDs, pl.Fraction, pl.State = ids, p.f, p.state
+						res.Plans = append(res.Plans, pl)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// setState makes a fraction f of st's node IDs, picked at random (seeded by
+// rep), held by live leases with open history rows, and the rest free or,
+// in StateLapsed, lapsed. It vacuums and analyses the tables unless the
+// state is StateUnvacuumed. It returns the claimable node IDs in ascending
+// order and how many are held.
+func (r *runner) setState(ctx context.Context, st *postgres.Store, f float64, state string, rep int) ([]int64, int, error) {
+	if err := r.reset(ctx, st); err != nil {
+		return nil, 0, err
+	}
+	ids := int(st.Config().MaxNode + 1)
+	held := min(int(math.Round(f*float64(ids))), ids-1)
+	t := st.Config().Table
+	steps := []struct {
+		q    string
+		args []any
+	}{
+		{`WITH pick AS (SELECT node_id FROM ` + t + ` ORDER BY md5(node_id::text || $1::text) LIMIT $2::integer)
+		  UPDATE ` + t + ` AS t SET owner = 'bench-holder', epoch = t.epoch + 1, acquired_at = now(),
+		    expires_at = now() + interval '1 hour', horizon_ms = (extract(epoch FROM now() + interval '1 hour') * 1000)::bigint
+		  FROM pick WHERE t.node_id = pick.node_id`, []any{fmt.Sprint(rep), held}},
+	}
+	if state == StateLapsed {
+		steps = append(steps, struct {
+			q    string
+			args []any
+		}{`UPDATE ` + t + ` SET owner = 'bench-lapsed', epoch = epoch + 1, acquired_at = now() - interval '2 hours',
+		    expires_at = now() - interval '1 hour', horizon_ms = (extract(epoch FROM now() - interval '1 hour') * 1000)::bigint
+		  WHERE expires_at = '-infinity'`, nil})
+	}
+	steps = append(steps, struct {
+		q    string
+		args []any
+	}{`INSERT INTO ` + t + `_history (node_id, epoch, owner, acquired_at, from_ms)
+	   SELECT node_id, epoch, owner, acquired_at, 0 FROM ` + t + ` WHERE owner <> ''`, nil})
+	if state != StateUnvacuumed {
+		steps = append(steps, struct {
+			q    string
+			args []any
+		}{`VACUUM (ANALYZE) ` + t + `, ` + t + `_history`, nil})
+	}
+	for _, s := range steps {
+		if _, err := r.admin.ExecContext(ctx, s.q, s.args...); err != nil {
+			return nil, 0, fmt.Errorf("set up %.1f%% held: %w", 100*f, err)
+		}
+	}
+	rows, err := r.admin.QueryContext(ctx, `SELECT node_id FROM `+t+` WHERE expires_at < now() ORDER BY node_id`)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var free []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, 0, err
+		}
+		free = append(free, n)
+	}
+	return free, held, rows.Err()
+}
+
+// scalePoint checks lowest-free order with a burst of Acquires, then times
+// Samples Acquires, each followed by a Release.
+func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []int64) (ScalePoint, error) {
+	var sp ScalePoint
+	check := func(got, want int64) {
+		sp.OrderChecked++
+		if got != want {
+			sp.OrderViolations++
+			if sp.Violation == "" {
+				sp.Violation = fmt.Sprintf("got node ID %d where the lowest claimable was %d", got, want)
+			}
+		}
+	}
+	// Lowest-free order over several claims in a row.
+	burst := make([]*nodeid.Lease, 0, orderBurst)
+	for i := range min(orderBurst, len(free)) {
+		l, err := reg.Acquire(ctx)
+		if err != nil {
+			return sp, err
+		}
+		burst = append(burst, l)
+		check(l.NodeID(), free[i])
+	}
+	// Released rows are free again, and still the lowest claimable.
+	for _, l := range burst {
+		if err := l.Release(ctx); err != nil {
+			return sp, err
+		}
+	}
+	lat := make([]time.Duration, 0, r.cfg.Samples)
+	for i := range warmCycles + r.cfg.Samples {
+		t0 := time.Now()
+		l, err := reg.Acquire(ctx)
+		d := time.Since(t0)
+		if err != nil {
+			return sp, err
+		}
+		if i >= warmCycles {
+			lat = append(lat, d)
+			check(l.NodeID(), free[0])
+		}
+		if err := l.Release(ctx); err != nil {
+			return sp, err
+		}
+	}
+	sp.Latency = NewDist(lat)
+	return sp, nil
+}
+
+// explain returns the claim's EXPLAIN (ANALYZE, BUFFERS) in the current
+// state, run in a transaction that is rolled back: the plan made for the
+// parameters' values and, if generic is set, the generic plan a prepared
+// statement may switch to.
+func (r *runner) explain(ctx context.Context, st *postgres.Store, generic bool) ([]Plan, error) {
+	stmts, err := r.captureSQL(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	c := st.Config()
+	args := []any{c.MinNode, c.MaxNode, "bench-explain", benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli()}
+	conn, err := r.admin.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	run := func(setup []string, q string, args ...any) (string, error) {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return "", err
+		}
+		defer tx.Rollback() //nolint:errcheck // always rolled back: EXPLAIN ANALYZE claims a row
+		for _, s := range setup {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return "", err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return "", err
+		}
+		defer rows.Close()
+		var b strings.Builder
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return "", err
+			}
+			b.WriteString(line + "\n")
+		}
+		return b.String(), rows.Err()
+	}
+	custom, err := run(nil, "EXPLAIN (ANALYZE, BUFFERS) "+stmts.claim, args...)
+	if err != nil {
+		return nil, err
+	}
+	plans := []Plan{{Kind: "custom", Text: custom}}
+	if !generic {
+		return plans, nil
+	}
+	if _, err := conn.ExecContext(ctx, "PREPARE nodeid_bench_claim(integer, integer, text, bigint, bigint) AS "+stmts.claim); err != nil {
+		return nil, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE nodeid_bench_claim") //nolint:errcheck // the connection is closed next
+	g, err := run([]string{"SET LOCAL plan_cache_mode = force_generic_plan"},
+		fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS) EXECUTE nodeid_bench_claim(%d, %d, 'bench-explain', %d, %d)",
+			args[0], args[1], args[3], args[4]))
+	if err != nil {
+		return nil, err
+	}
+	return append(plans, Plan{Kind: "generic", Text: g}), nil
+}

@@ -1,0 +1,150 @@
+package bench
+
+// Go benchmarks of the statement layer, postgres.Store, one operation at a
+// time on one connection, against the test PostgreSQL (see internal/pgtest).
+// Compare with benchstat:
+//
+//	go test -run '^$' -bench Statement -count 6 ./internal/bench > stmt.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /op stmt.txt
+//
+//	op=claim         Store.Claim, the statement of Acquire (history included)
+//	op=renew         Store.Renew, the statement of every renewal
+//	op=release       Store.Release
+//	op=update-floor  a plain single-row UPDATE by primary key: the floor of
+//	                 any write
+//
+// mode= is the pgx exec mode: cache_statement prepares each statement once
+// per connection; exec plans it at every execution, as through PgBouncer.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// statementIDs is the node range of the statement benchmarks: large
+// enough that a claim benchmark rarely runs out.
+const statementIDs = 65536
+
+func BenchmarkStatement(b *testing.B) {
+	_, dsn := pgtest.NewDB(b)
+	for _, mode := range []string{ModeCache, ModeExec} {
+		cc, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cc.DefaultQueryExecMode = execModes[mode]
+		db := stdlib.OpenDB(*cc)
+		db.SetMaxOpenConns(1)
+		b.Cleanup(func() { db.Close() })
+		st, err := postgres.NewStore(db, postgres.Config{Table: "bench_" + mode, MinNode: 0, MaxNode: statementIDs - 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Ensure(b.Context(), true); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("mode="+mode+"/op=claim", func(b *testing.B) { benchClaim(b, st) })
+		b.Run("mode="+mode+"/op=renew", func(b *testing.B) { benchRenew(b, st) })
+		b.Run("mode="+mode+"/op=release", func(b *testing.B) { benchRelease(b, st) })
+		b.Run("mode="+mode+"/op=update-floor", func(b *testing.B) { benchFloor(b, st) })
+	}
+}
+
+// freeAll frees every node ID of st's table and vacuums it, outside the
+// timer.
+func freeAll(b *testing.B, st *postgres.Store) {
+	b.Helper()
+	t := st.Config().Table
+	for _, q := range []string{
+		"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'",
+		"TRUNCATE " + t + "_history",
+		"VACUUM (ANALYZE) " + t + ", " + t + "_history",
+	} {
+		if _, err := st.DB().ExecContext(context.Background(), q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func claimN(b *testing.B, st *postgres.Store, n int) []postgres.Key {
+	b.Helper()
+	keys := make([]postgres.Key, 0, n)
+	for range n {
+		c, ok, err := st.Claim(b.Context(), "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		if err != nil || !ok {
+			b.Fatalf("claim: ok %v, %v", ok, err)
+		}
+		keys = append(keys, c.Key)
+	}
+	return keys
+}
+
+func benchClaim(b *testing.B, st *postgres.Store) {
+	freeAll(b, st)
+	claimN(b, st, 10) // prepare, and leave the plan cache's first executions behind
+	b.ResetTimer()
+	for b.Loop() {
+		_, ok, err := st.Claim(b.Context(), "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ok {
+			b.StopTimer()
+			freeAll(b, st)
+			b.StartTimer()
+		}
+	}
+}
+
+func benchRenew(b *testing.B, st *postgres.Store) {
+	freeAll(b, st)
+	keys := claimN(b, st, 1024)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		o, err := st.Renew(b.Context(), keys[i%len(keys)], time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		if err != nil || !o.OK {
+			b.Fatalf("renew: ok %v, %v", o.OK, err)
+		}
+		i++
+	}
+}
+
+func benchRelease(b *testing.B, st *postgres.Store) {
+	freeAll(b, st)
+	var keys []postgres.Key
+	b.ResetTimer()
+	for b.Loop() {
+		if len(keys) == 0 {
+			b.StopTimer()
+			keys = claimN(b, st, 1024)
+			b.StartTimer()
+		}
+		o, err := st.Release(b.Context(), keys[0], 0, false)
+		if err != nil || !o.OK {
+			b.Fatalf("release: ok %v, %v", o.OK, err)
+		}
+		keys = keys[1:]
+	}
+}
+
+func benchFloor(b *testing.B, st *postgres.Store) {
+	q := fmt.Sprintf("UPDATE %s SET horizon_ms = horizon_ms + 1 WHERE node_id = $1", st.Config().Table)
+	var db *sql.DB = st.DB()
+	i := 0
+	for b.Loop() {
+		if _, err := db.ExecContext(b.Context(), q, i%statementIDs); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
