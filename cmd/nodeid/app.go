@@ -152,6 +152,7 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.pruneCommand(),
 		a.runCommand(),
 		a.demoCommand(),
+		a.benchCommand(),
 		a.demoWorkerCommand(),
 		a.versionCommand(),
 	)

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/nodeid/nodeid/internal/bench"
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// benchSettings are the settings of the throwaway server of "nodeid bench":
+// room for the herd's connections, and pg_stat_statements to count
+// statements on the server.
+var benchSettings = []string{"max_connections=700", "shared_preload_libraries=pg_stat_statements"}
+
+// benchFlagNames maps the fields of bench.Config to the flags that set them.
+var benchFlagNames = map[string]string{
+	"Only": "--only", "Repeat": "--repeat", "HerdClaimers": "--herd", "HerdIDs": "--herd-ids", "HerdVariants": "--herd-variants",
+	"Duration": "--duration", "Concurrency": "--concurrency", "ExecModes": "--exec-modes", "Pgbench": "--pgbench",
+	"ScaleIDs": "--scale-ids", "Held": "--held", "Samples": "--samples", "Ops": "--ops",
+	"RenewWorkers": "--renew-workers", "RenewIDs": "--renew-ids",
+}
+
+func (a *app) benchCommand() *cobra.Command {
+	cfg := bench.DefaultConfig()
+	var jsonOut string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure claims, renewals and releases on a database, in scratch tables of its own",
+		Long: `Measure what nodeid costs on a PostgreSQL server, to size it for a fleet: a
+herd of processes acquiring at once (each on its own connection; contrasted
+with the claim without SKIP LOCKED and with an advisory lock), the library's
+rate against pgbench running the same statements, the claim's latency as the
+node range fills up, the statements and round trips of each operation
+(counted on the server with pg_stat_statements when the database has it),
+and the renewals per second the server sustains.
+
+It works only in scratch tables it creates (nodeid_bench_<random>_*) and drops
+at the end, also on Ctrl-C; it never touches the lease table of --table.
+Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL (local server
+binaries, or Docker) with max_connections=700 and pg_stat_statements. The herd
+needs one connection per claimer: lower --herd on a server with fewer free.
+
+Every figure is a ratio or a distribution measured side by side in the same
+run; --repeat repeats each, interleaved, and prints the median and the range.
+The text report goes to stdout, progress to stderr; --json writes every
+measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
+		Example: `  nodeid bench                                   # everything, on a throwaway PostgreSQL (about 3 minutes)
+  nodeid bench --only herd,scale --repeat 3
+  DATABASE_URL=postgres://me@db.internal/scratch nodeid bench --herd 64 --only herd,renewal`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("table") {
+				return usagef("--table %s: nodeid bench works only in scratch tables of its own (nodeid_bench_*) and never on a lease table; leave --table out", a.table)
+			}
+			if err := cfg.Validate(); err != nil {
+				var fe *bench.FieldError
+				if errors.As(err, &fe) {
+					if fe.Value == "" {
+						return usagef("%s: %s", benchFlagNames[fe.Field], fe.Rule)
+					}
+					return usagef("%s %s: %s", benchFlagNames[fe.Field], fe.Value, fe.Rule)
+				}
+				return usage(err)
+			}
+			if !quiet {
+				cfg.Progress = a.stderr
+			}
+			ctx, stop := a.interrupted(cmd.Context())
+			defer stop()
+			target, cleanup, err := a.benchTarget(ctx)
+			if err != nil {
+				return err
+			}
+			defer cleanup()
+			res, err := bench.Run(ctx, target, cfg)
+			if res != nil {
+				res.Command = benchCommandLine(cmd)
+				if jsonOut != "" {
+					if werr := writeBenchJSON(jsonOut, res); werr != nil && err == nil {
+						err = werr
+					}
+				}
+				if werr := bench.WriteText(a.stdout, res); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			if ctx.Err() != nil && cmd.Context().Err() == nil {
+				return &exitCodeError{code: 130, msg: "bench interrupted; its scratch tables were dropped"}
+			}
+			return err
+		}),
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&cfg.Only, "only", nil, "scenarios to run, of "+strings.Join(bench.Scenarios, ",")+" (default all)")
+	f.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "repetitions of every measurement, interleaved")
+	f.IntVar(&cfg.HerdClaimers, "herd", cfg.HerdClaimers, "concurrent Acquires of the herd, each on its own connection")
+	f.IntVar(&cfg.HerdIDs, "herd-ids", cfg.HerdIDs, "node IDs of the herd's range")
+	f.StringSliceVar(&cfg.HerdVariants, "herd-variants", nil, "herd variants to run, of "+strings.Join(bench.HerdVariants, ",")+" (default all)")
+	f.IntSliceVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "concurrencies of the library-vs-pgbench runs")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each throughput run (pgbench runs whole seconds, at least 1s)")
+	f.StringSliceVar(&cfg.ExecModes, "exec-modes", cfg.ExecModes, "pgx exec modes to measure the library in: cache_statement (pgbench -M prepared), exec (-M extended, as through PgBouncer); the first is used by the other scenarios")
+	f.StringVar(&cfg.Pgbench, "pgbench", cfg.Pgbench, "the pgbench program")
+	f.IntSliceVar(&cfg.ScaleIDs, "scale-ids", cfg.ScaleIDs, "node-range sizes of the scale runs")
+	f.Float64SliceVar(&cfg.Held, "held", cfg.Held, "fractions of node IDs held by live leases in the scale runs")
+	f.IntVar(&cfg.Samples, "samples", cfg.Samples, "Acquires timed at each scale point")
+	f.IntVar(&cfg.Ops, "ops", cfg.Ops, "Acquires, Releases and renewals whose statements are counted")
+	f.IntSliceVar(&cfg.RenewWorkers, "renew-workers", cfg.RenewWorkers, "goroutines (each with a connection) renewing in the renewal-load runs")
+	f.IntVar(&cfg.RenewIDs, "renew-ids", cfg.RenewIDs, "live leases renewed in turn in the renewal-load runs")
+	f.StringVar(&jsonOut, "json", "", "also write every measurement as JSON to this file")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print no progress on stderr")
+	return cmd
+}
+
+// benchTarget returns the database of --dsn or DATABASE_URL, or else a
+// fresh database on a throwaway server, and what removes it.
+func (a *app) benchTarget(ctx context.Context) (bench.Target, func(), error) {
+	if dsn, _ := a.dsnSource(); dsn != "" {
+		c, err := a.connConfig()
+		if err != nil {
+			return bench.Target{}, nil, err
+		}
+		a.conn = c
+		return bench.Target{Conn: c.cfg, Where: c.where() + " (from " + c.source + ")"}, func() {}, nil
+	}
+	fmt.Fprintln(a.stderr, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
+	srv, err := pgtest.Start(ctx, benchSettings...)
+	if err != nil {
+		return bench.Target{}, nil, fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
+	}
+	db, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		_ = srv.Close()
+		return bench.Target{}, nil, err
+	}
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.DropDatabase(ctx, db)
+		_ = srv.Close()
+	}
+	cfg, err := pgx.ParseConfig(srv.DSN(db))
+	if err != nil {
+		cleanup()
+		return bench.Target{}, nil, err
+	}
+	a.redact.add(cfg.Password, true)
+	where := fmt.Sprintf("throwaway PostgreSQL (%s) at %s, database %s", srv.Kind(), srv.Addr(), db)
+	return bench.Target{Conn: cfg, Where: where, Throwaway: true}, cleanup, nil
+}
+
+// benchCommandLine reconstructs the command line from the flags set, bar
+// the connection string and the flags that change no figure.
+func benchCommandLine(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "dsn", "json", "quiet":
+			return
+		}
+		v := f.Value.String()
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			vals := sv.GetSlice()
+			for i, x := range vals {
+				if n, err := strconv.ParseFloat(x, 64); err == nil {
+					vals[i] = strconv.FormatFloat(n, 'g', -1, 64)
+				}
+			}
+			v = strings.Join(vals, ",")
+		}
+		parts = append(parts, "--"+f.Name+"="+v)
+	})
+	return strings.Join(parts, " ")
+}
+
+func writeBenchJSON(path string, res *bench.Results) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	if err := writeJSON(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("--json %s: %w", path, err)
+	}
+	return f.Close()
+}
