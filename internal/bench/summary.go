@@ -278,7 +278,7 @@ func (r *RenewalResult) workers() []int {
 // Fleet returns the largest fleet a renewal rate carries at the given TTL:
 // each holder renews every TTL/3.
 func Fleet(rate float64, ttl time.Duration) int {
-	return int(rate * (ttl / 3).Seconds())
+	return int(rate * ttl.Seconds() / 3)
 }
 
 // Verdicts checks every target the results have figures for.
