@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -507,6 +508,12 @@ func (r *run) history(ctx context.Context) (History, error) {
 	}
 	for _, path := range paths {
 		f, err := ReadFile(path)
+		if errors.Is(err, ErrNoHeader) {
+			var w, inc int64
+			if _, serr := fmt.Sscanf(filepath.Base(path), "w%d.%d.rec", &w, &inc); serr == nil && r.deaths[Incarnation{w, inc}] != 0 {
+				continue // killed before it wrote anything
+			}
+		}
 		if err != nil {
 			return h, err
 		}

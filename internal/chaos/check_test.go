@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -385,8 +386,10 @@ func TestRecordRoundTrip(t *testing.T) {
 			t.Fatalf("cut %d: truncated %v, records %+v", cut, g.Truncated, g.Records)
 		}
 	}
-	if _, err := Parse(b[:3]); err == nil {
-		t.Fatal("a file without a whole header parsed")
+	for _, n := range []int{0, 3, 20} {
+		if _, err := Parse(b[:n]); !errors.Is(err, ErrNoHeader) {
+			t.Fatalf("%d bytes: got %v, want ErrNoHeader", n, err)
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/nodeid/nodeid/snowflake"
@@ -235,10 +234,14 @@ func Parse(b []byte) (*File, error) {
 		f.Records = append(f.Records, rec)
 	}
 	if first {
-		return nil, io.ErrUnexpectedEOF
+		return nil, ErrNoHeader
 	}
 	return f, nil
 }
+
+// ErrNoHeader: the file does not hold a whole header, as happens when a
+// worker is killed right after it started.
+var ErrNoHeader = errors.New("chaos: the file has no whole header")
 
 func parseRecord(kind byte, p []byte) (any, error) {
 	ints := func(n int) ([]int64, error) {
