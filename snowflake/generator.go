@@ -122,7 +122,8 @@ const anchorEvery = time.Second
 
 // Generator mints IDs under one lease. It is safe for concurrent use and
 // takes no lock: each ID costs one reading of the monotonic clock, one
-// lease check and one compare-and-swap.
+// lease check and one compare-and-swap. Build it with New; the zero value
+// is not usable.
 type Generator struct {
 	_ [64]byte // keep state on a cache line of its own
 	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
@@ -166,7 +167,8 @@ var bound sync.Map // lease -> struct{}
 // strictly after l.PreviousHorizon(). It binds the generator to the lease,
 // so that Release seals it and records the latest millisecond it stamped.
 // Build one Generator per lease and share it: New refuses a second one on
-// the same lease, and fails if the lease is already lost.
+// the same lease until the lease is released, and fails if the lease is
+// already lost.
 func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
 	if l == nil {
 		return nil, invalid("New: the lease is nil")
@@ -277,18 +279,19 @@ func (g *Generator) Generate() (bw.ID, error) {
 	} else {
 		ms = g.clock().UnixMilli()
 	}
-	// The common case, inline: the clock is within the layout, the
-	// generator is not sealed, and no wait is needed. mint has the rest.
-	s := g.state.Load()
-	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) && int64(s) >= 0 {
-		next := max(int64(s), tn<<(g.seqBits&63))
-		t := next >> (g.seqBits & 63)
-		if t <= tn || next&g.seqMask != 0 {
-			if err := g.lease.Check(now, t+g.epochMs); err != nil {
-				return 0, err
-			}
-			if g.state.CompareAndSwap(s, uint64(next+1)) {
-				return bw.ID(t<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+	// The common case, inline: the clock is within the layout and the ID
+	// is stamped with the clock's millisecond. The lease is checked for
+	// that stamp before the state is read, so that under contention little
+	// happens between the read and the compare-and-swap. mint has the
+	// rest: a sealed generator, a stamp after the clock's, waits.
+	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) {
+		if err := g.lease.Check(now, ms); err != nil {
+			return 0, err
+		}
+		if s := g.state.Load(); int64(s) >= 0 {
+			next := max(int64(s), tn<<(g.seqBits&63))
+			if next>>(g.seqBits&63) == tn && g.state.CompareAndSwap(s, uint64(next+1)) {
+				return bw.ID(tn<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
 			}
 		}
 	}
