@@ -264,9 +264,11 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 //     the max wait: an error matching nodeid.ErrClockBehind;
 //   - the layout's time field is used up: ErrTimeOverflow.
 //
-// On success it reads the monotonic clock once (and the WithClock clock
-// once, if given), checks the lease once and updates the generator with one
-// compare-and-swap; it takes no lock and does not allocate.
+// In the common case it reads the monotonic clock once (and the WithClock
+// clock once, if given), checks the lease once and updates the generator
+// with one compare-and-swap; a call that loses the swap to another
+// goroutine checks and swaps again. It takes no lock and does not
+// allocate.
 func (g *Generator) Generate() (bw.ID, error) {
 	d := time.Since(g.base)
 	now := g.base.Add(d)
