@@ -75,7 +75,7 @@ func TestBenchRun(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Herd == nil || len(res.Herd.Runs) != len(bench.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 4 ||
+	if res.Herd == nil || len(res.Herd.Runs) != len(bench.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 5 ||
 		res.Overhead != nil || !res.Env.Dropped || len(res.Env.Tables) != 2 {
 		t.Errorf("results: herd %v, scale %v, overhead %v, tables %v dropped %v", res.Herd != nil, res.Scale != nil, res.Overhead != nil, res.Env.Tables, res.Env.Dropped)
 	}

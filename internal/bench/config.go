@@ -137,6 +137,8 @@ type FieldError struct {
 	Rule  string
 }
 
+// Error names the field, its value and the rule, e.g. "herd claimers 0:
+// it must be 1 to 4096".
 func (e *FieldError) Error() string {
 	if e.Value == "" {
 		return fmt.Sprintf("%s: %s", fieldLabels[e.Field], e.Rule)

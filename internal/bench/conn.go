@@ -50,6 +50,7 @@ type counter struct {
 	capture  bool
 }
 
+// TraceQueryStart counts a statement, and records its text if capturing.
 func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	c.stmts.Add(1)
 	if c.capture {
@@ -60,6 +61,7 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 	return ctx
 }
 
+// TraceQueryEnd does nothing: statements are counted when sent.
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // snapshot returns the statements and writes counted so far.
@@ -70,6 +72,7 @@ type countingConn struct {
 	c *counter
 }
 
+// Write counts one write: one flush of protocol messages.
 func (cc countingConn) Write(p []byte) (int, error) {
 	cc.c.writes.Add(1)
 	return cc.Conn.Write(p)

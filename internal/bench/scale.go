@@ -33,7 +33,8 @@ const (
 	// entries of the rows just claimed.
 	StateUnvacuumed = "held-unvacuumed"
 	// StateLapsed: Fraction held, and every other node ID's lease lapsed
-	// rather than released: the fleet-wide restart after a crash.
+	// rather than released: holders that crashed, or with Fraction 0 the
+	// fleet-wide restart after a crash.
 	StateLapsed = "lapsed"
 )
 
@@ -124,7 +125,7 @@ func (r *runner) scale(ctx context.Context) error {
 			for _, f := range fracs {
 				points = append(points, point{f, StateHeld})
 			}
-			points = append(points, point{top, StateUnvacuumed}, point{0, StateLapsed})
+			points = append(points, point{top, StateUnvacuumed}, point{top, StateLapsed}, point{0, StateLapsed})
 			for _, p := range points {
 				free, held, err := r.setState(ctx, t.st, p.f, p.state, rep)
 				if err != nil {
@@ -138,7 +139,7 @@ func (r *runner) scale(ctx context.Context) error {
 				res.Points = append(res.Points, sp)
 				r.progress("scale: rep %d, %d IDs, %5.1f%% held (%s): p50 %s p99 %s, order violations %d",
 					rep+1, ids, 100*p.f, p.state, sp.Latency.P50, sp.Latency.P99, sp.OrderViolations)
-				if rep == 0 && ids == largest && (p.state == StateLapsed || p.state == StateHeld && p.f == top) {
+				if rep == 0 && ids == largest && p.f == top && (p.state == StateLapsed || p.state == StateHeld) {
 					plans, err := r.explain(ctx, t.st, p.state == StateHeld)
 					if err != nil {
 						return fmt.Errorf("explain: %w", err)
