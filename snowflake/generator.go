@@ -125,10 +125,18 @@ const anchorEvery = time.Second
 // lease check and one compare-and-swap. Build it with New; the zero value
 // is not usable.
 type Generator struct {
-	_ [64]byte // keep state on a cache line of its own
+	// The fields are grouped by cache line: 256 bytes, a size class whose
+	// objects are 64-byte aligned. What every call reads comes first.
+	lease   lease
+	base    time.Time        // read at New; carries the monotonic clock
+	baseNs  int64            // base's wall clock, unix ns
+	clock   func() time.Time // WithClock, or nil
+	epochMs int64            // layout.Epoch
+
 	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
 	// least value the next ID may take: the last minted plus one. sealedBit
-	// set means the generator is sealed and mints nothing more.
+	// set means the generator is sealed and mints nothing more. Every call
+	// writes it, so it has a cache line of its own.
 	state atomic.Uint64
 	_     [56]byte
 
@@ -136,23 +144,19 @@ type Generator struct {
 	// time since base plus corr, the wall clock's drift from that measured
 	// at the last anchoring. anchorAt is the monotonic time since base from
 	// which the next Generate re-anchors. Both change about once a second.
-	corr     atomic.Int64
-	anchorAt atomic.Int64
-	_        [48]byte
-
-	lease     lease
-	base      time.Time                                      // read at New; carries the monotonic clock
-	baseNs    int64                                          // base's wall clock, unix ns
-	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
-	clock     func() time.Time                               // WithClock, or nil
-	maxWait   time.Duration
-	layout    Layout
-	seqBits   uint8
-	timeShift uint8
+	corr      atomic.Int64
+	anchorAt  atomic.Int64
+	maxT      int64 // 2^TimeBits: the first time the layout cannot hold
 	seqMask   int64
 	idBase    int64 // the node and epoch fields of every ID
-	epochMs   int64 // layout.Epoch
-	maxT      int64 // 2^TimeBits: the first time the layout cannot hold
+	seqBits   uint8
+	timeShift uint8
+	_         [22]byte
+
+	// Read only when waiting, sealing or failing.
+	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
+	maxWait   time.Duration
+	layout    Layout
 	prevMs    int64 // the previous holder's horizon
 	initial   uint64
 	errSealed error

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 
 	bw "github.com/bwmarrin/snowflake"
 
@@ -657,5 +658,17 @@ func TestClockStepsBackConcurrently(t *testing.T) {
 	slices.Sort(all)
 	if k := len(slices.Compact(all)); k != len(all) {
 		t.Fatalf("%d of %d IDs repeated", len(all)-k, len(all))
+	}
+}
+
+// The Generator's fields are grouped by cache line for a size class whose
+// objects are 64-byte aligned; the state word is alone on its line.
+func TestGeneratorLayout(t *testing.T) {
+	var g Generator
+	if size, off := unsafe.Sizeof(g), unsafe.Offsetof(g.state); size != 256 || off != 64 {
+		t.Fatalf("Generator is %d bytes with the state at %d; want 256 and 64", size, off)
+	}
+	if off := unsafe.Offsetof(g.corr); off != 128 {
+		t.Fatalf("corr at %d; want 128, the line after the state's", off)
 	}
 }
