@@ -173,6 +173,9 @@ func (l *Lease) release(ctx context.Context) error {
 	<-l.done
 
 	l.mu.Lock()
+	if !time.Now().Before(l.fence.Load().deadline) {
+		l.loseLocked(ErrExpired) // the deadline passed before its timer fired
+	}
 	prior := l.fence.Load().err
 	l.loseLocked(ErrReleased)
 	horizon, exact := l.prev, false

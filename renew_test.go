@@ -551,3 +551,31 @@ func TestClaimSlowerThanTTL(t *testing.T) {
 		}
 	})
 }
+
+// A Release after the deadline, before the deadline's timer has fired,
+// reports the expiry, not a release.
+func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore(0, 0)
+		r := fakeRegistry(t, st)
+		defer r.Close()
+		l := mustAcquire(t, r)
+		st.set(func() {
+			st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+				<-ctx.Done() // no renewal moves the deadline
+				return postgres.Outcome{}, ctx.Err()
+			}
+		})
+		l.mu.Lock()
+		l.timer.Stop() // the timer is late, as on an overloaded machine
+		l.mu.Unlock()
+		time.Sleep(time.Until(l.Deadline()) + time.Millisecond)
+		if isClosed(l.Lost()) {
+			t.Fatal("Lost closed without its timer")
+		}
+		_ = l.Release(context.Background())
+		if !errors.Is(l.Err(), ErrExpired) || errors.Is(l.Err(), ErrReleased) {
+			t.Fatalf("Err = %v, want the expiry", l.Err())
+		}
+	})
+}

@@ -93,7 +93,10 @@ type Outcome struct {
 // through their own partial index, locked with SKIP LOCKED so concurrent
 // claimers never wait on each other nor get the same row, and the lower of
 // the two is claimed. The same statement ends the lapsed holder's history
-// row and starts the new one.
+// row and starts the new one. The expiry counts from now(), the start of the
+// transaction, as the holder's deadline assumes; acquired_at is read after
+// the row lock (clock_timestamp()), so that it never precedes the end of
+// the release that freed the row.
 //
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = `WITH free AS (
@@ -111,11 +114,11 @@ const claimTemplate = `WITH free AS (
     ORDER BY node_id LIMIT 1
 ), claimed AS (
     UPDATE {t} AS t
-    SET owner = $3::text, epoch = t.epoch + 1, acquired_at = now(),
+    SET owner = $3::text, epoch = t.epoch + 1, acquired_at = clock_timestamp(),
         expires_at = now() + $4::bigint * interval '1 millisecond',
         horizon_ms = GREATEST(t.horizon_ms, $5::bigint)
     FROM pick WHERE t.node_id = pick.node_id
-    RETURNING t.node_id, t.epoch, t.expires_at, t.horizon_ms
+    RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms
 ), ended AS (
     UPDATE {h} AS h
     SET ended_at = pick.expires_at, end_reason = 'expired', horizon_ms = pick.horizon_ms
@@ -123,7 +126,7 @@ const claimTemplate = `WITH free AS (
     WHERE h.node_id = pick.node_id AND h.epoch = pick.epoch AND h.ended_at IS NULL
 ), started AS (
     INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms)
-    SELECT c.node_id, c.epoch, $3::text, now(), pick.horizon_ms FROM claimed c, pick
+    SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.horizon_ms FROM claimed c, pick
 )
 SELECT c.node_id, c.epoch, c.expires_at, pick.horizon_ms, c.horizon_ms, now()
 FROM claimed c, pick`

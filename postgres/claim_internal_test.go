@@ -1,0 +1,55 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/pgtest"
+)
+
+// A claim records acquired_at when it has locked its row, not when its
+// transaction began: a release that commits in between must not appear to
+// end after the next claim started. The claim runs here in a transaction
+// that began well before, which autocommit makes a matter of microseconds.
+func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
+	db, _ := pgtest.NewDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := NewStore(db, Config{Table: DefaultTable, MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_sleep(0.2)"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		c                 Claim
+		acquired, history time.Time
+	)
+	if err := tx.QueryRowContext(ctx, s.claimSQL, 0, 0, "a", 60000, 0).
+		Scan(&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Now); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT t.acquired_at, h.acquired_at FROM snowflake_nodes t
+		JOIN snowflake_nodes_history h USING (node_id, epoch)`).Scan(&acquired, &history); err != nil {
+		t.Fatal(err)
+	}
+	if lag := acquired.Sub(c.Now); lag < 150*time.Millisecond {
+		t.Errorf("acquired_at is %s after the transaction start, want the time of the claim (>= 150ms)", lag)
+	}
+	if !history.Equal(acquired) {
+		t.Errorf("history acquired_at %v differs from the row's %v", history, acquired)
+	}
+	if got := c.Expires.Sub(c.Now); got != time.Minute {
+		t.Errorf("expiry is now() + %s, want now() + the TTL", got)
+	}
+}
