@@ -69,21 +69,6 @@ type Report struct {
 	Violations int            // every broken rule but duplicates
 	ByRule     map[string]int // violations (and duplicates) per rule
 	Details    []string       // the first maxDetails violations, described
-	// Notes are oddities of the history that break no rule (see
-	// releaseOverlap): the first maxDetails, and how many there were.
-	Notes      []string
-	NotesCount int
-}
-
-// releaseOverlap bounds how far a claim's recorded acquired_at may precede
-// the recorded ended_at of the release before it (see checkClaims).
-const releaseOverlap = time.Second
-
-func (r *Report) note(format string, args ...any) {
-	r.NotesCount++
-	if len(r.Notes) < maxDetails {
-		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
-	}
 }
 
 const maxDetails = 40
@@ -241,24 +226,10 @@ func checkClaims(r *Report, cs []Claim) map[key]*Claim {
 				r.violate("claims", "node %d: epoch %d began at %s while epoch %d was still open",
 					c.Node, c.Epoch, fmtNs(c.AcquiredNs), p.Epoch)
 			} else if c.AcquiredNs < p.EndedNs {
-				// A claim that follows a release can record an acquired_at a
-				// little before the release's ended_at: both are now(), the
-				// start of their transactions, and the claim's transaction
-				// may start before the release's yet take its snapshot (after
-				// planning) once the release has committed. No ID is at stake:
-				// the released generator was sealed before the release was
-				// sent, and the new holder mints only after its claim
-				// committed. An expiry is recorded exactly (ended_at is the
-				// lapsed expires_at, before the claim's now()), and a larger
-				// overlap is a violation.
-				overlap := time.Duration(p.EndedNs - c.AcquiredNs)
-				if p.EndReason == "released" && overlap <= releaseOverlap {
-					r.note("node %d: epoch %d began at %s, %s before epoch %d was released at %s (transaction start times)",
-						c.Node, c.Epoch, fmtNs(c.AcquiredNs), overlap, p.Epoch, fmtNs(p.EndedNs))
-				} else {
-					r.violate("claims", "node %d: epoch %d began at %s, before epoch %d ended at %s (%s)",
-						c.Node, c.Epoch, fmtNs(c.AcquiredNs), p.Epoch, fmtNs(p.EndedNs), p.EndReason)
-				}
+				// acquired_at is read after the claim's row lock, so after the
+				// commit of the release or the expiry that freed the row.
+				r.violate("claims", "node %d: epoch %d began at %s, before epoch %d ended at %s (%s)",
+					c.Node, c.Epoch, fmtNs(c.AcquiredNs), p.Epoch, fmtNs(p.EndedNs), p.EndReason)
 			}
 			if c.FromMs != p.HorizonMs {
 				r.violate("claims", "node %d: epoch %d starts from horizon %d, but epoch %d left %d",
