@@ -31,9 +31,9 @@ type Lease struct {
 	// Preallocated so that Check never allocates.
 	expiredErr, aheadErr error
 
-	mu      sync.Mutex // guards timer, sealers and every change of fence
-	timer   *time.Timer
-	sealers []func() int64
+	mu     sync.Mutex // guards timer, sealer and every change of fence
+	timer  *time.Timer
+	sealer func() int64 // of the generator bound to the lease, if any
 
 	cancel context.CancelFunc // stops the renewal loop
 	done   chan struct{}      // closed when the renewal loop has returned
@@ -131,15 +131,16 @@ func (l *Lease) Check(now time.Time, ms int64) error {
 	return nil
 }
 
-// Bind registers the seal function of a generator that mints under the
-// lease. Release calls every seal function after the lease has stopped
-// admitting IDs; each must stop its generator for good and return the
-// latest unix millisecond it stamped (or any earlier value if it stamped
-// none). Release then records the exact horizon, so that the node ID can be
-// reused without waiting. Bind declares that every ID minted under the
-// lease comes from bound generators; without any, Release keeps the horizon
-// recorded at the last renewal, which is always safe. Bind fails once the
-// lease is lost.
+// Bind registers the seal function of the generator that mints under the
+// lease. Release calls it after the lease has stopped admitting IDs; it must
+// stop the generator for good and return the latest unix millisecond it
+// stamped (or any earlier value if it stamped none). Release then records
+// that exact horizon, so that the node ID can be reused without waiting.
+// Bind declares that every ID minted under the lease comes from that one
+// generator, so a lease takes one Bind only: two generators on one lease
+// would mint the same IDs. Without a bound generator, Release keeps the
+// horizon recorded at the last renewal, which is always safe. Bind fails once
+// the lease is lost.
 func (l *Lease) Bind(seal func() int64) error {
 	if seal == nil {
 		return errors.New("nodeid: Bind: the seal function is nil")
@@ -149,7 +150,11 @@ func (l *Lease) Bind(seal func() int64) error {
 	if err := l.fence.Load().err; err != nil {
 		return err
 	}
-	l.sealers = append(l.sealers, seal)
+	if l.sealer != nil {
+		return fmt.Errorf("nodeid: node ID %d (epoch %d) already has a generator: two on one lease would mint the same IDs; share the first",
+			l.key.NodeID, l.key.Epoch)
+	}
+	l.sealer = seal
 	return nil
 }
 
@@ -178,9 +183,9 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 	prior := l.fence.Load().err
 	l.loseLocked(ErrReleased)
-	horizon, exact := l.prev, false
-	for _, seal := range l.sealers {
-		horizon, exact = max(horizon, seal()), true
+	horizon, exact := l.prev, l.sealer != nil
+	if exact {
+		horizon = max(horizon, l.sealer())
 	}
 	l.mu.Unlock()
 	if prior != nil && !errors.Is(prior, ErrExpired) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -331,10 +332,11 @@ func TestReleaseSealsThenRecordsExactHorizon(t *testing.T) {
 				return ms
 			}
 		}
-		for _, ms := range []int64{5000, 9000, 7000} {
-			if err := l.Bind(seal(ms)); err != nil {
-				t.Fatal(err)
-			}
+		if err := l.Bind(seal(9000)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Bind(seal(12000)); err == nil || !strings.Contains(err.Error(), "already has a generator") {
+			t.Fatalf("a second Bind on one lease = %v, want a refusal", err)
 		}
 		if err := l.Release(context.Background()); err != nil {
 			t.Fatal(err)

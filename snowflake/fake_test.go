@@ -63,6 +63,9 @@ func (l *fakeLease) Bind(seal func() int64) error {
 	if err := l.fence.Load().err; err != nil {
 		return err
 	}
+	if len(l.seals) > 0 {
+		return fmt.Errorf("nodeid: node ID %d (epoch %d) already has a generator", l.node, l.epoch)
+	}
 	l.seals = append(l.seals, seal)
 	return nil
 }

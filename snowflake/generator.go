@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -162,16 +161,12 @@ type Generator struct {
 	errSealed error
 }
 
-// bound records the leases that have a generator: two generators under one
-// lease would mint the same IDs.
-var bound sync.Map // lease -> struct{}
-
 // New returns a Generator that mints IDs under l: node ID l.NodeID(), with
 // the low EpochBits of l.Epoch() if the layout has epoch bits, stamped
 // strictly after l.PreviousHorizon(). It binds the generator to the lease,
 // so that Release seals it and records the latest millisecond it stamped.
 // Build one Generator per lease and share it: New refuses a second one on
-// the same lease until the lease is released, and fails if the lease is
+// the same lease (the lease takes one Bind), and fails if the lease is
 // already lost.
 func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
 	if l == nil {
@@ -233,11 +228,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	}
 	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
 
-	if _, dup := bound.LoadOrStore(l, struct{}{}); dup {
-		return nil, fmt.Errorf("snowflake: node ID %d (epoch %d) already has a generator: two on one lease would mint the same IDs; share the first", node, epoch)
-	}
-	if err := l.Bind(g.seal); err != nil {
-		bound.Delete(l)
+	if err := l.Bind(g.seal); err != nil { // refuses a second generator
 		return nil, fmt.Errorf("snowflake: no generator on node ID %d (epoch %d): %w", node, epoch, err)
 	}
 	return g, nil
@@ -274,16 +265,21 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 // goroutine checks and swaps again. It takes no lock and does not
 // allocate.
 func (g *Generator) Generate() (bw.ID, error) {
+	// A custom stamping clock is read before the monotonic clock that the
+	// deadline is checked against, so that a pause between the two reads can
+	// only make the check stricter, never admit a stamp taken after the
+	// deadline.
+	var ms int64
+	if g.clock != nil {
+		ms = g.clock().UnixMilli()
+	}
 	d := time.Since(g.base)
 	now := g.base.Add(d)
-	var ms int64
 	if g.clock == nil {
 		if int64(d) >= g.anchorAt.Load() {
 			g.anchor(d)
 		}
 		ms = floorMs(g.baseNs + int64(d) + g.corr.Load())
-	} else {
-		ms = g.clock().UnixMilli()
 	}
 	// The common case, inline: the clock is within the layout and the ID
 	// is stamped with the clock's millisecond. The lease is checked for
@@ -353,12 +349,12 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 // for the lease's deadline; ms and frac are the stamping clock's unix
 // millisecond and the nanoseconds into it.
 func (g *Generator) read() (now time.Time, ms, frac int64) {
+	if g.clock != nil { // first, as in Generate
+		w := g.clock()
+		return time.Now(), w.UnixMilli(), int64(w.Nanosecond() % 1e6)
+	}
 	d := time.Since(g.base)
 	now = g.base.Add(d)
-	if g.clock != nil {
-		w := g.clock()
-		return now, w.UnixMilli(), int64(w.Nanosecond() % 1e6)
-	}
 	if int64(d) >= g.anchorAt.Load() {
 		g.anchor(d)
 	}
@@ -425,7 +421,6 @@ func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, 
 // completed its compare-and-swap before it, and is counted, or fails.
 func (g *Generator) seal() int64 {
 	s := g.state.Or(sealedBit) &^ sealedBit
-	bound.Delete(g.lease)
 	if s == g.initial {
 		return g.prevMs
 	}

@@ -6,6 +6,7 @@ package snowflake
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -196,7 +197,7 @@ func TestSealRacesGenerate(t *testing.T) {
 						t.Errorf("round %d: ID %d minted by a call that started after the seal", round, id)
 						return
 					}
-					ms := DefaultLayout.Decode(id).Ms
+					ms := g.Layout().Decode(id).Ms
 					for m := maxMs.Load(); ms > m && !maxMs.CompareAndSwap(m, ms); m = maxMs.Load() {
 					}
 				}
@@ -496,7 +497,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 }
 
 // Two generators on one lease would mint the same IDs: New refuses the
-// second until the lease is released.
+// second, and any generator once the lease is released.
 func TestOneGeneratorPerLease(t *testing.T) {
 	l := newFake(6, 1, 0)
 	g := mustNew(t, l)
@@ -671,4 +672,35 @@ func TestGeneratorLayout(t *testing.T) {
 	if off := unsafe.Offsetof(g.corr); off != 128 {
 		t.Fatalf("corr at %d; want 128, the line after the state's", off)
 	}
+}
+
+// A custom clock that is slow to answer (the goroutine paused between the
+// clock reads) cannot make Generate mint an ID stamped after the deadline:
+// the deadline is checked against a monotonic reading taken after the stamp.
+func TestSlowClockCannotStampAfterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newFake(3, 1, 0)
+		deadline := time.Now().Add(time.Second)
+		l.setFence(deadline, math.MaxInt64)
+		var pause atomic.Bool
+		clock := func() time.Time {
+			if pause.Load() {
+				time.Sleep(time.Until(deadline) + time.Millisecond)
+			}
+			return time.Now()
+		}
+		g := mustNew(t, l, WithClock(clock), WithLayout(synctestLayout))
+		if _, err := g.Generate(); err != nil {
+			t.Fatal(err)
+		}
+		pause.Store(true)
+		id, err := g.Generate()
+		if err == nil {
+			t.Fatalf("minted %d stamped %s, after the deadline %s",
+				id, time.UnixMilli(g.Layout().Decode(id).Ms).UTC(), deadline.UTC())
+		}
+		if !errors.Is(err, nodeid.ErrExpired) {
+			t.Fatalf("Generate = %v, want the expiry", err)
+		}
+	})
 }
