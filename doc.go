@@ -68,6 +68,15 @@
 // failover keep every holder out for one TTL, where a primary can be lost.
 // The owner name is a label, not an authenticated identity.
 //
+// No guarantee depends on the hosts' wall clocks agreeing: stamps are
+// bounded by recorded horizons whatever the clocks say. Availability does:
+// a generator whose clock runs ahead of its registry's by more than about
+// two thirds of the TTL (less a renewal's round trip) is refused with
+// ErrClockAhead until the next renewal raises the horizon, and a new holder
+// whose clock is behind its predecessor's horizon waits (snowflake's max
+// wait) or gets ErrClockBehind. Keep the fleet's clocks within a small
+// fraction of the TTL of each other, as NTP does.
+//
 // # Operations
 //
 // Every operation is one autocommit statement that also returns the
