@@ -55,7 +55,7 @@ Every figure is a ratio or a distribution measured side by side in the same
 run; --repeat repeats each, interleaved, and prints the median and the range.
 The text report goes to stdout, progress to stderr; --json writes every
 measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
-		Example: `  nodeid bench                                   # everything, on a throwaway PostgreSQL (about 3 minutes)
+		Example: `  nodeid bench                                   # everything, on a throwaway PostgreSQL (about 12 minutes)
   nodeid bench --only herd,scale --repeat 3
   DATABASE_URL=postgres://me@db.internal/scratch nodeid bench --herd 64 --only herd,renewal`,
 		Args: exactArgs(0, "no arguments"),

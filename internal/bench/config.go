@@ -64,9 +64,10 @@ type Config struct {
 
 	// Concurrency lists the concurrencies of the overhead scenario.
 	Concurrency []int
-	// Duration is the length of each throughput run (overhead, renewal).
-	// pgbench runs it rounded up to whole seconds (its -T), at least 1s:
-	// rates are per second either way.
+	// Duration is the length of each throughput run: of each side of the
+	// overhead comparison per repetition, which the sides spend taking
+	// turns of about 2s (pgbench runs whole seconds, at least 1s), and of
+	// each renewal-load run.
 	Duration time.Duration
 	// ExecModes lists the pgx exec modes the library is measured in.
 	ExecModes []string
@@ -103,7 +104,7 @@ func DefaultConfig() Config {
 		HerdClaimers: 512,
 		HerdIDs:      1024,
 		Concurrency:  []int{1, 8, 32},
-		Duration:     5 * time.Second,
+		Duration:     6 * time.Second,
 		ExecModes:    []string{ModeCache, ModeExec},
 		Pgbench:      "pgbench",
 		ScaleIDs:     []int{1024, 65536},

@@ -17,13 +17,16 @@ import (
 // running the same two statements on the same table, at each concurrency
 // and exec mode, and with pgbench's floor of two plain single-row UPDATEs.
 type OverheadResult struct {
-	IDs      int           `json:"ids"`
-	Duration Duration      `json:"duration"`
-	Pgbench  string        `json:"pgbench"` // the pgbench version, or why it did not run
-	Script   string        `json:"script"`  // claim+release, as pgbench ran it
-	Floor    string        `json:"floor"`   // the floor script
-	Vars     []string      `json:"vars"`    // pgbench -D definitions
-	Runs     []OverheadRun `json:"runs"`
+	IDs      int      `json:"ids"`
+	Duration Duration `json:"duration"`
+	Pgbench  string   `json:"pgbench"` // the pgbench version, or why it did not run
+	Script   string   `json:"script"`  // claim+release, as pgbench ran it
+	Floor    string   `json:"floor"`   // the floor script
+	Vars     []string `json:"vars"`    // pgbench -D definitions
+	// Each side of a run takes Chunks turns of Chunk each.
+	Chunks int           `json:"chunks"`
+	Chunk  Duration      `json:"chunk"`
+	Runs   []OverheadRun `json:"runs"`
 }
 
 // OverheadRun is one repetition at one exec mode and concurrency. Rates are
@@ -75,49 +78,21 @@ func (r *runner) overhead(ctx context.Context) error {
 		res.Pgbench = fmt.Sprintf("%s not found: the library's rates are measured alone", cfg.Pgbench)
 		r.note("pgbench (%s) was not found: the overhead scenario has no pgbench figures", cfg.Pgbench)
 	}
-	secs := int((cfg.Duration + time.Second - 1) / time.Second)
+	chunks := max(1, int(cfg.Duration/overheadChunk))
+	chunk := cfg.Duration / time.Duration(chunks)
+	secs := int((chunk + time.Second - 1) / time.Second)
+	res.Chunks, res.Chunk = chunks, Duration(chunk)
+	vars := []string{"lo=0", fmt.Sprintf("hi=%d", ids-1), "owner=bench-pgbench",
+		fmt.Sprintf("ttl=%d", benchTTL.Milliseconds()), fmt.Sprintf("horizon=%d", time.Now().Add(benchTTL).UnixMilli())}
+	if havePgbench {
+		res.Vars = vars
+	}
 	for rep := range cfg.Repeat {
 		for _, mode := range cfg.ExecModes {
 			for _, c := range cfg.Concurrency {
 				run := OverheadRun{Rep: rep + 1, Mode: mode, PgbenchMode: pgbenchMode[mode], Concurrency: c}
-				// The order rotates, so that drift in the machine's load
-				// does not favour one side.
-				parts := []func() error{
-					func() (err error) {
-						run.Library, run.LibraryCPU, err = r.libraryRate(ctx, st, mode, c)
-						return err
-					},
-					func() (err error) {
-						run.Store, run.StoreCPU, err = r.storeRate(ctx, st, mode, c)
-						return err
-					},
-				}
-				if havePgbench {
-					vars := []string{"lo=0", fmt.Sprintf("hi=%d", ids-1), "owner=bench-pgbench",
-						fmt.Sprintf("ttl=%d", benchTTL.Milliseconds()), fmt.Sprintf("horizon=%d", time.Now().Add(benchTTL).UnixMilli())}
-					res.Vars = vars
-					parts = append(parts,
-						func() error {
-							p, err := r.pgbench(ctx, "claim_release.sql", script, run.PgbenchMode, c, secs, vars)
-							run.Pgbench = p.tps
-							if p.tps > 0 {
-								run.PgbenchCPU = float64(p.cpu.Microseconds()) / (p.tps * float64(secs))
-							}
-							return err
-						},
-						func() error {
-							p, err := r.pgbench(ctx, "floor.sql", res.Floor, run.PgbenchMode, c, secs, nil)
-							run.Floor = p.tps
-							return err
-						})
-				}
-				for k := range parts {
-					if err := r.reset(ctx, st); err != nil {
-						return err
-					}
-					if err := parts[(k+rep)%len(parts)](); err != nil && run.Error == "" {
-						run.Error = err.Error()
-					}
+				if err := r.overheadRun(ctx, st, &run, chunks, chunk, secs, script, res.Floor, vars, havePgbench); err != nil {
+					return err
 				}
 				r.progress("overhead: rep %d, %s, concurrency %d: library %.0f/s, store %.0f/s, pgbench %.0f/s, floor %.0f/s",
 					rep+1, mode, c, run.Library, run.Store, run.Pgbench, run.Floor)
@@ -131,37 +106,174 @@ func (r *runner) overhead(ctx context.Context) error {
 	return nil
 }
 
-// libraryRate runs c goroutines that Acquire and Release through one
-// Registry on a pool of c connections for the configured duration, after a
-// warm-up, and returns the pairs per second and this process's CPU time
-// per pair in microseconds.
-func (r *runner) libraryRate(ctx context.Context, st *postgres.Store, mode string, c int) (rate, cpuUs float64, err error) {
+// overheadChunk is the length of one turn of each side: the library, the
+// Store, pgbench and the floor take turns in chunks of this length, in an
+// order that rotates, so that a change in the machine's load falls on all
+// of them alike.
+const overheadChunk = 2 * time.Second
+
+// tally sums the chunks of one side.
+type tally struct {
+	ops     float64
+	elapsed time.Duration
+	cpu     time.Duration
+}
+
+func (t tally) rate() float64 {
+	if t.elapsed <= 0 {
+		return 0
+	}
+	return t.ops / t.elapsed.Seconds()
+}
+
+// cpuPerOp returns the client CPU time per operation in microseconds.
+func (t tally) cpuPerOp() float64 {
+	if t.ops <= 0 {
+		return 0
+	}
+	return float64(t.cpu.Microseconds()) / t.ops
+}
+
+// overheadRun measures one repetition at one exec mode and concurrency:
+// every side runs chunks chunks of length chunk (pgbench secs seconds),
+// taking turns.
+func (r *runner) overheadRun(ctx context.Context, st *postgres.Store, run *OverheadRun, chunks int, chunk time.Duration,
+	secs int, script, floor string, vars []string, havePgbench bool) error {
+	c, mode := run.Concurrency, run.Mode
+	lib, err := r.libraryLoop(ctx, st, mode, c, chunk)
+	if err != nil {
+		return err
+	}
+	defer lib.close()
+	store, err := r.storeLoop(ctx, st, mode, c, chunk)
+	if err != nil {
+		return err
+	}
+	defer store.close()
+	var tl, ts, tp, tf tally
+	pgbench := func(t *tally, name, script string, vars []string) func() error {
+		return func() error {
+			p, err := r.pgbench(ctx, name, script, run.PgbenchMode, c, secs, vars)
+			if err == nil {
+				t.ops += p.tps * float64(secs)
+				t.elapsed += time.Duration(secs) * time.Second
+				t.cpu += p.cpu
+			}
+			return err
+		}
+	}
+	parts := []func() error{
+		func() error { return lib.run(ctx, chunk, &tl) },
+		func() error { return store.run(ctx, chunk, &ts) },
+	}
+	if havePgbench {
+		parts = append(parts, pgbench(&tp, "claim_release.sql", script, vars), pgbench(&tf, "floor.sql", floor, nil))
+	}
+	for k := range chunks {
+		for j := range parts {
+			if err := r.reset(ctx, st); err != nil {
+				return err
+			}
+			if err := parts[(j+k+run.Rep)%len(parts)](); err != nil && run.Error == "" {
+				run.Error = err.Error()
+			}
+		}
+	}
+	run.Library, run.LibraryCPU = tl.rate(), tl.cpuPerOp()
+	run.Store, run.StoreCPU = ts.rate(), ts.cpuPerOp()
+	run.Pgbench, run.PgbenchCPU = tp.rate(), tp.cpuPerOp()
+	run.Floor = tf.rate()
+	return nil
+}
+
+// pairLoop calls pair from c goroutines, each on its own connection of db.
+type pairLoop struct {
+	db    *sql.DB
+	c     int
+	pair  func(context.Context) error
+	close func()
+}
+
+// newPairLoop opens the pool's connections and runs pair untimed for a
+// while, which prepares the statements on every connection.
+func (r *runner) newPairLoop(ctx context.Context, db *sql.DB, c int, warmFor time.Duration, pair func(context.Context) error, closer func()) (*pairLoop, error) {
+	p := &pairLoop{db: db, c: c, pair: pair, close: closer}
+	if err := warm(ctx, db, c); err != nil {
+		closer()
+		return nil, err
+	}
+	var t tally
+	if err := p.run(ctx, min(time.Second, warmFor), &t); err != nil {
+		closer()
+		return nil, err
+	}
+	return p, nil
+}
+
+// run calls pair from c goroutines for d and adds the calls, the time and
+// this process's CPU time to t.
+func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
+	var (
+		n     atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	cpu0 := processCPU()
+	start := time.Now()
+	end := start.Add(d)
+	for range p.c {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if err := p.pair(ctx); err != nil {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.ops += float64(n.Load())
+	t.elapsed += time.Since(start)
+	t.cpu += processCPU() - cpu0
+	return first
+}
+
+// libraryLoop returns a loop of Acquire then Release through one Registry
+// on a pool of c connections.
+func (r *runner) libraryLoop(ctx context.Context, st *postgres.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
-	defer db.Close()
 	reg, err := nodeid.New(db, nodeid.WithTable(st.Config().Table), nodeid.WithNodeRange(0, st.Config().MaxNode),
 		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))
 	if err != nil {
-		return 0, 0, err
+		db.Close()
+		return nil, err
 	}
-	defer reg.Close()
-	return r.pairRate(ctx, db, c, func(ctx context.Context) error {
+	return r.newPairLoop(ctx, db, c, chunk/4, func(ctx context.Context) error {
 		l, err := reg.Acquire(ctx)
 		if err != nil {
 			return err
 		}
 		return l.Release(ctx)
+	}, func() {
+		_ = reg.Close()
+		db.Close()
 	})
 }
 
-// storeRate is libraryRate through postgres.Store's Claim and Release.
-func (r *runner) storeRate(ctx context.Context, st *postgres.Store, mode string, c int) (rate, cpuUs float64, err error) {
+// storeLoop returns the same loop through postgres.Store's Claim and
+// Release alone.
+func (r *runner) storeLoop(ctx context.Context, st *postgres.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
-	defer db.Close()
 	s, err := postgres.NewStore(db, st.Config())
 	if err != nil {
-		return 0, 0, err
+		db.Close()
+		return nil, err
 	}
-	return r.pairRate(ctx, db, c, func(ctx context.Context) error {
+	return r.newPairLoop(ctx, db, c, chunk/4, func(ctx context.Context) error {
 		cl, ok, err := s.Claim(ctx, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
 		if err != nil {
 			return err
@@ -174,50 +286,5 @@ func (r *runner) storeRate(ctx context.Context, st *postgres.Store, mode string,
 			err = fmt.Errorf("release of node ID %d changed nothing", cl.NodeID)
 		}
 		return err
-	})
-}
-
-// pairRate calls pair from c goroutines on db's c connections for the
-// configured duration, after a warm-up, and returns the calls per second
-// and this process's CPU time per call in microseconds.
-func (r *runner) pairRate(ctx context.Context, db *sql.DB, c int, pair func(context.Context) error) (rate, cpuUs float64, err error) {
-	if err := warm(ctx, db, c); err != nil {
-		return 0, 0, err
-	}
-	loop := func(d time.Duration) (int64, time.Duration, error) {
-		var (
-			n     atomic.Int64
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			first error
-		)
-		start := time.Now()
-		end := start.Add(d)
-		for range c {
-			wg.Go(func() {
-				for time.Now().Before(end) {
-					if err := pair(ctx); err != nil {
-						mu.Lock()
-						first = err
-						mu.Unlock()
-						return
-					}
-					n.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		return n.Load(), time.Since(start), first
-	}
-	// The warm-up prepares the statements on every connection.
-	if _, _, err := loop(min(time.Second, r.cfg.Duration/4)); err != nil {
-		return 0, 0, err
-	}
-	cpu0 := processCPU()
-	n, elapsed, err := loop(r.cfg.Duration)
-	cpu := processCPU() - cpu0
-	if err != nil || n == 0 {
-		return 0, 0, err
-	}
-	return float64(n) / elapsed.Seconds(), float64(cpu.Microseconds()) / float64(n), nil
+	}, func() { db.Close() })
 }

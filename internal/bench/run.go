@@ -128,7 +128,7 @@ func (r *runner) checkConnections(ctx context.Context) error {
 	}
 	if r.cfg.runs(Overhead) {
 		for _, c := range r.cfg.Concurrency {
-			need = max(need, c)
+			need = max(need, 3*c) // the library's pool, the Store's, pgbench's clients
 		}
 	}
 	if r.cfg.runs(Renewal) {
@@ -153,7 +153,7 @@ func (r *runner) checkConnections(ctx context.Context) error {
 		free -= reserved
 	}
 	if need > free {
-		return fmt.Errorf("the run needs %d connections (the largest of herd claimers, concurrency and renewal workers, plus 6) but the server has %d free (max_connections %d, %d in use, %d reserved for superusers): lower --herd, --concurrency or --renew-workers, or raise max_connections",
+		return fmt.Errorf("the run needs %d connections (the largest of herd claimers, 3 × concurrency and renewal workers, plus 6) but the server has %d free (max_connections %d, %d in use, %d reserved for superusers): lower --herd, --concurrency or --renew-workers, or raise max_connections",
 			need, free, maxConns, used, reserved)
 	}
 	return nil

@@ -362,11 +362,11 @@ func writeOverhead(m md, in *inputs) {
 	m.p("")
 	m.p("The same work on both sides: the library runs Acquire then Release in a loop on each of N goroutines sharing a pool of N connections; "+
 		"pgbench runs, on N clients, a script of the library's own claim statement (captured from the wire, its result kept with `\\gset`) followed by the library's release statement for the node ID it got. "+
-		"Both start from the same table (%s node IDs, reset and vacuumed before each run), for %s each, in an order that rotates between repetitions; "+
+		"Both work on the same table (%s node IDs, reset and vacuumed before each turn), for %s each per repetition, taken in turns of %s in an order that rotates, so that a change in the machine's load falls on every side alike; "+
 		"the floor is pgbench running two plain single-row UPDATEs by primary key per transaction, as many statements as the claim script. "+
 		"The library's pgx exec mode is compared with the pgbench query mode that sends the same protocol messages: `cache_statement` (prepare once per connection) with `-M prepared`, "+
 		"`exec` (an unnamed statement planned at every execution, what PgBouncer in transaction mode needs) with `-M extended`. Produced by %s.",
-		thousands(float64(o.IDs)), time.Duration(o.Duration), nodeidCmd(in, "overhead"))
+		thousands(float64(o.IDs)), time.Duration(o.Duration), time.Duration(o.Chunk), nodeidCmd(in, "overhead"))
 	m.p("")
 	var rows [][]string
 	for _, s := range o.Summary() {
@@ -382,8 +382,8 @@ func writeOverhead(m md, in *inputs) {
 		"The client CPU columns are what each client process spent per pair (this Go process's getrusage; pgbench's as a child): on this machine it is CPU the server does not get.")
 	m.p("")
 	m.details("pgbench script and command", func() {
-		m.p("`pgbench -n -M prepared|extended -c N -j N -T %d -f claim_release.sql %s`, connected through the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD), so that no secret is on a command line.",
-			int(time.Duration(o.Duration)/time.Second), dflags(o.Vars))
+		m.p("`pgbench -n -M prepared|extended -c N -j N -T %d -f claim_release.sql %s`, once per turn, connected through the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD), so that no secret is on a command line; its rate is its tps \"without initial connection time\".",
+			int((time.Duration(o.Chunk)+time.Second-1)/time.Second), dflags(o.Vars))
 		m.p("")
 		m.code("sql", o.Script)
 		m.p("Floor (`floor.sql`):")
