@@ -184,6 +184,23 @@ func (a *app) store(r nodeRange) (*postgres.Store, error) {
 	return st, usage(err)
 }
 
+// nodeRow returns the store of a single node ID, its row and the server's
+// time; missing says what to do when the table has no such row.
+func (a *app) nodeRow(ctx context.Context, node int64, missing string) (*postgres.Store, postgres.Row, time.Time, error) {
+	st, err := a.store(nodeRange{node, node})
+	if err != nil {
+		return nil, postgres.Row{}, time.Time{}, err
+	}
+	rows, now, err := st.List(ctx)
+	if err != nil {
+		return nil, postgres.Row{}, time.Time{}, err
+	}
+	if len(rows) == 0 {
+		return nil, postgres.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, a.table, missing)
+	}
+	return st, rows[0], now, nil
+}
+
 // allNodes is every node ID a table may hold: read-only commands see all.
 var allNodes = nodeRange{0, postgres.MaxNode}
 

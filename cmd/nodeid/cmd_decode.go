@@ -32,6 +32,20 @@ type decoded struct {
 
 // decodeIDs parses and decodes every argument; the first malformed one is a
 // usage error.
+// decodeArgs validates the layout flags and the output format, and decodes
+// the IDs of the arguments: the common prologue of decode and who.
+func decodeArgs(lf *layoutFlags, output string, args []string) (snowflake.Layout, []decoded, error) {
+	l, err := lf.layout()
+	if err != nil {
+		return l, nil, err
+	}
+	if err := checkOutput(output, outTable, outJSON); err != nil {
+		return l, nil, err
+	}
+	ds, err := decodeIDs(args, l)
+	return l, ds, err
+}
+
 func decodeIDs(args []string, l snowflake.Layout) ([]decoded, error) {
 	out := make([]decoded, 0, len(args))
 	for _, s := range args {
@@ -98,14 +112,7 @@ Needs no database.
   nodeid decode --node-bits 12 --step-bits 10 --epoch-bits 2 -o json 1805834298273538048`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(_ *cobra.Command, args []string) error {
-			l, err := lf.layout()
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(output, outTable, outJSON); err != nil {
-				return err
-			}
-			ds, err := decodeIDs(args, l)
+			l, ds, err := decodeArgs(&lf, output, args)
 			if err != nil {
 				return err
 			}

@@ -45,18 +45,10 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return usagef("--epoch %d: epochs start at 1", epoch)
 			}
 			a.privileges = "SELECT and UPDATE on " + a.table + " and " + a.table + "_history"
-			st, err := a.store(nodeRange{node, node})
+			st, r, now, err := a.nodeRow(cmd.Context(), node, "")
 			if err != nil {
 				return err
 			}
-			rows, now, err := st.List(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				return fmt.Errorf("node ID %d is not in table %s", node, a.table)
-			}
-			r := rows[0]
 			switch {
 			case r.Epoch != epoch:
 				return fmt.Errorf("node ID %d is at epoch %d, not %d: nothing released (the claim you mean has ended; a newer one must not be evicted by mistake)",

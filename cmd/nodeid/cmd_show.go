@@ -65,22 +65,15 @@ the milliseconds (FROM, TO] in which each holder may have stamped IDs.`,
 				return err
 			}
 			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
-			st, err := a.store(nodeRange{node, node})
+			st, row, now, err := a.nodeRow(cmd.Context(), node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
 			if err != nil {
 				return err
-			}
-			rows, now, err := st.List(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if len(rows) == 0 {
-				return fmt.Errorf("node ID %d is not in table %s: \"nodeid init --range %d-%d\" adds it", node, a.table, node, node)
 			}
 			hist, err := st.History(cmd.Context(), node, limit)
 			if err != nil {
 				return err
 			}
-			return a.writeShow(rows[0], hist, now, output)
+			return a.writeShow(row, hist, now, output)
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 10, "how many claims of the history to show")

@@ -44,14 +44,7 @@ says so and exits with 1. The layout flags must match the generator's.
   nodeid who --epoch-bits 2 -o json 1805834298273538048 3K4aSBmBfy1`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
-			l, err := lf.layout()
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(output, outTable, outJSON); err != nil {
-				return err
-			}
-			ds, err := decodeIDs(args, l)
+			l, ds, err := decodeArgs(&lf, output, args)
 			if err != nil {
 				return err
 			}
