@@ -226,15 +226,21 @@ func (r *runner) captureSQL(ctx context.Context, st *postgres.Store) (statements
 }
 
 // reset frees every node ID of st's table, as if never claimed, empties
-// its history, and vacuums both, so that each measurement starts from the
-// same state. Epochs keep growing.
-func (r *runner) reset(ctx context.Context, st *postgres.Store) error {
+// its history unless keepHistory, and vacuums both, so that each
+// measurement starts from the same state. Epochs keep growing.
+//
+// An emptied history table must grow a page at a time again, under
+// PostgreSQL's relation-extension lock, which halves the rate of
+// concurrent claims; a kept and vacuumed one reuses the space of the
+// versions its releases left, as a long-running table does.
+func (r *runner) reset(ctx context.Context, st *postgres.Store, keepHistory bool) error {
 	t := st.Config().Table
-	for _, q := range []string{
-		"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'",
-		"TRUNCATE " + t + "_history",
-		"VACUUM (ANALYZE) " + t + ", " + t + "_history",
-	} {
+	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'"}
+	if !keepHistory {
+		qs = append(qs, "TRUNCATE "+t+"_history")
+	}
+	qs = append(qs, "VACUUM (ANALYZE) "+t+", "+t+"_history")
+	for _, q := range qs {
 		if _, err := r.admin.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("reset %s: %w", t, err)
 		}

@@ -205,7 +205,7 @@ func (r *runner) herdOnce(ctx context.Context, st *postgres.Store, n int, claim 
 	}); err != nil {
 		return run, fmt.Errorf("warm-up: %w", err)
 	}
-	if err := r.reset(ctx, st); err != nil {
+	if err := r.reset(ctx, st, false); err != nil {
 		return run, err
 	}
 
@@ -284,5 +284,5 @@ func (r *runner) herdOnce(ctx context.Context, st *postgres.Store, n int, claim 
 	}); err != nil {
 		return run, fmt.Errorf("release: %w", err)
 	}
-	return run, r.reset(ctx, st)
+	return run, r.reset(ctx, st, false)
 }

@@ -161,7 +161,7 @@ func (r *runner) scale(ctx context.Context) error {
 // state is StateUnvacuumed. It returns the claimable node IDs in ascending
 // order and how many are held.
 func (r *runner) setState(ctx context.Context, st *postgres.Store, f float64, state string, rep int) ([]int64, int, error) {
-	if err := r.reset(ctx, st); err != nil {
+	if err := r.reset(ctx, st, false); err != nil {
 		return nil, 0, err
 	}
 	ids := int(st.Config().MaxNode + 1)

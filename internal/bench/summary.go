@@ -83,6 +83,8 @@ type OverheadSummary struct {
 	Concurrency       int
 	Library           Spread // pairs per second
 	Store             Spread // pairs per second through postgres.Store alone
+	Emptied           Spread // the library's pairs per second on an emptied history
+	EmptiedRatio      Spread // emptied / library, per repetition
 	Pgbench           Spread // transactions per second
 	Floor             Spread
 	Ratio             Spread // library / pgbench, per repetition
@@ -112,13 +114,19 @@ func (o *OverheadResult) Summary() []OverheadSummary {
 	}
 	for _, k := range order {
 		s := OverheadSummary{Mode: k.mode, PgbenchMode: pgbenchMode[k.mode], Concurrency: k.c}
-		var lib, store, pgb, floor, ratio, storeRatio, sqlRatio, libCPU, storeCPU, pgbCPU []float64
+		var lib, store, emptied, emptiedRatio, pgb, floor, ratio, storeRatio, sqlRatio, libCPU, storeCPU, pgbCPU []float64
 		for _, r := range groups[k] {
 			if r.Error != "" {
 				s.Errors = append(s.Errors, r.Error)
 			}
 			lib = append(lib, r.Library)
 			store = append(store, r.Store)
+			if r.Emptied > 0 {
+				emptied = append(emptied, r.Emptied)
+				if r.Library > 0 {
+					emptiedRatio = append(emptiedRatio, r.Emptied/r.Library)
+				}
+			}
 			if r.StoreCPU > 0 {
 				storeCPU = append(storeCPU, r.StoreCPU)
 			}
@@ -143,6 +151,7 @@ func (o *OverheadResult) Summary() []OverheadSummary {
 		s.Library, s.Store, s.Pgbench, s.Floor = NewSpread(lib), NewSpread(store), NewSpread(pgb), NewSpread(floor)
 		s.Ratio, s.StoreRatio, s.SQLRatio = NewSpread(ratio), NewSpread(storeRatio), NewSpread(sqlRatio)
 		s.LibraryCPU, s.StoreCPU, s.PgbenchCPU = NewSpread(libCPU), NewSpread(storeCPU), NewSpread(pgbCPU)
+		s.Emptied, s.EmptiedRatio = NewSpread(emptied), NewSpread(emptiedRatio)
 		out = append(out, s)
 	}
 	return out

@@ -38,11 +38,11 @@ func WriteText(w io.Writer, res *Results) error {
 	if o := res.Overhead; o != nil {
 		ew.printf("\nLibrary overhead: Acquire+Release pairs/s vs pgbench running the same two statements (%s runs)\n", time.Duration(o.Duration))
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  mode\tconcurrency\tlibrary/s\tstore/s\tpgbench/s\tlibrary/pgbench\tstore/pgbench\tfloor/s (2 UPDATEs)\tclaim SQL/floor")
+		fmt.Fprintln(tw, "  mode\tconcurrency\tlibrary/s\tstore/s\tpgbench/s\tlibrary/pgbench\tstore/pgbench\tfloor/s (2 UPDATEs)\tclaim SQL/floor\tlibrary, history emptied/s")
 		for _, s := range o.Summary() {
-			fmt.Fprintf(tw, "  %s (-M %s)\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Mode, s.PgbenchMode, s.Concurrency, s.Library.Format("%.0f"),
+			fmt.Fprintf(tw, "  %s (-M %s)\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Mode, s.PgbenchMode, s.Concurrency, s.Library.Format("%.0f"),
 				s.Store.Format("%.0f"), s.Pgbench.Format("%.0f"), s.Ratio.Format("%.2f"), s.StoreRatio.Format("%.2f"),
-				s.Floor.Format("%.0f"), s.SQLRatio.Format("%.2f"))
+				s.Floor.Format("%.0f"), s.SQLRatio.Format("%.2f"), s.Emptied.Format("%.0f"))
 		}
 		tw.Flush()
 	}

@@ -94,13 +94,13 @@ func run(w io.Writer, claimers, ids int, variants []string, repeat int) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "variant\trep\twaits > 5 ms\tlock\twhile\n")
-	for _, r := range res.Herd.Runs {
+	runs := slices.Clone(res.Herd.Runs)
+	slices.SortStableFunc(runs, func(a, b bench.HerdRun) int { return strings.Compare(a.Variant, b.Variant) })
+	for _, r := range runs {
 		counts := map[[2]string]int{}
-		total := 0
 		for _, wt := range waits {
 			if !wt.at.Before(r.Start.Add(-time.Millisecond)) && !wt.at.After(r.End.Add(time.Millisecond)) {
 				counts[[2]string{wt.lock, wt.while}]++
-				total++
 			}
 		}
 		keys := make([][2]string, 0, len(counts))
@@ -112,7 +112,7 @@ func run(w io.Writer, claimers, ids int, variants []string, repeat int) error {
 			fmt.Fprintf(tw, "%s\t%d\t0\t\t\n", r.Variant, r.Rep)
 		}
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%d\t%d of %d\t%s\t%s\n", r.Variant, r.Rep, counts[k], total, k[0], k[1])
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Variant, r.Rep, counts[k], k[0], k[1])
 		}
 	}
 	return tw.Flush()

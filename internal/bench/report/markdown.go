@@ -90,10 +90,10 @@ func writeMarkdown(w io.Writer, in *inputs) {
 		m.p("%s", line)
 	}
 	m.p("")
-	m.p("Regenerate this page, its plots and every figure in it with `%s` (it starts a throwaway PostgreSQL through internal/pgtest; about %s on the machine below). "+
+	m.p("Regenerate this page, its plots and every figure in it with `%s` (it starts a throwaway PostgreSQL through internal/pgtest; %s on the machine below). "+
 		"Every figure is a ratio or a distribution measured side by side in one run; where a measurement was repeated, a figure reads *median [min–max]* over the repetitions. "+
 		"Operators size their own database with `nodeid bench` (see `nodeid bench --help`), which prints the same figures as text.",
-		in.script, max(in.elapsed, time.Duration(e.Elapsed)).Round(time.Minute))
+		in.script, minutes(max(in.elapsed, time.Duration(e.Elapsed))))
 	m.p("")
 
 	m.p("## Where it was measured")
@@ -149,6 +149,14 @@ func writeMarkdown(w io.Writer, in *inputs) {
 	writeGeneration(m, in)
 	writeStatements(m, in)
 	writeMissed(m, in)
+}
+
+// minutes formats d as "about N minutes".
+func minutes(d time.Duration) string {
+	if n := int(d.Round(time.Minute) / time.Minute); n > 1 {
+		return fmt.Sprintf("%d minutes", n)
+	}
+	return "a minute"
 }
 
 func orDash(s string) string {
@@ -278,7 +286,7 @@ func writeHerd(m md, in *inputs) {
 	m.p("## 1. Herd start")
 	m.p("")
 	m.p("%d concurrent claims against %s node IDs, each claimer on a connection of its own, released at the same instant after every connection was open and had run the statement once, and after one untimed herd (the first herd on fresh connections runs markedly slower whatever the variant); so the herd measures the claim, not connection set-up. "+
-		"Four variants run in turn on the same connections, rotating their order between repetitions, with the table reset and vacuumed before each:",
+		"Four variants run in turn on the same connections, rotating their order between repetitions, each on a freshly reset table (every lease freed, the history emptied as a new deployment's, both vacuumed):",
 		h.Claimers, thousands(float64(h.IDs)))
 	m.p("")
 	m.p("- **library**: `Registry.Acquire`, one Registry per connection, as %d processes starting at once;", h.Claimers)
@@ -321,10 +329,10 @@ func writeHerd(m md, in *inputs) {
 		"the library's claims took %.0f ms at the median and the last one returned after %.0f ms, about %.1f ms of machine time per claim. "+
 		"SKIP LOCKED does not make a claim cheaper; it keeps claimers from queuing behind each other: without it up to %d claimers waited at once on heavyweight locks (%s), against %d with it, "+
 		"and its latencies spread wider (p99/p50 %.1f against %.1f); the advisory lock makes claimers take turns, which its p99 of %.1f× the library's shows. "+
-		"The bare statement (*sql*) against the library (*library*) is the cost of everything Acquire adds around it in the herd: p50 %.0f ms against %.0f ms.",
+		"The library's Acquire and the bare statement (*sql*) finish the herd within each other's spread (the last claimer after %.0f ms and %.0f ms): what Acquire adds around the statement does not show in a herd.",
 		h.Claimers, in.res.Env.Cores, lib.P50.Median, lib.Wall.Median, lib.Wall.Median/float64(h.Claimers),
-		noskip.MaxWaiters, waits(noskip.Events), lib.MaxWaiters, noskip.Tail.Median, lib.Tail.Median, ratioOf(adv.P99.Median, lib.P99.Median),
-		sqlv.P50.Median, lib.P50.Median)
+		noskip.MaxWaiters, waitsOf(noskip.Events, "Lock:"), lib.MaxWaiters, noskip.Tail.Median, lib.Tail.Median, ratioOf(adv.P99.Median, lib.P99.Median),
+		lib.Wall.Median, sqlv.Wall.Median)
 	m.p("")
 	if in.lockWaits != "" {
 		m.p("### Where the SKIP LOCKED claim still waits")
@@ -335,11 +343,18 @@ func writeHerd(m md, in *inputs) {
 	}
 }
 
-func waits(events map[string]int) string {
+func waits(events map[string]int) string { return waitsOf(events, "Lock:", "LWLock:") }
+
+// waitsOf lists the wait events with one of the prefixes, most waiters
+// first.
+func waitsOf(events map[string]int, prefixes ...string) string {
 	var names []string
 	for e := range events {
-		if strings.HasPrefix(e, "Lock:") || strings.HasPrefix(e, "LWLock:") {
-			names = append(names, e)
+		for _, p := range prefixes {
+			if strings.HasPrefix(e, p) {
+				names = append(names, e)
+				break
+			}
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return events[b] - events[a] })
@@ -362,7 +377,7 @@ func writeOverhead(m md, in *inputs) {
 	m.p("")
 	m.p("The same work on both sides: the library runs Acquire then Release in a loop on each of N goroutines sharing a pool of N connections; "+
 		"pgbench runs, on N clients, a script of the library's own claim statement (captured from the wire, its result kept with `\\gset`) followed by the library's release statement for the node ID it got. "+
-		"Both work on the same table (%s node IDs, reset and vacuumed before each turn), for %s each per repetition, taken in turns of %s in an order that rotates, so that a change in the machine's load falls on every side alike; "+
+		"Both work on the same table (%s node IDs; before each turn its leases are freed and both tables vacuumed, the history kept as a long-running table keeps it), for %s each per repetition, taken in turns of %s in an order that rotates, so that a change in the machine's load falls on every side alike; "+
 		"the floor is pgbench running two plain single-row UPDATEs by primary key per transaction, as many statements as the claim script. "+
 		"The library's pgx exec mode is compared with the pgbench query mode that sends the same protocol messages: `cache_statement` (prepare once per connection) with `-M prepared`, "+
 		"`exec` (an unnamed statement planned at every execution, what PgBouncer in transaction mode needs) with `-M extended`. Produced by %s.",
@@ -373,13 +388,15 @@ func writeOverhead(m md, in *inputs) {
 		rows = append(rows, []string{fmt.Sprintf("%s (`-M %s`)", s.Mode, s.PgbenchMode), fmt.Sprint(s.Concurrency),
 			sf(s.Library, "%.0f"), sf(s.Store, "%.0f"), sf(s.Pgbench, "%.0f"), sf(s.Ratio, "%.2f"), sf(s.StoreRatio, "%.2f"),
 			sf(s.Floor, "%.0f"), sf(s.SQLRatio, "%.2f"),
-			sf(s.LibraryCPU, "%.0f"), sf(s.StoreCPU, "%.0f"), sf(s.PgbenchCPU, "%.0f")})
+			sf(s.LibraryCPU, "%.0f"), sf(s.StoreCPU, "%.0f"), sf(s.PgbenchCPU, "%.0f"), sf(s.EmptiedRatio, "%.2f")})
 	}
 	m.table([]string{"mode", "N", "library pairs/s", "Store pairs/s", "pgbench tx/s", "library / pgbench", "Store / pgbench", "floor tx/s", "claim SQL / floor",
-		"client CPU µs/pair: library", "Store", "pgbench"}, rows)
+		"client CPU µs/pair: library", "Store", "pgbench", "library, history emptied / kept"}, rows)
 	m.p("*Store* is the same pair through `postgres.Store.Claim` and `Release` alone: the statements with database/sql and pgx, without the lease's renewal goroutine, deadline timer and bookkeeping, so *library / Store* is the lease machinery and *Store / pgbench* the Go driver stack. " +
 		"*claim SQL / floor* is pgbench's claim+release rate over its rate of two plain UPDATEs: the headroom left for the SQL itself. " +
-		"The client CPU columns are what each client process spent per pair (this Go process's getrusage; pgbench's as a child): on this machine it is CPU the server does not get.")
+		"The client CPU columns are what each client process spent per pair (this Go process's getrusage; pgbench's as a child): on this machine it is CPU the server does not get. " +
+		"The last column is the library's rate when each turn starts with an emptied history table (a new deployment's, or one whose VACUUM truncated it after pruning) over its rate on the kept one: " +
+		"every claim adds a history row, and an empty table grows a page at a time under PostgreSQL's relation-extension lock, where concurrent claimers queue (`Lock:extend`).")
 	m.p("")
 	m.details("pgbench script and command", func() {
 		m.p("`pgbench -n -M prepared|extended -c N -j N -T %d -f claim_release.sql %s`, once per turn, connected through the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD), so that no secret is on a command line; its rate is its tps \"without initial connection time\".",
@@ -567,7 +584,13 @@ func parseSideBySide(g *goBench) *sideBySide {
 		for _, u := range units {
 			v, _ := g.median(name, u)
 			lo, hi := g.spread(name, u)
-			text := fmt.Sprintf("%.3g [%.3g–%.3g]", v, lo, hi)
+			verb := "%.2f"
+			if strings.HasSuffix(u, "-ns/id") {
+				verb = "%.1f"
+			} else if strings.HasSuffix(u, "-cap-fraction") {
+				verb = "%.3f"
+			}
+			text := fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", v, lo, hi)
 			switch {
 			case rest == "cap" && strings.HasSuffix(u, "-cap-fraction"):
 				impl := strings.TrimSuffix(u, "-cap-fraction")
@@ -600,27 +623,30 @@ func parseSideBySide(g *goBench) *sideBySide {
 }
 
 // generationVerdicts returns the table rows of the generation figures,
-// which have no numeric target: they are reported.
+// which have no numeric target: they are reported, per implementation.
 func generationVerdicts(in *inputs) [][]string {
 	sb := parseSideBySide(in.snowflake)
 	if sb == nil {
 		return nil
 	}
-	var rows [][]string
+	var impls []string
 	for _, impl := range sb.impls {
-		if impl == "bwmarrin" {
-			continue
-		}
-		if c, ok := sb.cap[impl]; ok {
-			rows = append(rows, []string{"generation: fraction of the layout's cap sustained, " + impl, c, "reported"})
-		}
-		for _, g := range []string{"g=1", "g=8"} {
-			if r, ok := sb.ratio[g][impl]; ok {
-				rows = append(rows, []string{fmt.Sprintf("generation: cost per ID against a raw bwmarrin Node, %s, %s", impl, strings.Replace(g, "g=", "goroutines ", 1)), r + "×", "reported"})
-			}
+		if impl != "bwmarrin" {
+			impls = append(impls, impl)
 		}
 	}
-	return rows
+	row := func(target string, get func(string) string) []string {
+		var vals []string
+		for _, impl := range impls {
+			vals = append(vals, impl+" "+orDash(get(impl)))
+		}
+		return []string{target, strings.Join(vals, "; "), "reported"}
+	}
+	return [][]string{
+		row("generation: fraction of the layout's cap sustained (side by side)", func(i string) string { return sb.cap[i] }),
+		row("generation: cost per ID / a raw bwmarrin Node's, 1 goroutine", func(i string) string { return sb.ratio["g=1"][i] }),
+		row("generation: cost per ID / a raw bwmarrin Node's, 8 goroutines", func(i string) string { return sb.ratio["g=8"][i] }),
+	}
 }
 
 func writeGeneration(m md, in *inputs) {

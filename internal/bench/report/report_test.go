@@ -85,7 +85,7 @@ func TestReport(t *testing.T) {
 		"## 1. Herd start", "![herd start latency, first repetition](bench-herd.png)",
 		"## 2. Library overhead", "0.70 [0.70–0.70]", "## 3. Scale", "bench-scale.png", "EXPLAIN (ANALYZE, BUFFERS)",
 		"## 4. Statements and round trips", "## 5. Renewal load", "| 10 s | 0.30 | 20,000 |",
-		"## 6. Generation", "0.99 [0.99–0.99]", "0.83 [0.83–0.83]",
+		"## 6. Generation", "fenced 0.990 [0.990–0.990]", "0.83 [0.83–0.83]",
 		"## Missed targets and why", "300 µs of CPU per Acquire+Release",
 	} {
 		if !strings.Contains(text, want) {
