@@ -6,6 +6,10 @@
 #
 #   scripts/bench.sh                 # the report's settings: 3 repetitions, about 20 minutes
 #   BENCH_REPEAT=1 scripts/bench.sh  # quicker, without spreads
+#   scripts/bench.sh --render        # only render the report again from bench-out/
+#
+# The raw outputs (the JSON of nodeid bench, go test -bench, benchstat) are
+# kept in bench-out/ (not committed).
 #
 # The machine should be otherwise idle: the script waits (up to
 # BENCH_WAIT seconds, default 900) for the 1-minute load average to fall
@@ -24,10 +28,20 @@ wait_max=${BENCH_WAIT:-900}
 out=docs/BENCHMARKS.md
 benchstat=(go run golang.org/x/perf/cmd/benchstat@latest)
 
+raw=${BENCH_OUT:-bench-out}
+mkdir -p "$raw"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+render_only=false
+[ "${1:-}" = "--render" ] && render_only=true
+lock_cmd="go run ./internal/bench/lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
+snowflake_cmd="go test -run '^\$' -bench . -count $count ./snowflake"
+statements_cmd="go test -run '^\$' -bench Statement -count $count ./internal/bench"
+start=$(date +%s)
 
 load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0; }
+
+if ! $render_only; then
 waited=0
 while awk -v l="$(load)" -v m="$max_load" 'BEGIN { exit !(l >= m) }' && [ "$waited" -lt "$wait_max" ]; do
 	[ "$waited" -eq 0 ] && echo "bench.sh: load $(load) >= $max_load; waiting up to ${wait_max}s for a quieter machine" >&2
@@ -35,35 +49,34 @@ while awk -v l="$(load)" -v m="$max_load" 'BEGIN { exit !(l >= m) }' && [ "$wait
 	waited=$((waited + 15))
 done
 echo "bench.sh: starting at load $(load) ($(uptime))" >&2
-start=$(date +%s)
 
 go build -o "$tmp/nodeid" ./cmd/nodeid
 
 echo "bench.sh: nodeid bench (herd, overhead, scale, round trips, renewal load)" >&2
-"$tmp/nodeid" bench --repeat "$repeat" --json "$tmp/bench.json" >"$tmp/bench.txt"
+"$tmp/nodeid" bench --repeat "$repeat" --json "$raw/bench.json" >"$raw/bench.txt"
 
 echo "bench.sh: where the herd's claims wait (log_lock_waits)" >&2
-lock_cmd="go run ./internal/bench/lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
-$lock_cmd >"$tmp/lockwaits.txt"
+$lock_cmd >"$raw/lockwaits.txt"
 
-snowflake_cmd="go test -run '^\$' -bench . -count $count ./snowflake"
 echo "bench.sh: $snowflake_cmd" >&2
-go test -run '^$' -bench . -count "$count" ./snowflake >"$tmp/snowflake.txt"
-"${benchstat[@]}" -col /impl "$tmp/snowflake.txt" >"$tmp/snowflake.stat"
+go test -run '^$' -bench . -count "$count" ./snowflake >"$raw/snowflake.txt"
+"${benchstat[@]}" -col /impl "$raw/snowflake.txt" >"$raw/snowflake.stat"
 
-statements_cmd="go test -run '^\$' -bench Statement -count $count ./internal/bench"
 echo "bench.sh: $statements_cmd" >&2
-go test -run '^$' -bench Statement -count "$count" ./internal/bench >"$tmp/statements.txt"
-"${benchstat[@]}" -col /op "$tmp/statements.txt" >"$tmp/statements.stat"
+go test -run '^$' -bench Statement -count "$count" ./internal/bench >"$raw/statements.txt"
+"${benchstat[@]}" -col /op "$raw/statements.txt" >"$raw/statements.stat"
 
-elapsed=$(($(date +%s) - start))
+echo "$(($(date +%s) - start))" >"$raw/elapsed"
+fi
+
+elapsed=$(cat "$raw/elapsed" 2>/dev/null || echo 0)
 go run ./internal/bench/report \
-	-results "$tmp/bench.json" \
-	-lockwaits "$tmp/lockwaits.txt" -lockwaits-cmd "$lock_cmd" \
-	-snowflake "$tmp/snowflake.txt" -snowflake-stat "$tmp/snowflake.stat" -snowflake-cmd "$snowflake_cmd" \
-	-statements "$tmp/statements.txt" -statements-stat "$tmp/statements.stat" -statements-cmd "$statements_cmd" \
+	-results "$raw/bench.json" \
+	-lockwaits "$raw/lockwaits.txt" -lockwaits-cmd "$lock_cmd" \
+	-snowflake "$raw/snowflake.txt" -snowflake-stat "$raw/snowflake.stat" -snowflake-cmd "$snowflake_cmd" \
+	-statements "$raw/statements.txt" -statements-stat "$raw/statements.stat" -statements-cmd "$statements_cmd" \
 	-benchstat-cmd "${benchstat[*]}" \
 	-script "scripts/bench.sh" -elapsed "${elapsed}s" \
 	-out "$out" -plots docs
-cat "$tmp/bench.txt"
-echo "bench.sh: wrote $out and docs/bench-*.png in ${elapsed}s; load now $(load)" >&2
+cat "$raw/bench.txt"
+echo "bench.sh: wrote $out and docs/bench-*.png (measured in ${elapsed}s); load now $(load)" >&2

@@ -179,6 +179,16 @@ func (r *runner) dropTables() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	r.res.Env.Relations = map[string]string{}
+	if rows, err := r.admin.QueryContext(ctx, `SELECT oid::text, relname FROM pg_class WHERE starts_with(relname, $1)`, r.prefix+"_"); err == nil {
+		for rows.Next() {
+			var oid, name string
+			if rows.Scan(&oid, &name) == nil {
+				r.res.Env.Relations[oid] = name
+			}
+		}
+		rows.Close()
+	}
 	// The names were validated by postgres.ValidateTable: no quoting needed.
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
 		return fmt.Errorf("drop the scratch tables %s: %w", strings.Join(names, ", "), err)

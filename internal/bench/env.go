@@ -13,25 +13,28 @@ import (
 
 // Environment describes where the figures were measured.
 type Environment struct {
-	CPU        string     `json:"cpu"`
-	Cores      int        `json:"cores"`
-	GOMAXPROCS int        `json:"gomaxprocs"`
-	GoVersion  string     `json:"go_version"`
-	OS         string     `json:"os"`
-	LoadStart  string     `json:"load_start"` // /proc/loadavg: 1, 5 and 15 minutes
-	LoadEnd    string     `json:"load_end"`
-	Server     string     `json:"server"` // version()
-	ServerVer  string     `json:"server_version"`
-	Where      string     `json:"where"` // how the server was reached, without secrets
-	Settings   []Setting  `json:"settings"`
-	Pgbench    string     `json:"pgbench"` // pgbench --version, or why there is none
-	Started    time.Time  `json:"started"`
-	Elapsed    Duration   `json:"elapsed"`
-	Extensions []string   `json:"extensions,omitempty"`
-	Notes      []string   `json:"notes,omitempty"`
-	Tables     []string   `json:"tables"` // the scratch tables created and dropped
-	Dropped    bool       `json:"dropped"`
-	Config     ConfigJSON `json:"config"`
+	CPU        string    `json:"cpu"`
+	Cores      int       `json:"cores"`
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	GoVersion  string    `json:"go_version"`
+	OS         string    `json:"os"`
+	LoadStart  string    `json:"load_start"` // /proc/loadavg: 1, 5 and 15 minutes
+	LoadEnd    string    `json:"load_end"`
+	Server     string    `json:"server"` // version()
+	ServerVer  string    `json:"server_version"`
+	Where      string    `json:"where"` // how the server was reached, without secrets
+	Settings   []Setting `json:"settings"`
+	Pgbench    string    `json:"pgbench"` // pgbench --version, or why there is none
+	Started    time.Time `json:"started"`
+	Elapsed    Duration  `json:"elapsed"`
+	Extensions []string  `json:"extensions,omitempty"`
+	Notes      []string  `json:"notes,omitempty"`
+	Tables     []string  `json:"tables"` // the scratch tables created and dropped
+	// Relations maps the OIDs of the scratch tables and their indexes to
+	// their names, for reading the server's log.
+	Relations map[string]string `json:"relations,omitempty"`
+	Dropped   bool              `json:"dropped"`
+	Config    ConfigJSON        `json:"config"`
 }
 
 // Setting is a server setting that differs from PostgreSQL's built-in

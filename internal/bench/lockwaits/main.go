@@ -88,7 +88,7 @@ func run(w io.Writer, claimers, ids int, variants []string, repeat int) error {
 	if err := db.QueryRowContext(ctx, `SELECT pg_read_file('log/lockwaits.log')`).Scan(&log); err != nil {
 		return err
 	}
-	waits, err := parseLog(log)
+	waits, err := parseLog(log, res.Env.Relations)
 	if err != nil {
 		return err
 	}
@@ -127,6 +127,7 @@ type wait struct {
 
 var (
 	waitLine  = regexp.MustCompile(`^(\S+ \S+) UTC \[\d+\] LOG:  process \d+ still waiting for (.+?) after [0-9.]+ ms`)
+	extension = regexp.MustCompile(`extension of relation (\d+) of database \d+`)
 	tupleRef  = regexp.MustCompile(` \(\d+,\d+\)`)
 	scratch   = regexp.MustCompile(`"nodeid_bench_[0-9a-f]+_(\w+)"`)
 	numbers   = regexp.MustCompile(` \d+`)
@@ -134,8 +135,8 @@ var (
 )
 
 // parseLog returns the lock waits of a server log with the prefix of
-// settings.
-func parseLog(log string) ([]wait, error) {
+// settings; relations names the scratch relations by OID.
+func parseLog(log string, relations map[string]string) ([]wait, error) {
 	var out []wait
 	sc := bufio.NewScanner(strings.NewReader(log))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -147,7 +148,14 @@ func parseLog(log string) ([]wait, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, wait{at: at, lock: numbers.ReplaceAllString(m[2], ""), while: "–"})
+			lock := extension.ReplaceAllStringFunc(m[2], func(e string) string {
+				oid := extension.FindStringSubmatch(e)[1]
+				if name, ok := relations[oid]; ok {
+					return "extension of " + scratch.ReplaceAllString(`"`+name+`"`, "$1")
+				}
+				return "extension of relation " + oid
+			})
+			out = append(out, wait{at: at, lock: numbers.ReplaceAllString(lock, ""), while: "–"})
 			cur = &out[len(out)-1]
 			continue
 		}
