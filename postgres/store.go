@@ -135,8 +135,8 @@ FROM claimed c, pick`
 // recording horizonMs as the horizon unless the row's is later. ok is false
 // when every node ID of the range is held.
 func (s *Store) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (c Claim, ok bool, err error) {
-	err = s.db.QueryRowContext(ctx, s.claimSQL, s.cfg.MinNode, s.cfg.MaxNode, owner, ttl.Milliseconds(), horizonMs).
-		Scan(&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Now)
+	err = s.queryRow(ctx, s.claimSQL, []any{s.cfg.MinNode, s.cfg.MaxNode, owner, ttl.Milliseconds(), horizonMs},
+		&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claim{}, false, nil
 	}
@@ -171,8 +171,8 @@ func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs i
 		expires sql.NullTime
 		horizon sql.NullInt64
 	)
-	err := s.db.QueryRowContext(ctx, s.renewSQL, k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs).
-		Scan(&expires, &horizon, &o.Owner, &o.Epoch, &o.Now)
+	err := s.queryRow(ctx, s.renewSQL, []any{k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs},
+		&expires, &horizon, &o.Owner, &o.Epoch, &o.Now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, nil
 	}
@@ -215,8 +215,8 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 	if exact {
 		arg = horizonMs
 	}
-	err := s.db.QueryRowContext(ctx, s.releaseSQL, k.NodeID, k.Owner, k.Epoch, arg).
-		Scan(&horizon, &o.Owner, &o.Epoch, &o.Now)
+	err := s.queryRow(ctx, s.releaseSQL, []any{k.NodeID, k.Owner, k.Epoch, arg},
+		&horizon, &o.Owner, &o.Epoch, &o.Now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, nil
 	}
