@@ -40,8 +40,8 @@ type OverheadRun struct {
 	Concurrency int     `json:"concurrency"`
 	Library     float64 `json:"library"`
 	// Store is the same pair through postgres.Store alone: the statements
-	// with database/sql and pgx, without the lease's renewal goroutine,
-	// timer and bookkeeping.
+	// through pgx on a connection from database/sql, without the lease's
+	// renewal goroutine, timer and bookkeeping.
 	Store float64 `json:"store"`
 	// Emptied is the library's rate when every turn starts with an emptied
 	// history table, as a new deployment's: the other sides keep the

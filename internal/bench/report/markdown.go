@@ -399,7 +399,7 @@ func writeOverhead(m md, in *inputs) {
 	}
 	m.table([]string{"mode", "N", "library pairs/s", "Store pairs/s", "pgbench tx/s", "library / pgbench", "Store / pgbench", "floor tx/s", "claim SQL / floor",
 		"client CPU µs/pair: library", "Store", "pgbench", "library, history emptied / kept"}, rows)
-	m.p("*Store* is the same pair through `postgres.Store.Claim` and `Release` alone: the statements with database/sql and pgx, without the lease's renewal goroutine, deadline timer and bookkeeping, so *library / Store* is the lease machinery and *Store / pgbench* the Go driver stack. " +
+	m.p("*Store* is the same pair through `postgres.Store.Claim` and `Release` alone: the statements through pgx on a connection from database/sql, without the lease's renewal goroutine, deadline timer and bookkeeping, so *library / Store* is the lease machinery and *Store / pgbench* the Go driver stack. " +
 		"*claim SQL / floor* is pgbench's claim+release rate over its rate of two plain UPDATEs: the headroom left for the SQL itself. " +
 		"The client CPU columns are what each client process spent per pair (this Go process's getrusage; pgbench's as a child): on this machine it is CPU the server does not get. " +
 		"The last column is the library's rate when each turn starts with an emptied history table (a new deployment's, or one whose VACUUM truncated it after pruning) over its rate on the kept one: " +
@@ -812,7 +812,7 @@ func why(in *inputs, v bench.Verdict) string {
 		if o := res.Overhead; o != nil {
 			for _, s := range o.Summary() {
 				if strings.Contains(v.Target, s.Mode+" ") && strings.HasSuffix(v.Target, fmt.Sprintf("concurrency %d", s.Concurrency)) {
-					return fmt.Sprintf("postgres.Store alone, without the lease, reached %.2f of pgbench's rate too, so the gap is not the library's code but the Go client stack under it (database/sql, pgx, the runtime's network polling): "+
+					return fmt.Sprintf("postgres.Store alone, without the lease, reached %.2f of pgbench's rate too, so the gap is not the library's code but the Go client stack under it (pgx, database/sql's pool, the Go runtime's network polling): "+
 						"it spent %.0f µs of CPU per pair against pgbench's %.0f µs per transaction, and client and server share %d cores. "+
 						"On a server of its own the client's CPU no longer slows the server, and the client waits on round trips alike.",
 						s.StoreRatio.Median, s.LibraryCPU.Median, s.PgbenchCPU.Median, res.Env.Cores)

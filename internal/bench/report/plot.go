@@ -41,6 +41,7 @@ func scalePlot(sc *bench.ScaleResult, path string) error {
 			sizes = append(sizes, s.IDs)
 		}
 	}
+	top := 0.0 // the highest point, to leave the legend room above it
 	for i, ids := range sizes {
 		var p50, p99 plotter.XYs
 		for _, s := range sums {
@@ -49,6 +50,7 @@ func scalePlot(sc *bench.ScaleResult, path string) error {
 			}
 			p50 = append(p50, plotter.XY{X: 100 * s.Fraction, Y: s.P50.Median})
 			p99 = append(p99, plotter.XY{X: 100 * s.Fraction, Y: s.P99.Median})
+			top = max(top, s.P50.Median, s.P99.Median)
 		}
 		for j, series := range []struct {
 			xy   plotter.XYs
@@ -70,6 +72,7 @@ func scalePlot(sc *bench.ScaleResult, path string) error {
 			p.Legend.Add(fmt.Sprintf("%d node IDs, %s", ids, series.name), l, pts)
 		}
 	}
+	p.Y.Max = 1.5 * top
 	p.X.Min, p.X.Max = 0, 100
 	p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{
 		{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"},
