@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"os/exec"
 	"strings"
@@ -292,7 +293,9 @@ func TestRunCountsOnServer(t *testing.T) {
 func TestPgbench(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("pgbench"); err != nil {
-		t.Skip("pgbench is not installed")
+		// pgbench comes with PostgreSQL's server package: where the tests
+		// must have a database, they must have it too.
+		pgtest.Unavailable(t, fmt.Errorf("pgbench is not installed: %w", err))
 	}
 	_, dsn := pgtest.NewDB(t)
 	cfg := tinyConfig()
