@@ -8,7 +8,9 @@
 // direct connection and through PgBouncer in transaction pooling mode. The
 // package knows nothing of a lease's life cycle: it is SQL in, rows out.
 //
-// The caller opens the *sql.DB, normally with github.com/jackc/pgx/v5/stdlib.
+// The caller opens the *sql.DB, normally with github.com/jackc/pgx/v5/stdlib;
+// on its connections the lease statements (claim, renewal, release) run
+// through pgx itself, and through database/sql with any other driver.
 // Through a pooler in transaction mode, the DSN must select an exec mode that
 // does not name prepared statements (default_query_exec_mode=exec).
 package postgres
