@@ -26,7 +26,19 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain runs the tests, or, in a process that TestChaos started with its
+// configuration in NODEID_CHAOS_WORKER, one worker: it mints until SIGTERM,
+// then releases its lease and exits.
+func TestMain(m *testing.M) {
+	if js := os.Getenv(envWorker); js != "" {
+		if err := worker(js); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
 
 // The knobs of a run.
 const (
@@ -53,31 +65,20 @@ const (
 	maxOffset  = 2000 // ms
 )
 
-// TestChaosWorker is the body of one worker process of TestChaos, which
-// starts it with its configuration in NODEID_CHAOS_WORKER; on its own it
-// skips. It mints until SIGTERM, then releases its lease and exits.
-func TestChaosWorker(t *testing.T) {
-	js := os.Getenv(envWorker)
-	if js == "" {
-		t.Skip("the body of a TestChaos worker process; it runs only when TestChaos starts it")
-	}
+// worker runs one worker process of TestChaos on its configuration js.
+func worker(js string) error {
 	var cfg WorkerConfig
 	if err := json.Unmarshal([]byte(js), &cfg); err != nil {
-		t.Fatalf("%s: %v", envWorker, err)
+		return fmt.Errorf("%s: %w", envWorker, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	if err := RunWorker(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	return RunWorker(ctx, cfg)
 }
 
 // TestChaos runs the workers under faults and checks the whole history:
 // see the package doc.
 func TestChaos(t *testing.T) {
-	if os.Getenv(envWorker) != "" {
-		t.Skip("inside a worker process")
-	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(envSeed); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -272,7 +273,7 @@ func (r *run) startWorker(w int) error {
 		return err
 	}
 	defer logf.Close()
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestChaosWorker$")
+	p.cmd = exec.Command(os.Args[0])
 	p.cmd.Env = append(os.Environ(), envWorker+"="+string(js))
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
