@@ -26,6 +26,7 @@ type Lease struct {
 
 	// fence is what Check reads on every minted ID: one atomic load.
 	fence atomic.Pointer[fence]
+	base  time.Time // the monotonic origin of CheckSince: t0 of the claim
 	lost  chan struct{}
 
 	// Preallocated so that Check never allocates.
@@ -44,9 +45,15 @@ type Lease struct {
 
 // fence is an immutable snapshot of what a lease permits.
 type fence struct {
-	deadline time.Time // local, monotonic: nothing may be minted at or after it
-	horizon  int64     // unix ms recorded in the database: nothing may be stamped after it
-	err      error     // non-nil once the lease is lost
+	deadline time.Time     // local, monotonic: nothing may be minted at or after it
+	until    time.Duration // deadline less the lease's base
+	horizon  int64         // unix ms recorded in the database: nothing may be stamped after it
+	err      error         // non-nil once the lease is lost
+}
+
+// setFence installs a new fence; l.mu is held, or l is not yet shared.
+func (l *Lease) setFence(deadline time.Time, horizon int64, err error) {
+	l.fence.Store(&fence{deadline: deadline, until: deadline.Sub(l.base), horizon: horizon, err: err})
 }
 
 func newLease(r *Registry, c postgres.Claim, t0 time.Time) *Lease {
@@ -58,11 +65,12 @@ func newLease(r *Registry, c postgres.Claim, t0 time.Time) *Lease {
 		log:  r.cfg.logger.With("node_id", c.NodeID, "epoch", c.Epoch),
 		lost: make(chan struct{}),
 		done: make(chan struct{}),
+		base: t0,
 	}
 	l.expiredErr = &LostError{NodeID: c.NodeID, Epoch: c.Epoch, Cause: ErrExpired}
 	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", ErrClockAhead, c.NodeID, c.Epoch)
 	deadline := localDeadline(t0, c.Expires, c.Now, l.ttl)
-	l.fence.Store(&fence{deadline: deadline, horizon: c.Horizon})
+	l.setFence(deadline, c.Horizon, nil)
 	l.mu.Lock() // the timer may fire before AfterFunc returns
 	l.timer = time.AfterFunc(time.Until(deadline), l.onDeadline)
 	l.mu.Unlock()
@@ -117,13 +125,24 @@ func (l *Lease) Deadline() time.Time { return l.fence.Load().deadline }
 // at time now (read with time.Now, so that it carries the monotonic clock):
 // nil while the lease is held, now is before the deadline and ms is not
 // after the horizon recorded in the database; otherwise the reason. It takes
-// no lock and does not allocate. Generators call it for every ID.
+// no lock and does not allocate. Generators call it, or CheckSince, for
+// every ID.
 func (l *Lease) Check(now time.Time, ms int64) error {
+	return l.CheckSince(now.Sub(l.base), ms)
+}
+
+// Base returns the monotonic origin of CheckSince: a time read with
+// time.Now before the lease was claimed.
+func (l *Lease) Base() time.Time { return l.base }
+
+// CheckSince is Check at time Base() + d, for d read as time.Since(Base()):
+// it spares a generator building a time.Time for every ID.
+func (l *Lease) CheckSince(d time.Duration, ms int64) error {
 	f := l.fence.Load()
 	switch {
 	case f.err != nil:
 		return f.err
-	case !now.Before(f.deadline):
+	case d >= f.until:
 		return l.expiredErr
 	case ms > f.horizon:
 		return l.aheadErr
@@ -253,7 +272,7 @@ func (l *Lease) loseLocked(cause error) {
 	if cause == ErrExpired {
 		err = l.expiredErr
 	}
-	l.fence.Store(&fence{deadline: f.deadline, horizon: f.horizon, err: err})
+	l.setFence(f.deadline, f.horizon, err)
 	l.timer.Stop()
 	close(l.lost)
 	if cause == ErrReleased {
@@ -277,7 +296,7 @@ func (l *Lease) extend(deadline time.Time, horizon int64) bool {
 		l.loseLocked(ErrExpired)
 		return false
 	}
-	l.fence.Store(&fence{deadline: deadline, horizon: max(horizon, f.horizon)})
+	l.setFence(deadline, max(horizon, f.horizon), nil)
 	l.timer.Reset(time.Until(deadline))
 	return true
 }

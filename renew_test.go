@@ -299,11 +299,34 @@ func TestCheckRules(t *testing.T) {
 			if err := l.Check(c.now, c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 				t.Errorf("Check(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
 			}
+			// CheckSince, the generator's form, draws the same line.
+			if err := l.CheckSince(c.now.Sub(l.Base()), c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+				t.Errorf("CheckSince(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
+			}
+		}
+		if b := l.Base(); b.After(time.Now()) || b.Before(t0) {
+			t.Errorf("Base %v is not the time of the claim (from %v)", b, t0)
+		}
+		// After a renewal the line moves with the deadline.
+		time.Sleep(testTTL / 3)
+		synctest.Wait()
+		d2 := l.Deadline()
+		if !d2.After(d) {
+			t.Fatalf("the renewal did not move the deadline %v", d)
+		}
+		for _, at := range []time.Time{d, d2.Add(-time.Nanosecond)} {
+			if err := l.CheckSince(at.Sub(l.Base()), 0); err != nil {
+				t.Errorf("CheckSince(renewed deadline%+v) = %v, want nil", at.Sub(d2), err)
+			}
+		}
+		if err := l.CheckSince(d2.Sub(l.Base()), 0); !errors.Is(err, ErrExpired) {
+			t.Errorf("CheckSince(renewed deadline) = %v, want ErrExpired", err)
 		}
 		allocs := testing.AllocsPerRun(100, func() {
 			_ = l.Check(t0, horizon)
-			_ = l.Check(d, horizon)
-			_ = l.Check(t0, horizon+1)
+			_ = l.Check(d2, horizon)
+			_ = l.Check(t0, 1<<60)
+			_ = l.CheckSince(0, horizon)
 		})
 		if allocs != 0 {
 			t.Errorf("Check allocates %.1f times per call", allocs)

@@ -85,7 +85,7 @@ func impls(b *testing.B, lay Layout, pg *nodeid.Lease) []impl {
 	raw := rawNode(b, 1, lay.NodeBits, lay.StepBits)
 	out := []impl{
 		{"bwmarrin", func() (bw.ID, error) { return raw.Generate(), nil }},
-		{"open", mustNew(b, &openLease{node: 1, epoch: 1}, WithLayout(lay)).Generate},
+		{"open", mustNew(b, newOpen(1, 1, 0), WithLayout(lay)).Generate},
 		{"fenced", mustNew(b, newFake(1, 1, 0), WithLayout(lay)).Generate},
 	}
 	if pg != nil {

@@ -11,11 +11,12 @@ import (
 	"github.com/nodeid/nodeid"
 )
 
-// fakeLease behaves like *nodeid.Lease without a database: Check reads an
-// immutable fence through one atomic pointer, as the real one does, and
+// fakeLease behaves like *nodeid.Lease without a database: CheckSince reads
+// an immutable fence through one atomic pointer, as the real one does, and
 // release closes the fence before it calls the seal functions.
 type fakeLease struct {
 	node, epoch, prev int64
+	base              time.Time
 
 	fence                atomic.Pointer[fakeFence]
 	expiredErr, aheadErr error
@@ -25,18 +26,18 @@ type fakeLease struct {
 }
 
 type fakeFence struct {
-	deadline time.Time
-	horizon  int64
-	err      error
+	until   time.Duration // the deadline less the lease's base
+	horizon int64
+	err     error
 }
 
 // newFake returns a live lease of node and epoch after a previous horizon
 // prev, with a deadline and a recorded horizon far ahead.
 func newFake(node, epoch, prev int64) *fakeLease {
-	l := &fakeLease{node: node, epoch: epoch, prev: prev}
+	l := &fakeLease{node: node, epoch: epoch, prev: prev, base: time.Now()}
 	l.expiredErr = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrExpired}
 	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", nodeid.ErrClockAhead, node, epoch)
-	l.fence.Store(&fakeFence{deadline: time.Now().Add(time.Hour), horizon: math.MaxInt64})
+	l.setFence(time.Now().Add(time.Hour), math.MaxInt64)
 	return l
 }
 
@@ -44,12 +45,14 @@ func (l *fakeLease) NodeID() int64          { return l.node }
 func (l *fakeLease) Epoch() int64           { return l.epoch }
 func (l *fakeLease) PreviousHorizon() int64 { return l.prev }
 
-func (l *fakeLease) Check(now time.Time, ms int64) error {
+func (l *fakeLease) Base() time.Time { return l.base }
+
+func (l *fakeLease) CheckSince(d time.Duration, ms int64) error {
 	f := l.fence.Load()
 	switch {
 	case f.err != nil:
 		return f.err
-	case !now.Before(f.deadline):
+	case d >= f.until:
 		return l.expiredErr
 	case ms > f.horizon:
 		return l.aheadErr
@@ -72,13 +75,13 @@ func (l *fakeLease) Bind(seal func() int64) error {
 
 // setFence replaces the deadline and the recorded horizon.
 func (l *fakeLease) setFence(deadline time.Time, horizon int64) {
-	l.fence.Store(&fakeFence{deadline: deadline, horizon: horizon})
+	l.fence.Store(&fakeFence{until: deadline.Sub(l.base), horizon: horizon})
 }
 
 // lose ends the lease with cause, as a takeover or expiry does.
 func (l *fakeLease) lose(cause error) {
 	f := l.fence.Load()
-	l.fence.Store(&fakeFence{deadline: f.deadline, horizon: f.horizon,
+	l.fence.Store(&fakeFence{until: f.until, horizon: f.horizon,
 		err: &nodeid.LostError{NodeID: l.node, Epoch: l.epoch, Cause: cause}})
 }
 
@@ -114,20 +117,28 @@ type countingLease struct {
 	checks atomic.Int64
 }
 
-func (l *countingLease) Check(now time.Time, ms int64) error {
+func (l *countingLease) CheckSince(d time.Duration, ms int64) error {
 	l.checks.Add(1)
-	return l.fakeLease.Check(now, ms)
+	return l.fakeLease.CheckSince(d, ms)
 }
 
-// openLease admits everything: Check always returns nil. It measures the
-// generator without any fence.
-type openLease struct{ node, epoch, prev int64 }
+// openLease admits everything: CheckSince always returns nil. It measures
+// the generator without any fence.
+type openLease struct {
+	node, epoch, prev int64
+	base              time.Time
+}
 
-func (l *openLease) NodeID() int64                { return l.node }
-func (l *openLease) Epoch() int64                 { return l.epoch }
-func (l *openLease) PreviousHorizon() int64       { return l.prev }
-func (l *openLease) Check(time.Time, int64) error { return nil }
-func (l *openLease) Bind(func() int64) error      { return nil }
+func newOpen(node, epoch, prev int64) *openLease {
+	return &openLease{node: node, epoch: epoch, prev: prev, base: time.Now()}
+}
+
+func (l *openLease) NodeID() int64                         { return l.node }
+func (l *openLease) Epoch() int64                          { return l.epoch }
+func (l *openLease) PreviousHorizon() int64                { return l.prev }
+func (l *openLease) Base() time.Time                       { return l.base }
+func (l *openLease) CheckSince(time.Duration, int64) error { return nil }
+func (l *openLease) Bind(func() int64) error               { return nil }
 
 func mustNew(tb testing.TB, l lease, opts ...Option) *Generator {
 	tb.Helper()

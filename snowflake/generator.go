@@ -35,7 +35,8 @@ type lease interface {
 	NodeID() int64
 	Epoch() int64
 	PreviousHorizon() int64
-	Check(now time.Time, ms int64) error
+	Base() time.Time
+	CheckSince(d time.Duration, ms int64) error
 	Bind(seal func() int64) error
 }
 
@@ -127,7 +128,7 @@ type Generator struct {
 	// The fields are grouped by cache line: 256 bytes, a size class whose
 	// objects are 64-byte aligned. What every call reads comes first.
 	lease   lease
-	base    time.Time        // read at New; carries the monotonic clock
+	base    time.Time        // the lease's Base; carries the monotonic clock
 	baseNs  int64            // base's wall clock, unix ns
 	clock   func() time.Time // WithClock, or nil
 	epochMs int64            // layout.Epoch
@@ -194,7 +195,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
 			node, lay, lay.MaxNode())
 	}
-	base := time.Now()
+	base := l.Base()
 	g := &Generator{
 		lease:     l,
 		base:      base,
@@ -221,11 +222,13 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		g.initial = uint64(t) << g.seqBits
 	}
 	g.state.Store(g.initial)
-	g.anchorAt.Store(int64(anchorEvery))
 	g.readWall = func() (int64, time.Duration) {
 		w := time.Now()
 		return w.UnixNano(), w.Sub(base)
 	}
+	ns, since := g.readWall() // anchor the default clock now
+	g.corr.Store(ns - g.baseNs - int64(since))
+	g.anchorAt.Store(int64(since + anchorEvery))
 	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
 
 	if err := l.Bind(g.seal); err != nil { // refuses a second generator
@@ -274,7 +277,6 @@ func (g *Generator) Generate() (bw.ID, error) {
 		ms = g.clock().UnixMilli()
 	}
 	d := time.Since(g.base)
-	now := g.base.Add(d)
 	if g.clock == nil {
 		if int64(d) >= g.anchorAt.Load() {
 			g.anchor(d)
@@ -287,7 +289,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// happens between the read and the compare-and-swap. mint has the
 	// rest: a sealed generator, a stamp after the clock's, waits.
 	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) {
-		if err := g.lease.Check(now, ms); err != nil {
+		if err := g.lease.CheckSince(d, ms); err != nil {
 			return 0, err
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
@@ -297,7 +299,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 			}
 		}
 	}
-	return g.mint(now, ms)
+	return g.mint(g.base.Add(d), ms)
 }
 
 // mint mints an ID at now, when the stamping clock reads unix millisecond
@@ -336,7 +338,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			tn = g.sinceEpoch(ms)
 			continue
 		}
-		if err := g.lease.Check(now, t+g.epochMs); err != nil {
+		if err := g.lease.CheckSince(now.Sub(g.base), t+g.epochMs); err != nil {
 			return 0, err
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
@@ -428,7 +430,7 @@ func (g *Generator) seal() int64 {
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
-	if err := g.lease.Check(now, math.MinInt64); err != nil {
+	if err := g.lease.CheckSince(now.Sub(g.base), math.MinInt64); err != nil {
 		return err
 	}
 	return g.errSealed
