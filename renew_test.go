@@ -113,7 +113,10 @@ func TestRenewRetriesTransientErrors(t *testing.T) {
 				return st.Renew(ctx, k, testTTL, 0)
 			}
 		})
-		time.Sleep(testTTL / 2)
+		// The first renewal comes at TTL/3 and each retry within TTL/20, so
+		// the success comes by TTL/3 + 4·TTL/20 < 0.6·TTL, and the next
+		// renewal, TTL/3 after it, later than that.
+		time.Sleep(testTTL * 6 / 10)
 		synctest.Wait()
 		renews := st.callsOf("renew")
 		if len(renews) != failures+2 { // the hook re-enters Renew once
