@@ -338,9 +338,13 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer oldDB.Close()
-			old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("old-holder"))
+			// A TTL long enough that, on a loaded machine too, the old holder
+			// learns of the takeover at its next renewal (after TTL/3) well
+			// before its own deadline would end the lease as expired.
+			const ttl = 15 * time.Second
+			old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(ttl), WithOwner("old-holder"))
 			lo := acquire(t, old)
-			newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(MinTTL), WithOwner("new-holder"))
+			newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(ttl), WithOwner("new-holder"))
 			if err := newer.ensure(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -358,7 +362,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			}
 			before := readRow(t, db, 3)
 
-			waitLost(t, lo, MinTTL) // at the old holder's next renewal
+			waitLost(t, lo, ttl) // at the old holder's next renewal
 			if !errors.Is(lo.Err(), ErrLeaseLost) || !errors.Is(lo.Err(), ErrTakenOver) {
 				t.Fatalf("old lease Err = %v, want ErrLeaseLost and ErrTakenOver", lo.Err())
 			}
