@@ -210,6 +210,18 @@ func (s *ScaleResult) Summary() []ScaleSummary {
 	return out
 }
 
+// Sizes returns the range sizes measured, in ascending order.
+func (s *ScaleResult) Sizes() []int {
+	var sizes []int
+	for _, p := range s.Points {
+		if !slices.Contains(sizes, p.IDs) {
+			sizes = append(sizes, p.IDs)
+		}
+	}
+	slices.Sort(sizes)
+	return sizes
+}
+
 // FlatRatio returns, for range size ids, the spread over repetitions of
 // p50 at fraction hi over p50 at fraction lo, in the held state; ok is
 // false when either was not measured.
@@ -326,14 +338,7 @@ func (res *Results) Verdicts() []Verdict {
 		}
 	}
 	if sc := res.Scale; sc != nil {
-		var sizes []int
-		for _, p := range sc.Points {
-			if !slices.Contains(sizes, p.IDs) {
-				sizes = append(sizes, p.IDs)
-			}
-		}
-		slices.Sort(sizes)
-		for _, ids := range sizes {
+		for _, ids := range sc.Sizes() {
 			if r, ok := sc.FlatRatio(ids, 0, 0.999); ok {
 				out = append(out, Verdict{
 					Target: fmt.Sprintf("scale: %d node IDs, p50 at 99.9%% held ≤ %.0f × p50 at 0%%", ids, TargetScale),

@@ -226,15 +226,8 @@ func summary(in *inputs) []string {
 		}
 	}
 	if sc := res.Scale; sc != nil {
-		var sizes []int
-		for _, p := range sc.Points {
-			if !slices.Contains(sizes, p.IDs) {
-				sizes = append(sizes, p.IDs)
-			}
-		}
-		slices.Sort(sizes)
 		var parts []string
-		for _, ids := range sizes {
+		for _, ids := range sc.Sizes() {
 			if r, ok := sc.FlatRatio(ids, 0, 0.999); ok {
 				parts = append(parts, fmt.Sprintf("%.2f× for %s", r.Median, thousands(float64(ids))))
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -35,14 +34,8 @@ func scalePlot(sc *bench.ScaleResult, path string) error {
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	sums := sc.Summary()
-	var sizes []int
-	for _, s := range sums {
-		if !slices.Contains(sizes, s.IDs) {
-			sizes = append(sizes, s.IDs)
-		}
-	}
 	top := 0.0 // the highest point, to leave the legend room above it
-	for i, ids := range sizes {
+	for i, ids := range sc.Sizes() {
 		var p50, p99 plotter.XYs
 		for _, s := range sums {
 			if s.IDs != ids || s.State != bench.StateHeld {
