@@ -45,16 +45,23 @@ type Lease struct {
 
 // fence is an immutable snapshot of what a lease permits.
 type fence struct {
-	deadline time.Time     // local, monotonic: nothing may be minted at or after it
-	until    time.Duration // deadline less the lease's base
-	horizon  int64         // unix ms recorded in the database: nothing may be stamped after it
-	err      error         // non-nil once the lease is lost
+	// until is the local deadline, as monotonic time since the lease's
+	// base: nothing may be minted at or after it.
+	until   time.Duration
+	horizon int64 // unix ms recorded in the database: nothing may be stamped after it
+	err     error // non-nil once the lease is lost
 }
 
 // setFence installs a new fence; l.mu is held, or l is not yet shared.
 func (l *Lease) setFence(deadline time.Time, horizon int64, err error) {
-	l.fence.Store(&fence{deadline: deadline, until: deadline.Sub(l.base), horizon: horizon, err: err})
+	l.fence.Store(&fence{until: deadline.Sub(l.base), horizon: horizon, err: err})
 }
+
+// deadline returns the local deadline of f.
+func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
+
+// passed reports whether the local deadline of f has passed.
+func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 
 func newLease(r *Registry, c postgres.Claim, t0 time.Time) *Lease {
 	l := &Lease{
@@ -110,7 +117,7 @@ func (l *Lease) Lost() <-chan struct{} { return l.lost }
 // ErrLeaseLost and one of ErrTakenOver, ErrExpired or ErrReleased.
 func (l *Lease) Err() error {
 	f := l.fence.Load()
-	if f.err == nil && !time.Now().Before(f.deadline) {
+	if f.err == nil && l.passed(f) {
 		return l.expiredErr
 	}
 	return f.err
@@ -119,7 +126,7 @@ func (l *Lease) Err() error {
 // Deadline returns the local deadline: the monotonic time after which the
 // holder must not mint, because the database may consider the lease
 // expired. Each successful renewal moves it forward.
-func (l *Lease) Deadline() time.Time { return l.fence.Load().deadline }
+func (l *Lease) Deadline() time.Time { return l.deadline(l.fence.Load()) }
 
 // Check reports whether an ID stamped with unix millisecond ms may be minted
 // at time now (read with time.Now, so that it carries the monotonic clock):
@@ -197,7 +204,7 @@ func (l *Lease) release(ctx context.Context) error {
 	<-l.done
 
 	l.mu.Lock()
-	if !time.Now().Before(l.fence.Load().deadline) {
+	if l.passed(l.fence.Load()) {
 		l.loseLocked(ErrExpired) // the deadline passed before its timer fired
 	}
 	prior := l.fence.Load().err
@@ -272,7 +279,9 @@ func (l *Lease) loseLocked(cause error) {
 	if cause == ErrExpired {
 		err = l.expiredErr
 	}
-	l.setFence(f.deadline, f.horizon, err)
+	lost := *f
+	lost.err = err
+	l.fence.Store(&lost)
 	l.timer.Stop()
 	close(l.lost)
 	if cause == ErrReleased {
@@ -292,7 +301,7 @@ func (l *Lease) extend(deadline time.Time, horizon int64) bool {
 	if f.err != nil {
 		return false
 	}
-	if !time.Now().Before(f.deadline) {
+	if l.passed(f) {
 		l.loseLocked(ErrExpired)
 		return false
 	}
@@ -310,7 +319,7 @@ func (l *Lease) onDeadline() {
 	if f.err != nil {
 		return
 	}
-	if d := time.Until(f.deadline); d > 0 {
+	if d := f.until - time.Since(l.base); d > 0 {
 		l.timer.Reset(d)
 		return
 	}

@@ -226,9 +226,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		w := time.Now()
 		return w.UnixNano(), w.Sub(base)
 	}
-	ns, since := g.readWall() // anchor the default clock now
-	g.corr.Store(ns - g.baseNs - int64(since))
-	g.anchorAt.Store(int64(since + anchorEvery))
+	g.anchorAt.Store(int64(g.readAnchor() + anchorEvery)) // anchor the default clock now
 	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
 
 	if err := l.Bind(g.seal); err != nil { // refuses a second generator
@@ -380,8 +378,15 @@ func (g *Generator) anchor(d time.Duration) {
 	if int64(d) < at || !g.anchorAt.CompareAndSwap(at, int64(d+anchorEvery)) {
 		return
 	}
+	g.readAnchor()
+}
+
+// readAnchor reads the wall clock and sets corr from it; it returns the
+// monotonic time since base of that reading.
+func (g *Generator) readAnchor() time.Duration {
 	ns, since := g.readWall()
 	g.corr.Store(ns - g.baseNs - int64(since))
+	return since
 }
 
 // sinceEpoch returns unix millisecond ms in milliseconds since the layout's
