@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // fakeStore models the lease table's statements in memory, with the bubble's
@@ -17,9 +17,9 @@ type fakeStore struct {
 	lo, hi  int64
 	latency time.Duration // added before every statement answers
 
-	claimHook   func(ctx context.Context) (postgres.Claim, bool, error)
-	renewHook   func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error)
-	releaseHook func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error)
+	claimHook   func(ctx context.Context) (store.Claim, bool, error)
+	renewHook   func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
+	releaseHook func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
 
 	calls []fakeCall
 }
@@ -34,7 +34,7 @@ type fakeRow struct {
 type fakeCall struct {
 	op      string
 	at      time.Time // when the statement was sent
-	key     postgres.Key
+	key     store.Key
 	horizon int64
 	exact   bool
 }
@@ -55,16 +55,16 @@ func (f *fakeStore) set(change func()) {
 }
 
 func (f *fakeStore) hooks() (
-	func(context.Context) (postgres.Claim, bool, error),
-	func(context.Context, postgres.Key, int) (postgres.Outcome, error),
-	func(context.Context, postgres.Key, int) (postgres.Outcome, error),
+	func(context.Context) (store.Claim, bool, error),
+	func(context.Context, store.Key, int) (store.Outcome, error),
+	func(context.Context, store.Key, int) (store.Outcome, error),
 ) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.claimHook, f.renewHook, f.releaseHook
 }
 
-func (f *fakeStore) record(op string, k postgres.Key, horizon int64, exact bool) int {
+func (f *fakeStore) record(op string, k store.Key, horizon int64, exact bool) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fakeCall{op: op, at: time.Now(), key: k, horizon: horizon, exact: exact})
@@ -105,27 +105,27 @@ func (f *fakeStore) wait(ctx context.Context) error {
 }
 
 func (f *fakeStore) Ensure(ctx context.Context, create bool) error {
-	f.record("ensure", postgres.Key{}, 0, create)
+	f.record("ensure", store.Key{}, 0, create)
 	return f.wait(ctx)
 }
 
 func (f *fakeStore) CheckSchema(ctx context.Context) error {
-	f.record("check", postgres.Key{}, 0, false)
+	f.record("check", store.Key{}, 0, false)
 	return nil
 }
 
 func (f *fakeStore) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
-	f.record("prune", postgres.Key{}, olderThan.Milliseconds(), false)
+	f.record("prune", store.Key{}, olderThan.Milliseconds(), false)
 	return 0, nil
 }
 
-func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error) {
-	f.record("claim", postgres.Key{Owner: owner}, horizonMs, false)
+func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, error) {
+	f.record("claim", store.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {
 		return hook(ctx)
 	}
 	if err := f.wait(ctx); err != nil {
-		return postgres.Claim{}, false, err
+		return store.Claim{}, false, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -135,28 +135,28 @@ func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, 
 		if r.expires.IsZero() || r.expires.Before(now) {
 			prev := r.horizon
 			r.owner, r.epoch, r.expires, r.horizon = owner, r.epoch+1, now.Add(ttl), max(r.horizon, horizonMs)
-			return postgres.Claim{
-				Key:     postgres.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
+			return store.Claim{
+				Key:     store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
 				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon,
 			}, true, nil
 		}
 	}
-	return postgres.Claim{}, false, nil
+	return store.Claim{}, false, nil
 }
 
-func (f *fakeStore) Renew(ctx context.Context, k postgres.Key, ttl time.Duration, horizonMs int64) (postgres.Outcome, error) {
+func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
 	n := f.record("renew", k, horizonMs, false)
 	if _, hook, _ := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
 	}
 	if err := f.wait(ctx); err != nil {
-		return postgres.Outcome{}, err
+		return store.Outcome{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
 	r := f.rows[k.NodeID]
-	o := postgres.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
 		r.expires, r.horizon = now.Add(ttl), max(r.horizon, horizonMs)
 		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
@@ -164,19 +164,19 @@ func (f *fakeStore) Renew(ctx context.Context, k postgres.Key, ttl time.Duration
 	return o, nil
 }
 
-func (f *fakeStore) Release(ctx context.Context, k postgres.Key, horizonMs int64, exact bool) (postgres.Outcome, error) {
+func (f *fakeStore) Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error) {
 	n := f.record("release", k, horizonMs, exact)
 	if _, _, hook := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
 	}
 	if err := f.wait(ctx); err != nil {
-		return postgres.Outcome{}, err
+		return store.Outcome{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
 	r := f.rows[k.NodeID]
-	o := postgres.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
 		r.owner, r.expires = "", time.Time{}
 		if exact {

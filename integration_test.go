@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -233,7 +233,7 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	db, _ := srv.NewDB(t)
 	ctx := testContext(t)
 	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
-	st := r.st.(*postgres.Store)
+	st := r.st.(*store.Store)
 	var epochs []int64
 	claim := func(how string) *Lease {
 		t.Helper()
@@ -371,7 +371,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			}
 
 			// The old holder's renew and release change nothing.
-			st := old.st.(*postgres.Store)
+			st := old.st.(*store.Store)
 			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
 			if err != nil || o.OK {
 				t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
@@ -512,7 +512,7 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 			if err := r.ensure(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st := r.st.(*postgres.Store)
+			st := r.st.(*store.Store)
 			c, ok, err := st.Claim(ctx, "x", MinTTL, 0)
 			if err != nil || !ok {
 				t.Fatal(ok, err)

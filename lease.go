@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -19,7 +20,7 @@ const ReleaseTimeout = 5 * time.Second
 // is released or lost. All methods are safe for concurrent use.
 type Lease struct {
 	reg  *Registry
-	key  postgres.Key
+	key  store.Key
 	prev int64 // the previous holder's horizon, unix ms
 	ttl  time.Duration
 	log  *slog.Logger
@@ -63,7 +64,7 @@ func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
 // passed reports whether the local deadline of f has passed.
 func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 
-func newLease(r *Registry, c postgres.Claim, t0 time.Time) *Lease {
+func newLease(r *Registry, c store.Claim, t0 time.Time) *Lease {
 	l := &Lease{
 		reg:  r,
 		key:  c.Key,
@@ -251,7 +252,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 }
 
 // causeOf explains a renewal or release that changed nothing.
-func (l *Lease) causeOf(o postgres.Outcome) error {
+func (l *Lease) causeOf(o store.Outcome) error {
 	switch {
 	case !o.Exists || o.Epoch != l.key.Epoch:
 		return ErrTakenOver

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -30,7 +31,7 @@ const (
 type config struct {
 	ttl    time.Duration
 	owner  string
-	table  postgres.Config
+	table  store.Config
 	logger *slog.Logger
 	create bool
 	wait   bool
@@ -39,7 +40,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		ttl:    DefaultTTL,
-		table:  postgres.DefaultConfig(),
+		table:  store.DefaultConfig(),
 		logger: slog.New(slog.DiscardHandler),
 		create: true,
 	}

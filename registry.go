@@ -8,17 +8,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
-// store is the SQL a Registry runs. *postgres.Store implements it; the unit
+// leaseStore is the SQL a Registry runs. *store.Store implements it; the unit
 // tests of the renewal rules use a fake.
-type store interface {
+type leaseStore interface {
 	Ensure(ctx context.Context, create bool) error
 	CheckSchema(ctx context.Context) error
-	Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (postgres.Claim, bool, error)
-	Renew(ctx context.Context, k postgres.Key, ttl time.Duration, horizonMs int64) (postgres.Outcome, error)
-	Release(ctx context.Context, k postgres.Key, horizonMs int64, exact bool) (postgres.Outcome, error)
+	Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, error)
+	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error)
+	Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error)
 	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
@@ -32,7 +32,7 @@ const (
 // concurrent use.
 type Registry struct {
 	cfg config
-	st  store
+	st  leaseStore
 
 	ensureMu sync.Mutex // serialises the one-off table set-up
 	ensured  bool
@@ -59,14 +59,14 @@ func New(db *sql.DB, opts ...Option) (*Registry, error) {
 	if cfg.owner == "" {
 		cfg.owner = defaultOwner()
 	}
-	st, err := postgres.NewStore(db, cfg.table)
+	st, err := store.New(db, cfg.table)
 	if err != nil {
 		return nil, err
 	}
 	return newRegistry(cfg, st), nil
 }
 
-func newRegistry(cfg config, st store) *Registry {
+func newRegistry(cfg config, st leaseStore) *Registry {
 	return &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}}
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 const testTTL = 30 * time.Second
@@ -105,9 +105,9 @@ func TestRenewRetriesTransientErrors(t *testing.T) {
 		l := mustAcquire(t, r)
 		failures := 4
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				if n <= failures {
-					return postgres.Outcome{}, io.ErrUnexpectedEOF
+					return store.Outcome{}, io.ErrUnexpectedEOF
 				}
 				st.set(func() { st.renewHook = nil })
 				return st.Renew(ctx, k, testTTL, 0)
@@ -148,11 +148,11 @@ func TestLostAtDeadlineWhenDatabaseHangs(t *testing.T) {
 		deadline := l.Deadline()
 		var ended []time.Duration
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				start := time.Now()
 				<-ctx.Done()
 				ended = append(ended, time.Since(start))
-				return postgres.Outcome{}, ctx.Err()
+				return store.Outcome{}, ctx.Err()
 			}
 		})
 		<-l.Lost()
@@ -187,7 +187,7 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 		deadline := l.Deadline()
 		unblock := make(chan struct{})
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				<-unblock // deaf to ctx
 				st.set(func() { st.renewHook = nil })
 				return st.Renew(context.Background(), k, testTTL, 0)
@@ -221,19 +221,19 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		row  func(k postgres.Key) postgres.Outcome
+		row  func(k store.Key) store.Outcome
 		want error
 	}{
-		{"taken over", func(k postgres.Key) postgres.Outcome {
-			return postgres.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
+		{"taken over", func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
 		}, ErrTakenOver},
-		{"evicted", func(k postgres.Key) postgres.Outcome {
-			return postgres.Outcome{Exists: true, Owner: "", Epoch: k.Epoch}
+		{"evicted", func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch}
 		}, ErrReleased},
-		{"expired", func(k postgres.Key) postgres.Outcome {
-			return postgres.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
+		{"expired", func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
 		}, ErrExpired}, // the hook also expires the row, as the database found it
-		{"row gone", func(k postgres.Key) postgres.Outcome { return postgres.Outcome{} }, ErrTakenOver},
+		{"row gone", func(k store.Key) store.Outcome { return store.Outcome{} }, ErrTakenOver},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 				defer r.Close()
 				l := mustAcquire(t, r)
 				st.set(func() {
-					st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+					st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 						o := c.row(k)
 						o.Now = time.Now()
 						if c.want == ErrExpired {
@@ -437,9 +437,9 @@ func TestReleaseBoundedAndRetried(t *testing.T) {
 		defer r.Close()
 		l := mustAcquire(t, r)
 		st.set(func() {
-			st.releaseHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				<-ctx.Done()
-				return postgres.Outcome{}, ctx.Err()
+				return store.Outcome{}, ctx.Err()
 			}
 		})
 		start := time.Now()
@@ -450,11 +450,11 @@ func TestReleaseBoundedAndRetried(t *testing.T) {
 
 		l2 := mustAcquire(t, r)
 		st.set(func() {
-			st.releaseHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				if n == 2 { // the first attempt for l2 fails, after releasing
 					st.set(func() { st.releaseHook = nil })
 					st.Release(ctx, k, 0, false)
-					return postgres.Outcome{}, io.ErrUnexpectedEOF
+					return store.Outcome{}, io.ErrUnexpectedEOF
 				}
 				return st.Release(ctx, k, 0, false)
 			}
@@ -589,9 +589,9 @@ func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
 		defer r.Close()
 		l := mustAcquire(t, r)
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k postgres.Key, n int) (postgres.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				<-ctx.Done() // no renewal moves the deadline
-				return postgres.Outcome{}, ctx.Err()
+				return store.Outcome{}, ctx.Err()
 			}
 		})
 		l.mu.Lock()

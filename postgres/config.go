@@ -1,13 +1,10 @@
 package postgres
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
-// Defaults.
+// Defaults and limits of a lease table.
 const (
-	// DefaultTable is the table used when none is configured.
+	// DefaultTable is the lease table used when none is configured.
 	DefaultTable = "snowflake_nodes"
 	// DefaultMinNode and DefaultMaxNode bound the default node range: the
 	// 10 node bits of the default Snowflake layout.
@@ -18,29 +15,8 @@ const (
 	MaxNode = 1<<20 - 1
 )
 
-// Config names the table and the node range a Store works on.
-type Config struct {
-	// Table is the lease table, optionally schema-qualified. The history
-	// table is the same name with "_history" appended.
-	Table string
-	// MinNode and MaxNode bound the node IDs, inclusive.
-	MinNode, MaxNode int64
-}
-
-// DefaultConfig returns the default table and node range.
-func DefaultConfig() Config {
-	return Config{Table: DefaultTable, MinNode: DefaultMinNode, MaxNode: DefaultMaxNode}
-}
-
-// Validate checks the table name and the node range.
-func (c Config) Validate() error {
-	if err := ValidateTable(c.Table); err != nil {
-		return err
-	}
-	return ValidateRange(c.MinNode, c.MaxNode)
-}
-
-// ValidateRange checks a node range: 0 <= lo <= hi <= MaxNode.
+// ValidateRange checks a node range, lo to hi inclusive:
+// 0 <= lo <= hi <= MaxNode.
 func ValidateRange(lo, hi int64) error {
 	switch {
 	case lo < 0:
@@ -53,24 +29,5 @@ func ValidateRange(lo, hi int64) error {
 	return nil
 }
 
-// HistoryTable returns the name of the history table.
-func (c Config) HistoryTable() string { return c.Table + "_history" }
-
-// bare returns the table name without its schema, for index names.
-func (c Config) bare() string {
-	if _, t, ok := strings.Cut(c.Table, "."); ok {
-		return t
-	}
-	return c.Table
-}
-
-// Option sets a field of the Config used by SchemaSQL.
-type Option func(*Config)
-
-// WithTable sets the table name (see ValidateTable).
-func WithTable(name string) Option { return func(c *Config) { c.Table = name } }
-
-// WithNodeRange sets the node range to pre-fill, inclusive.
-func WithNodeRange(lo, hi int64) Option {
-	return func(c *Config) { c.MinNode, c.MaxNode = lo, hi }
-}
+// HistoryTable returns the name of the history table of lease table t.
+func HistoryTable(t string) string { return t + "_history" }

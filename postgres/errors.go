@@ -23,15 +23,14 @@ func SQLSTATE(err error) string {
 
 // Fatal reports whether err describes a deployment problem that will not go
 // away without intervention: a missing table or column, a column of the
-// wrong type, a missing privilege, a failed login, a missing database, or a
-// connection pooler that rejects named prepared statements. It is the signal
+// wrong type, a missing privilege, a failed login, a missing database, a
+// value the table's checks refuse, or a connection pooler that rejects named prepared statements. It is the signal
 // worth alerting on.
 func Fatal(err error) bool {
 	if err == nil {
 		return false
 	}
-	var se *StatementError
-	if errors.As(err, &se) && se.pooler {
+	if poolerError(err) {
 		return true
 	}
 	switch SQLSTATE(err) {
@@ -44,8 +43,7 @@ func Fatal(err error) bool {
 		"28P01", // invalid_password
 		"3D000", // invalid_catalog_name
 		"3F000", // invalid_schema_name
-		"26000", // invalid_sql_statement_name
-		"42P05": // duplicate_prepared_statement
+		"23514": // check_violation: a value the table refuses, such as an owner too long
 		return true
 	}
 	return false
@@ -90,57 +88,51 @@ func isConnectError(err error) bool {
 
 // StatementError is the error of a statement on the lease tables. It names
 // the operation and the table, keeps the driver's error for errors.Is/As,
-// and carries a hint where one is known.
+// and adds a hint where the failure is one a deployment can fix.
 type StatementError struct {
 	Op    string // "claim", "renew", ...
-	Table string
+	Table string // the lease table
 	Err   error
-	Hint  string
-	// pooler is set when the error shows a connection pooler in transaction
-	// mode rejecting named prepared statements.
-	pooler bool
 }
 
 func (e *StatementError) Error() string {
 	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
+	if h := e.Hint(); h != "" {
+		msg += " (" + h + ")"
 	}
 	return msg
 }
 
 func (e *StatementError) Unwrap() error { return e.Err }
 
+// Hint returns advice for a failure a deployment can fix, or "".
+func (e *StatementError) Hint() string {
+	switch code := SQLSTATE(e.Err); {
+	case code == "42P01":
+		return "the lease tables do not exist: create them (nodeid init, or the DDL of SchemaSQL)"
+	case code == "42703" || code == "42804":
+		return "the table does not have the expected columns: compare it with the DDL of SchemaSQL"
+	case code == "42501":
+		return fmt.Sprintf("the role needs SELECT, INSERT and UPDATE on %s and %s", e.Table, HistoryTable(e.Table))
+	case code == "25006":
+		return "the server is read-only: point the DSN at the primary"
+	case poolerError(e.Err):
+		return PoolerHint
+	}
+	return ""
+}
+
 // PoolerHint is the advice given when a pooler rejects named prepared
 // statements.
 const PoolerHint = "a connection pooler in transaction mode cannot keep named prepared statements: " +
 	"open the database with default_query_exec_mode=exec (or simple_protocol) in the DSN"
 
-// wrapErr wraps a statement's error with the operation, the table and a hint
-// for the failures a deployment can fix.
-func (s *Store) wrapErr(op string, err error) error {
-	if err == nil {
-		return nil
+// poolerError recognises the errors PgBouncer and the driver produce when
+// named prepared statements meet transaction pooling.
+func poolerError(err error) bool {
+	if code := SQLSTATE(err); code == "26000" || code == "42P05" {
+		return true
 	}
-	e := &StatementError{Op: op, Table: s.cfg.Table, Err: err}
-	switch code := SQLSTATE(err); {
-	case code == "42P01":
-		e.Hint = "the lease tables do not exist: create them (nodeid init, table creation on first use, or the DDL of SchemaSQL)"
-	case code == "42703" || code == "42804":
-		e.Hint = "the table does not have the expected columns: compare it with the DDL of SchemaSQL"
-	case code == "42501":
-		e.Hint = fmt.Sprintf("the role needs SELECT, INSERT and UPDATE on %s and %s", s.cfg.Table, s.cfg.HistoryTable())
-	case code == "25006":
-		e.Hint = "the server is read-only: point the DSN at the primary"
-	case code == "26000" || code == "42P05" || looksLikePooler(err):
-		e.Hint, e.pooler = PoolerHint, true
-	}
-	return e
-}
-
-// looksLikePooler recognises the messages PgBouncer and the driver produce
-// when named prepared statements meet transaction pooling.
-func looksLikePooler(err error) bool {
 	m := err.Error()
 	return strings.Contains(m, "prepared statement") &&
 		(strings.Contains(m, "does not exist") || strings.Contains(m, "already exists"))

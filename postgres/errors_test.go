@@ -43,7 +43,7 @@ func TestClassify(t *testing.T) {
 		{"bad conn", driver.ErrBadConn, false, true},
 		{"deadline", context.DeadlineExceeded, false, true},
 		{"net", &net.OpError{Op: "dial", Err: errors.New("refused")}, false, true},
-		{"privilege found by CheckSchema", &privilegeError{"t", "UPDATE"}, true, false},
+		{"check violation", pg("23514"), true, false},
 		{"plain", errors.New("something else"), false, false},
 	} {
 		if got := Fatal(c.err); got != c.fatal {
@@ -56,12 +56,11 @@ func TestClassify(t *testing.T) {
 }
 
 func TestPoolerHint(t *testing.T) {
-	s := &Store{cfg: DefaultConfig()}
 	for _, err := range []error{
 		&pgconn.PgError{Code: "26000", Message: `prepared statement "stmtcache_1" does not exist`},
 		errors.New(`ERROR: prepared statement "stmtcache_9" already exists`),
 	} {
-		w := s.wrapErr("claim", err)
+		w := &StatementError{Op: "claim", Table: DefaultTable, Err: err}
 		if !Fatal(w) || !errors.Is(w, err) {
 			t.Errorf("%v: Fatal=%v, keeps cause=%v", err, Fatal(w), errors.Is(w, err))
 		}

@@ -40,31 +40,69 @@ CREATE TABLE IF NOT EXISTS {h} (
 );
 CREATE INDEX IF NOT EXISTS {b}_history_ended_idx ON {h} (ended_at);`
 
-// prefillTemplate inserts the missing rows of the node range; $1 and $2 are
-// the bounds.
+// prefillTemplate inserts the missing rows of the node range.
 const prefillTemplate = `INSERT INTO {t} (node_id)
-SELECT g FROM generate_series($1::integer, $2::integer) AS g
-ON CONFLICT (node_id) DO NOTHING`
+SELECT g FROM generate_series({lo}, {hi}) AS g
+ON CONFLICT (node_id) DO NOTHING;`
 
-// expand substitutes the validated table names into a statement template:
-// {t} the lease table, {h} the history table, {b} the bare table name.
-func expand(tmpl string, c Config) string {
-	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{b}", c.bare()).Replace(tmpl)
+// Option configures SchemaSQL. Every option is validated: SchemaSQL returns
+// an error naming the first bad value.
+type Option func(*schema) error
+
+type schema struct {
+	table  string
+	lo, hi int64
+}
+
+// WithTable sets the lease table (see ValidateTable). Default DefaultTable.
+func WithTable(name string) Option {
+	return func(s *schema) error {
+		if err := ValidateTable(name); err != nil {
+			return err
+		}
+		s.table = name
+		return nil
+	}
+}
+
+// WithNodeRange sets the node range to pre-fill, lo to hi inclusive (see
+// ValidateRange). Default DefaultMinNode to DefaultMaxNode.
+func WithNodeRange(lo, hi int64) Option {
+	return func(s *schema) error {
+		if err := ValidateRange(lo, hi); err != nil {
+			return err
+		}
+		s.lo, s.hi = lo, hi
+		return nil
+	}
 }
 
 // SchemaSQL returns the DDL that creates the lease and history tables and
-// pre-fills the node range, for a migration tool. It uses the same defaults
-// as the registry (table snowflake_nodes, node IDs 0-1023) and validates
-// every option; it never emits SQL for a name it could not validate.
+// pre-fills the node range, for a migration tool. It is idempotent: applied
+// again, it changes no existing row. It uses the same defaults as the
+// registry (table snowflake_nodes, node IDs 0-1023) and validates every
+// option; it never emits SQL for a name it could not validate.
 func SchemaSQL(opts ...Option) (string, error) {
-	c := DefaultConfig()
-	for _, o := range opts {
-		o(&c)
+	s := schema{table: DefaultTable, lo: DefaultMinNode, hi: DefaultMaxNode}
+	for i, o := range opts {
+		if o == nil {
+			return "", fmt.Errorf("postgres: SchemaSQL: option %d is nil", i)
+		}
+		if err := o(&s); err != nil {
+			return "", fmt.Errorf("postgres: SchemaSQL: %w", err)
+		}
 	}
-	if err := c.Validate(); err != nil {
-		return "", err
+	return s.expand(schemaTemplate) + "\n" + s.expand(prefillTemplate) + "\n", nil
+}
+
+// expand substitutes the validated names and range into a template: {t}
+// the lease table, {h} the history table, {b} the bare table name (for
+// index names), {lo} and {hi} the node range.
+func (s schema) expand(tmpl string) string {
+	bare := s.table
+	if _, t, ok := strings.Cut(s.table, "."); ok {
+		bare = t
 	}
-	prefill := strings.NewReplacer("$1::integer", fmt.Sprint(c.MinNode), "$2::integer", fmt.Sprint(c.MaxNode)).
-		Replace(prefillTemplate)
-	return expand(schemaTemplate, c) + "\n" + expand(prefill, c) + ";\n", nil
+	return strings.NewReplacer("{t}", s.table, "{h}", HistoryTable(s.table), "{b}", bare,
+		"{lo}", fmt.Sprint(s.lo), "{hi}", fmt.Sprint(s.hi)).Replace(tmpl)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -175,28 +176,28 @@ func (a *app) action(body func(cmd *cobra.Command, args []string) error) func(*c
 
 // store opens the database and returns a Store on the table for the node
 // range r.
-func (a *app) store(r nodeRange) (*postgres.Store, error) {
+func (a *app) store(r nodeRange) (*store.Store, error) {
 	db, err := a.openDB()
 	if err != nil {
 		return nil, err
 	}
-	st, err := postgres.NewStore(db, postgres.Config{Table: a.table, MinNode: r.lo, MaxNode: r.hi})
+	st, err := store.New(db, store.Config{Table: a.table, MinNode: r.lo, MaxNode: r.hi})
 	return st, usage(err)
 }
 
 // nodeRow returns the store of a single node ID, its row and the server's
 // time; missing says what to do when the table has no such row.
-func (a *app) nodeRow(ctx context.Context, node int64, missing string) (*postgres.Store, postgres.Row, time.Time, error) {
+func (a *app) nodeRow(ctx context.Context, node int64, missing string) (*store.Store, store.Row, time.Time, error) {
 	st, err := a.store(nodeRange{node, node})
 	if err != nil {
-		return nil, postgres.Row{}, time.Time{}, err
+		return nil, store.Row{}, time.Time{}, err
 	}
 	rows, now, err := st.List(ctx)
 	if err != nil {
-		return nil, postgres.Row{}, time.Time{}, err
+		return nil, store.Row{}, time.Time{}, err
 	}
 	if len(rows) == 0 {
-		return nil, postgres.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, a.table, missing)
+		return nil, store.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, a.table, missing)
 	}
 	return st, rows[0], now, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -146,7 +147,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.step("Waiting for node ID %d to lapse: nobody renews it, and a TTL after its last renewal it expires", vnode)
-	if err := d.waitState(ctx, vnode, postgres.Expired); err != nil {
+	if err := d.waitState(ctx, vnode, store.Expired); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "Node ID %d expired after %s; it is free for the next claim, at a higher epoch:\n", vnode, time.Since(victim.killed).Round(100*time.Millisecond))
@@ -309,7 +310,7 @@ func (d *demo) waitMinted(ctx context.Context, w *worker, n int) error {
 }
 
 // waitState waits until node is in state s.
-func (d *demo) waitState(ctx context.Context, node int64, s postgres.State) error {
+func (d *demo) waitState(ctx context.Context, node int64, s store.State) error {
 	return d.until(ctx, fmt.Sprintf("node ID %d to be %s", node, s), func() (bool, error) {
 		n, err := d.a.snapshot(ctx)
 		if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // listOptions are the flags of list and watch.
@@ -20,14 +20,14 @@ func (o *listOptions) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.state, "state", "", "show only node IDs in this state: free, held or expired")
 	cmd.Flags().StringVarP(&o.output, "output", "o", outTable, "output format: table, wide (with exact times) or json")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
-		[]string{string(postgres.Free), string(postgres.Held), string(postgres.Expired)}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{string(store.Free), string(store.Held), string(store.Expired)}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
 		[]string{outTable, outWide, outJSON}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (o *listOptions) validate() error {
-	switch postgres.State(o.state) {
-	case "", postgres.Free, postgres.Held, postgres.Expired:
+	switch store.State(o.state) {
+	case "", store.Free, store.Held, store.Expired:
 	default:
 		return usagef("--state %q: the state must be free, held or expired", o.state)
 	}
@@ -58,7 +58,7 @@ expired / total.`,
 			if err != nil {
 				return err
 			}
-			return n.write(a.stdout, n.filter(o.all, postgres.State(o.state)), o.output)
+			return n.write(a.stdout, n.filter(o.all, store.State(o.state)), o.output)
 		}),
 	}
 	o.register(cmd)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 func (a *app) releaseCommand() *cobra.Command {
@@ -53,7 +53,7 @@ Asks for confirmation on stdin unless --yes is given.`,
 			case r.Epoch != epoch:
 				return fmt.Errorf("node ID %d is at epoch %d, not %d: nothing released (the claim you mean has ended; a newer one must not be evicted by mistake)",
 					node, r.Epoch, epoch)
-			case r.State(now) == postgres.Free:
+			case r.State(now) == store.Free:
 				return fmt.Errorf("node ID %d (epoch %d) is already free: nothing to release", node, epoch)
 			}
 			if !yes {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // claimJSON is a history row in -o json.
@@ -23,7 +23,7 @@ type claimJSON struct {
 	HorizonMs    int64      `json:"horizon_ms"`
 }
 
-func claimToJSON(c postgres.Claimed) claimJSON {
+func claimToJSON(c store.HistoryRow) claimJSON {
 	j := claimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
 		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs}
 	j.EndedAt, j.EndedAtMs = jsonTime(c.EndedAt)
@@ -81,7 +81,7 @@ the milliseconds (FROM, TO] in which each holder may have stamped IDs.`,
 	return cmd
 }
 
-func (a *app) writeShow(r postgres.Row, hist []postgres.Claimed, now time.Time, output string) error {
+func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, output string) error {
 	if output == outJSON {
 		doc := showJSON{Table: a.table, Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []claimJSON{}}
 		for _, c := range hist {

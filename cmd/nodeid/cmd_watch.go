@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // clearScreen moves the cursor home and clears the terminal.
@@ -70,7 +70,7 @@ the next one tries again; only a failure of the first one ends the command.`,
 				case err != nil:
 					fmt.Fprintln(&frame, a.describe(err))
 				default:
-					if err := n.write(&frame, n.filter(o.all, postgres.State(o.state)), o.output); err != nil {
+					if err := n.write(&frame, n.filter(o.all, store.State(o.state)), o.output); err != nil {
 						return err
 					}
 				}

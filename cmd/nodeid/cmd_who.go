@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -20,7 +20,7 @@ type traced struct {
 	decoded
 	Claims []claimJSON `json:"claims"`
 
-	claims []postgres.Claimed
+	claims []store.HistoryRow
 }
 
 func (a *app) whoCommand() *cobra.Command {
@@ -126,7 +126,7 @@ func (a *app) writeTraced(w io.Writer, ts []traced, l snowflake.Layout) error {
 }
 
 // leaseSpan describes a claim's life: "acquired T, released T".
-func leaseSpan(c postgres.Claimed) string {
+func leaseSpan(c store.HistoryRow) string {
 	s := "acquired " + exact(c.AcquiredAt)
 	if c.EndedAt.IsZero() {
 		return s + ", still held"

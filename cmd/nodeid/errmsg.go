@@ -48,7 +48,7 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
 	case code == "25006":
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", a.conn.where())
-	case errors.As(err, &se) && se.Hint == postgres.PoolerHint:
+	case errors.As(err, &se) && se.Hint() == postgres.PoolerHint:
 		return fmt.Sprintf("%v: %s", rootMessage(err), postgres.PoolerHint)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: the database did not answer in time", err)

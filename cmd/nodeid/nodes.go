@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // nodes is a snapshot of the lease table at the server's now().
 type nodes struct {
 	table string
-	rows  []postgres.Row
+	rows  []store.Row
 	now   time.Time // the server's now() of the snapshot
 }
 
@@ -28,11 +28,11 @@ func (n nodes) summary() summary {
 	var s summary
 	for _, r := range n.rows {
 		switch r.State(n.now) {
-		case postgres.Held:
+		case store.Held:
 			s.Held++
-		case postgres.Free:
+		case store.Free:
 			s.Free++
-		case postgres.Expired:
+		case store.Expired:
 			s.Expired++
 		}
 	}
@@ -46,8 +46,8 @@ func (s summary) String() string {
 
 // filter returns the rows to show: those ever claimed (epoch > 0) unless
 // all, and only those in state if it is not empty.
-func (n nodes) filter(all bool, state postgres.State) []postgres.Row {
-	var out []postgres.Row
+func (n nodes) filter(all bool, state store.State) []store.Row {
+	var out []store.Row
 	for _, r := range n.rows {
 		if (all || r.Epoch > 0) && (state == "" || r.State(n.now) == state) {
 			out = append(out, r)
@@ -70,7 +70,7 @@ type nodeJSON struct {
 	HorizonMs    int64      `json:"horizon_ms"`
 }
 
-func rowJSON(r postgres.Row, now time.Time) nodeJSON {
+func rowJSON(r store.Row, now time.Time) nodeJSON {
 	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs}
 	j.AcquiredAt, j.AcquiredAtMs = jsonTime(r.AcquiredAt)
 	j.ExpiresAt, j.ExpiresAtMs = jsonTime(r.ExpiresAt)
@@ -96,7 +96,7 @@ type listJSON struct {
 
 // write prints rows of the snapshot in format out, then, for tables, the
 // summary line of the whole snapshot.
-func (n nodes) write(w io.Writer, rows []postgres.Row, out string) error {
+func (n nodes) write(w io.Writer, rows []store.Row, out string) error {
 	if out == outJSON {
 		doc := listJSON{Table: n.table, Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
 		for _, r := range rows {

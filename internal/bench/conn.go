@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -138,7 +139,7 @@ func newPrefix() string {
 // scratch creates the scratch tables named prefix_suffix for node IDs 0 to
 // ids-1, with the schema and prefill of the library, and returns a Store
 // on them through the admin handle. It refuses a name that exists.
-func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*postgres.Store, error) {
+func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.Store, error) {
 	name := r.prefix + "_" + suffix
 	if err := postgres.ValidateTable(name); err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*postgres
 	r.mu.Lock()
 	r.res.Env.Tables = append(r.res.Env.Tables, name)
 	r.mu.Unlock()
-	st, err := postgres.NewStore(r.admin, postgres.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
+	st, err := store.New(r.admin, store.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
 	if err != nil {
 		return nil, err
 	}
@@ -198,19 +199,19 @@ func (r *runner) dropTables() error {
 }
 
 // statements are the texts of the library's statements on one table, as
-// postgres.Store sends them: captured from the wire, not copied.
+// store.Store sends them: captured from the wire, not copied.
 type statements struct {
 	claim, renew, release string
 }
 
-// captureSQL runs a claim, a renewal and a release through postgres.Store
+// captureSQL runs a claim, a renewal and a release through store.Store
 // on st's table and returns the statements it sent. It leaves the table as
 // it found it, bar one epoch.
-func (r *runner) captureSQL(ctx context.Context, st *postgres.Store) (statements, error) {
+func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, error) {
 	ctr := &counter{capture: true}
 	db := r.openDB(1, ModeExec, ctr)
 	defer db.Close()
-	s, err := postgres.NewStore(db, st.Config())
+	s, err := store.New(db, st.Config())
 	if err != nil {
 		return statements{}, err
 	}
@@ -243,7 +244,7 @@ func (r *runner) captureSQL(ctx context.Context, st *postgres.Store) (statements
 // PostgreSQL's relation-extension lock, which halves the rate of
 // concurrent claims; a kept and vacuumed one reuses the space of the
 // versions its releases left, as a long-running table does.
-func (r *runner) reset(ctx context.Context, st *postgres.Store, keepHistory bool) error {
+func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) error {
 	t := st.Config().Table
 	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'"}
 	if !keepHistory {

@@ -10,5 +10,5 @@
 // report subpackage).
 //
 // The Go benchmarks of this package (go test -run '^$' -bench . ./internal/bench)
-// measure the statement layer, postgres.Store, per operation.
+// measure the statement layer, store.Store, per operation.
 package bench

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // HerdResult is the herd start: Claimers concurrent claims, each on its own
@@ -194,7 +194,7 @@ func (r *runner) herd(ctx context.Context) error {
 // herdOnce warms every claimer's connection with one claim, resets the
 // table, then releases all claimers at once and times each claim while
 // sampling lock waits.
-func (r *runner) herdOnce(ctx context.Context, st *postgres.Store, n int, claim herdClaimer) (HerdRun, error) {
+func (r *runner) herdOnce(ctx context.Context, st *store.Store, n int, claim herdClaimer) (HerdRun, error) {
 	var run HerdRun
 	if err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		_, undo, err := claim(ctx, i)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -39,7 +40,7 @@ type OverheadRun struct {
 	PgbenchMode string  `json:"pgbench_mode"`
 	Concurrency int     `json:"concurrency"`
 	Library     float64 `json:"library"`
-	// Store is the same pair through postgres.Store alone: the statements
+	// Store is the same pair through store.Store alone: the statements
 	// through pgx on a connection from database/sql, without the lease's
 	// renewal goroutine, timer and bookkeeping.
 	Store float64 `json:"store"`
@@ -141,7 +142,7 @@ func (t tally) cpuPerOp() float64 {
 // overheadRun measures one repetition at one exec mode and concurrency:
 // every side runs chunks chunks of length chunk (pgbench secs seconds),
 // taking turns.
-func (r *runner) overheadRun(ctx context.Context, st *postgres.Store, run *OverheadRun, chunks int, chunk time.Duration,
+func (r *runner) overheadRun(ctx context.Context, st *store.Store, run *OverheadRun, chunks int, chunk time.Duration,
 	secs int, script, floor string, vars []string, havePgbench bool) error {
 	c, mode := run.Concurrency, run.Mode
 	lib, err := r.libraryLoop(ctx, st, mode, c, chunk)
@@ -255,7 +256,7 @@ func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
 
 // libraryLoop returns a loop of Acquire then Release through one Registry
 // on a pool of c connections.
-func (r *runner) libraryLoop(ctx context.Context, st *postgres.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
+func (r *runner) libraryLoop(ctx context.Context, st *store.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
 	reg, err := nodeid.New(db, nodeid.WithTable(st.Config().Table), nodeid.WithNodeRange(0, st.Config().MaxNode),
 		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))
@@ -275,11 +276,11 @@ func (r *runner) libraryLoop(ctx context.Context, st *postgres.Store, mode strin
 	})
 }
 
-// storeLoop returns the same loop through postgres.Store's Claim and
+// storeLoop returns the same loop through store.Store's Claim and
 // Release alone.
-func (r *runner) storeLoop(ctx context.Context, st *postgres.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
+func (r *runner) storeLoop(ctx context.Context, st *store.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
-	s, err := postgres.NewStore(db, st.Config())
+	s, err := store.New(db, st.Config())
 	if err != nil {
 		db.Close()
 		return nil, err

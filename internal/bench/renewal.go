@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // RenewalResult is the renewals per second one server sustains:
-// postgres.Store.Renew, the statement the library's background renewal
+// store.Store.Renew, the statement the library's background renewal
 // sends, driven from Workers goroutines with a connection each, over IDs
 // live leases.
 type RenewalResult struct {
@@ -50,13 +50,13 @@ func (r *runner) renewal(ctx context.Context) error {
 	if _, err := r.admin.ExecContext(ctx, `VACUUM (ANALYZE) `+t); err != nil {
 		return err
 	}
-	keys := make([]postgres.Key, 0, cfg.RenewIDs)
+	keys := make([]store.Key, 0, cfg.RenewIDs)
 	rows, err := r.admin.QueryContext(ctx, `SELECT node_id, owner, epoch FROM `+t+` ORDER BY node_id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var k postgres.Key
+		var k store.Key
 		if err := rows.Scan(&k.NodeID, &k.Owner, &k.Epoch); err != nil {
 			rows.Close()
 			return err
@@ -87,11 +87,11 @@ func (r *runner) renewal(ctx context.Context) error {
 
 // renewRate renews keys in turn from w goroutines, each with a connection
 // of its own, for the configured duration after a warm-up.
-func (r *runner) renewRate(ctx context.Context, st *postgres.Store, keys []postgres.Key, mode string, w int) (RenewalRun, error) {
+func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Key, mode string, w int) (RenewalRun, error) {
 	var run RenewalRun
 	db := r.openDB(w, mode, nil)
 	defer db.Close()
-	s, err := postgres.NewStore(db, st.Config())
+	s, err := store.New(db, st.Config())
 	if err != nil {
 		return run, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -187,7 +188,7 @@ func (r *runner) roundTrips(ctx context.Context) error {
 	for i := range res.FirstStatements {
 		res.FirstStatements[i].Query = shorten(res.FirstStatements[i].Query)
 	}
-	st, err := postgres.NewStore(r.admin, postgres.Config{Table: table, MinNode: 0, MaxNode: int64(ids) - 1})
+	st, err := store.New(r.admin, store.Config{Table: table, MinNode: 0, MaxNode: int64(ids) - 1})
 	if err != nil {
 		return err
 	}

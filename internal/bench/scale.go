@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // ScaleResult is Acquire's latency against the fraction of node IDs held by
@@ -79,7 +79,7 @@ func (r *runner) scale(ctx context.Context) error {
 	res := &ScaleResult{Samples: cfg.Samples, ExecMode: mode}
 	r.res.Scale = res
 	type sized struct {
-		st  *postgres.Store
+		st  *store.Store
 		reg *nodeid.Registry
 		db  *sql.DB
 	}
@@ -160,7 +160,7 @@ func (r *runner) scale(ctx context.Context) error {
 // in StateLapsed, lapsed. It vacuums and analyses the tables unless the
 // state is StateUnvacuumed. It returns the claimable node IDs in ascending
 // order and how many are held.
-func (r *runner) setState(ctx context.Context, st *postgres.Store, f float64, state string, rep int) ([]int64, int, error) {
+func (r *runner) setState(ctx context.Context, st *store.Store, f float64, state string, rep int) ([]int64, int, error) {
 	if err := r.reset(ctx, st, false); err != nil {
 		return nil, 0, err
 	}
@@ -269,7 +269,7 @@ func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []in
 // state, run in a transaction that is rolled back: the plan made for the
 // parameters' values and, if generic is set, the generic plan a prepared
 // statement may switch to.
-func (r *runner) explain(ctx context.Context, st *postgres.Store, generic bool) ([]Plan, error) {
+func (r *runner) explain(ctx context.Context, st *store.Store, generic bool) ([]Plan, error) {
 	stmts, err := r.captureSQL(ctx, st)
 	if err != nil {
 		return nil, err

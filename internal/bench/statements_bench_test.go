@@ -1,6 +1,6 @@
 package bench
 
-// Go benchmarks of the statement layer, postgres.Store, one operation at a
+// Go benchmarks of the statement layer, store.Store, one operation at a
 // time on one connection, against the test PostgreSQL (see internal/pgtest).
 // Compare with benchstat:
 //
@@ -28,7 +28,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // statementIDs is the node range of the statement benchmarks.
@@ -45,7 +45,7 @@ func BenchmarkStatement(b *testing.B) {
 		db := stdlib.OpenDB(*cc)
 		db.SetMaxOpenConns(1)
 		b.Cleanup(func() { db.Close() })
-		st, err := postgres.NewStore(db, postgres.Config{Table: "bench_" + mode, MinNode: 0, MaxNode: statementIDs - 1})
+		st, err := store.New(db, store.Config{Table: "bench_" + mode, MinNode: 0, MaxNode: statementIDs - 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func BenchmarkStatement(b *testing.B) {
 
 // freeAll frees every node ID of st's table and vacuums it, outside the
 // timer.
-func freeAll(b *testing.B, st *postgres.Store) {
+func freeAll(b *testing.B, st *store.Store) {
 	b.Helper()
 	t := st.Config().Table
 	for _, q := range []string{
@@ -75,9 +75,9 @@ func freeAll(b *testing.B, st *postgres.Store) {
 	}
 }
 
-func claimN(b *testing.B, st *postgres.Store, n int) []postgres.Key {
+func claimN(b *testing.B, st *store.Store, n int) []store.Key {
 	b.Helper()
-	keys := make([]postgres.Key, 0, n)
+	keys := make([]store.Key, 0, n)
 	for range n {
 		c, ok, err := st.Claim(b.Context(), "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
 		if err != nil || !ok {
@@ -88,7 +88,7 @@ func claimN(b *testing.B, st *postgres.Store, n int) []postgres.Key {
 	return keys
 }
 
-func benchClaim(b *testing.B, st *postgres.Store) {
+func benchClaim(b *testing.B, st *store.Store) {
 	freeAll(b, st)
 	// Prepare, and leave the plan cache's first executions behind.
 	for _, k := range claimN(b, st, 10) {
@@ -112,7 +112,7 @@ func benchClaim(b *testing.B, st *postgres.Store) {
 	}
 }
 
-func benchRenew(b *testing.B, st *postgres.Store) {
+func benchRenew(b *testing.B, st *store.Store) {
 	freeAll(b, st)
 	keys := claimN(b, st, 1024)
 	b.ResetTimer()
@@ -126,9 +126,9 @@ func benchRenew(b *testing.B, st *postgres.Store) {
 	}
 }
 
-func benchRelease(b *testing.B, st *postgres.Store) {
+func benchRelease(b *testing.B, st *store.Store) {
 	freeAll(b, st)
-	var keys []postgres.Key
+	var keys []store.Key
 	b.ResetTimer()
 	for b.Loop() {
 		if len(keys) == 0 {
@@ -144,7 +144,7 @@ func benchRelease(b *testing.B, st *postgres.Store) {
 	}
 }
 
-func benchFloor(b *testing.B, st *postgres.Store) {
+func benchFloor(b *testing.B, st *store.Store) {
 	q := fmt.Sprintf("UPDATE %s SET horizon_ms = horizon_ms + 1 WHERE node_id = $1", st.Config().Table)
 	var db *sql.DB = st.DB()
 	i := 0

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -522,7 +523,7 @@ func (r *run) history(ctx context.Context) (History, error) {
 		return h, err
 	}
 	defer db.Close()
-	st, err := postgres.NewStore(db, postgres.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	st, err := store.New(db, store.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
 	if err != nil {
 		return h, err
 	}
@@ -556,7 +557,7 @@ func (r *run) history(ctx context.Context) (History, error) {
 	return h, nil
 }
 
-// checkWho asks postgres.Store.Who, for the first and the last ID of every
+// checkWho asks store.Store.Who, for the first and the last ID of every
 // lease, which claims may have stamped it: the horizons partition each
 // node ID's time line, so the answer must be exactly the claim that did.
 func (r *run) checkWho(ctx context.Context, rep *Report, h History) {
@@ -566,7 +567,7 @@ func (r *run) checkWho(ctx context.Context, rep *Report, h History) {
 		return
 	}
 	defer db.Close()
-	st, err := postgres.NewStore(db, postgres.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	st, err := store.New(db, store.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
 	if err != nil {
 		r.failf("who: %v", err)
 		return

@@ -41,13 +41,13 @@
 // # The check
 //
 // Check then reads every worker file and the history table
-// (postgres.Store.History and List) and fails the test on any duplicate ID
+// (store.Store.History and List) and fails the test on any duplicate ID
 // (over every ID recorded, exactly) or any violation of the rules listed in
 // Check's doc: each ID within its claim's [acquired_at, ended_at] once the
 // worker's clock offset is taken off, within its claim's horizons
 // (from_ms, horizon_ms], with the node and epoch bits of its lease, and not
 // after the lease's local deadline; every paused worker's Lost closed after
-// SIGCONT; each node ID's claims form one time line. postgres.Store.Who
+// SIGCONT; each node ID's claims form one time line. store.Store.Who
 // must name, for the first and last ID of every lease, exactly the claim
 // that minted it. The test prints one summary line (stdout and t.Log):
 // seed, duration, workers, IDs minted, faults by kind, duplicates,

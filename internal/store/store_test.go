@@ -1,4 +1,4 @@
-package postgres_test
+package store_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -20,19 +21,27 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func newStore(t *testing.T, opts ...postgres.Option) (*postgres.Store, *pgtest.Server, string) {
+func newStore(t *testing.T, opts ...func(*store.Config)) (*store.Store, *pgtest.Server, string) {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	db, dsn := srv.NewDB(t)
-	cfg := postgres.DefaultConfig()
+	cfg := store.DefaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	st, err := postgres.NewStore(db, cfg)
+	st, err := store.New(db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st, srv, dsn
+}
+
+func withTable(name string) func(*store.Config) {
+	return func(c *store.Config) { c.Table = name }
+}
+
+func withNodes(lo, hi int64) func(*store.Config) {
+	return func(c *store.Config) { c.MinNode, c.MaxNode = lo, hi }
 }
 
 func TestSchemaSQLAppliesAndMatchesEnsure(t *testing.T) {
@@ -41,7 +50,7 @@ func TestSchemaSQLAppliesAndMatchesEnsure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, _ := newStore(t, postgres.WithTable("ids.nodes"), postgres.WithNodeRange(10, 19))
+	st, _, _ := newStore(t, withTable("ids.nodes"), withNodes(10, 19))
 	db := st.DB()
 	ctx := ctxT(t)
 	if err := st.CheckSchema(ctx); !postgres.Fatal(err) || !strings.Contains(err.Error(), "ids.nodes") {
@@ -100,7 +109,7 @@ func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer roleDB.Close()
-	rs, _ := postgres.NewStore(roleDB, postgres.DefaultConfig())
+	rs, _ := store.New(roleDB, store.DefaultConfig())
 	err = rs.CheckSchema(ctx)
 	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "UPDATE on table snowflake_nodes") {
 		t.Fatalf("CheckSchema without UPDATE = %v, want a Fatal error naming UPDATE and the table", err)
@@ -117,7 +126,7 @@ func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
 
 func TestHistoryWhoEvictPrune(t *testing.T) {
 	t.Parallel()
-	st, _, _ := newStore(t, postgres.WithNodeRange(0, 0))
+	st, _, _ := newStore(t, withNodes(0, 0))
 	ctx := ctxT(t)
 	if err := st.Ensure(ctx, true); err != nil {
 		t.Fatal(err)
@@ -184,7 +193,7 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	}
 
 	rows, now, err := st.List(ctx)
-	if err != nil || len(rows) != 1 || rows[0].State(now) != postgres.Held || rows[0].Owner != "c" {
+	if err != nil || len(rows) != 1 || rows[0].State(now) != store.Held || rows[0].Owner != "c" {
 		t.Fatalf("List = %+v at %v, %v", rows, now, err)
 	}
 

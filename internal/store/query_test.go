@@ -1,4 +1,4 @@
-package postgres_test
+package store_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -60,11 +61,11 @@ func (c closingConn) Conn() *pgx.Conn {
 	return pc
 }
 
-func storeOn(t *testing.T, c *connector) *postgres.Store {
+func storeOn(t *testing.T, c *connector) *store.Store {
 	t.Helper()
 	db := sql.OpenDB(c)
 	t.Cleanup(func() { db.Close() })
-	s, err := postgres.NewStore(db, postgres.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	s, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestLeaseStatementsThroughAnyDriver(t *testing.T) {
 			if err != nil || !o.OK || o.Horizon != 200 || o.Epoch != 1 || o.Owner != "a" {
 				t.Fatalf("renew: %+v, %v", o, err)
 			}
-			o, err = s.Renew(t.Context(), postgres.Key{NodeID: 0, Owner: "b", Epoch: 1}, time.Minute, 300)
+			o, err = s.Renew(t.Context(), store.Key{NodeID: 0, Owner: "b", Epoch: 1}, time.Minute, 300)
 			if err != nil || o.OK || !o.Exists || o.Owner != "a" {
 				t.Fatalf("renew by another owner: %+v, %v", o, err)
 			}
@@ -111,7 +112,7 @@ func TestLeaseStatementsThroughAnyDriver(t *testing.T) {
 			if err != nil || !o.OK || o.Horizon != 150 {
 				t.Fatalf("release: %+v, %v", o, err)
 			}
-			o, err = s.Release(t.Context(), postgres.Key{NodeID: 5, Owner: "a", Epoch: 1}, 0, false)
+			o, err = s.Release(t.Context(), store.Key{NodeID: 5, Owner: "a", Epoch: 1}, 0, false)
 			if err != nil || o.Exists {
 				t.Fatalf("release of a node ID without a row: %+v, %v", o, err)
 			}

@@ -1,6 +1,7 @@
-// Package postgres holds the SQL of nodeid: the schema, the statements on the
-// lease and history tables, table-name validation, and the classification of
-// driver errors.
+// Package store runs nodeid's statements on the lease and history tables:
+// claim, renewal, release, eviction, and the reads of the command line. The
+// schema, identifier validation and error classification that users call
+// are in package postgres.
 //
 // Every operation is one autocommit statement that also returns the server's
 // now(), with no session state (no advisory locks held across statements, no
@@ -13,15 +14,49 @@
 // through pgx itself, and through database/sql with any other driver.
 // Through a pooler in transaction mode, the DSN must select an exec mode that
 // does not name prepared statements (default_query_exec_mode=exec).
-package postgres
+package store
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/nodeid/nodeid/postgres"
 )
+
+// Config names the table and the node range a Store works on.
+type Config struct {
+	// Table is the lease table, optionally schema-qualified; its history
+	// table is postgres.HistoryTable(Table).
+	Table string
+	// MinNode and MaxNode bound the node IDs, inclusive.
+	MinNode, MaxNode int64
+}
+
+// DefaultConfig returns the default table and node range.
+func DefaultConfig() Config {
+	return Config{Table: postgres.DefaultTable, MinNode: postgres.DefaultMinNode, MaxNode: postgres.DefaultMaxNode}
+}
+
+// Validate checks the table name and the node range.
+func (c Config) Validate() error {
+	if err := postgres.ValidateTable(c.Table); err != nil {
+		return err
+	}
+	return postgres.ValidateRange(c.MinNode, c.MaxNode)
+}
+
+// HistoryTable returns the name of the history table.
+func (c Config) HistoryTable() string { return postgres.HistoryTable(c.Table) }
+
+// expand substitutes the validated table names into a statement template:
+// {t} the lease table, {h} the history table.
+func expand(tmpl string, c Config) string {
+	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable()).Replace(tmpl)
+}
 
 // Store runs the statements on one lease table.
 type Store struct {
@@ -33,9 +68,9 @@ type Store struct {
 	pruneSQL                                 string
 }
 
-// NewStore returns a Store for the validated table and range of cfg. It does
+// New returns a Store for the validated table and range of cfg. It does
 // not touch the database.
-func NewStore(db *sql.DB, cfg Config) (*Store, error) {
+func New(db *sql.DB, cfg Config) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("nodeid: the *sql.DB is nil")
 	}
@@ -263,6 +298,12 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (bool, error) {
 	return n == 1, nil
 }
 
+// prefillTemplate inserts the missing rows of the node range; $1 and $2 are
+// the bounds.
+const prefillTemplate = `INSERT INTO {t} (node_id)
+SELECT g FROM generate_series($1::integer, $2::integer) AS g
+ON CONFLICT (node_id) DO NOTHING`
+
 // existsSQL reports whether both tables exist, without needing any privilege
 // on them.
 const existsSQL = `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`
@@ -300,7 +341,11 @@ func (s *Store) createTables(ctx context.Context) error {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, "nodeid:"+s.cfg.Table); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, expand(schemaTemplate, s.cfg)); err != nil {
+	ddl, err := postgres.SchemaSQL(postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, ddl); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -338,14 +383,3 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	}
 	return nil
 }
-
-// privilegeError reports a privilege CheckSchema found missing; it carries
-// SQLSTATE 42501 like the server's own error.
-type privilegeError struct{ table, privilege string }
-
-func (e *privilegeError) Error() string {
-	return fmt.Sprintf("permission denied: the role lacks %s on table %s (SQLSTATE 42501)", e.privilege, e.table)
-}
-
-// SQLState lets SQLSTATE and Fatal classify the error like the server's.
-func (e *privilegeError) SQLState() string { return "42501" }

@@ -1,4 +1,4 @@
-package postgres
+package store
 
 import (
 	"context"
@@ -75,9 +75,9 @@ func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
 	return out, now, nil
 }
 
-// Claimed is one claim of a node ID, from the history table. A claim may
+// HistoryRow is one claim of a node ID, from the history table. A claim may
 // have stamped IDs only in the milliseconds (FromMs, HorizonMs].
-type Claimed struct {
+type HistoryRow struct {
 	NodeID     int64
 	Epoch      int64
 	Owner      string
@@ -97,7 +97,7 @@ FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer ORDER BY h.epoch DESC LIMIT $2::integer`
 
 // History returns the latest limit claims of node ID node, newest first.
-func (s *Store) History(ctx context.Context, node int64, limit int) ([]Claimed, error) {
+func (s *Store) History(ctx context.Context, node int64, limit int) ([]HistoryRow, error) {
 	return s.claims(ctx, "history", s.historySQL, node, limit)
 }
 
@@ -111,20 +111,20 @@ ORDER BY h.epoch`
 // millisecond ms. Horizons partition each node ID's time line, so for an ID
 // minted by a fenced generator there is exactly one; none means no claim
 // recorded in the history covers it.
-func (s *Store) Who(ctx context.Context, node, ms int64) ([]Claimed, error) {
+func (s *Store) Who(ctx context.Context, node, ms int64) ([]HistoryRow, error) {
 	return s.claims(ctx, "who", s.whoSQL, node, ms)
 }
 
-func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Claimed, error) {
+func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]HistoryRow, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.wrapErr(op, err)
 	}
 	defer rows.Close()
-	var out []Claimed
+	var out []HistoryRow
 	for rows.Next() {
 		var (
-			c     Claimed
+			c     HistoryRow
 			ended sql.NullTime
 		)
 		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs); err != nil {

@@ -1,4 +1,4 @@
-package postgres_test
+package store_test
 
 import (
 	"database/sql"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -14,7 +15,7 @@ import (
 // another server connection it fails. The error must say what to change.
 func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 	t.Parallel()
-	st, srv, _ := newStore(t, postgres.WithNodeRange(0, 9))
+	st, srv, _ := newStore(t, withNodes(0, 9))
 	ctx := ctxT(t)
 	if err := st.Ensure(ctx, true); err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 	}
 	defer cached.Close()
 	cached.SetMaxOpenConns(1)
-	cs, err := postgres.NewStore(cached, postgres.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 9})
+	cs, err := store.New(cached, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

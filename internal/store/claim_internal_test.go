@@ -1,11 +1,13 @@
-package postgres
+package store
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // A claim records acquired_at when it has locked its row, not when its
@@ -16,7 +18,7 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 	db, _ := pgtest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := NewStore(db, Config{Table: DefaultTable, MinNode: 0, MaxNode: 0})
+	s, err := New(db, Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,5 +53,18 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 	}
 	if got := c.Expires.Sub(c.Now); got != time.Minute {
 		t.Errorf("expiry is now() + %s, want now() + the TTL", got)
+	}
+}
+
+// A privilege that CheckSchema finds missing is classified like the
+// server's own error: Fatal, SQLSTATE 42501, naming the table and privilege.
+func TestPrivilegeErrorIsFatal(t *testing.T) {
+	s := &Store{cfg: DefaultConfig()}
+	err := s.wrapErr("check schema", &privilegeError{table: "t", privilege: "UPDATE"})
+	if !postgres.Fatal(err) || postgres.Retryable(err) || postgres.SQLSTATE(err) != "42501" {
+		t.Fatalf("%v: Fatal=%v Retryable=%v SQLSTATE=%q", err, postgres.Fatal(err), postgres.Retryable(err), postgres.SQLSTATE(err))
+	}
+	if !strings.Contains(err.Error(), "UPDATE on table t") {
+		t.Errorf("error %q does not name the privilege and the table", err)
 	}
 }
