@@ -281,12 +281,18 @@ func TestDatabaseAtConnectionLimit(t *testing.T) {
 	admin, dsn := srv.NewDB(t)
 	provision(t, admin)
 	ctx := testContext(t)
-	if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+currentDB(t, admin)+" CONNECTION LIMIT 1"); err != nil {
+	dbName := currentDB(t, admin)
+	if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+dbName+" CONNECTION LIMIT 1"); err != nil {
 		t.Fatal(err)
 	}
 	app, role := newRole(t, srv, admin, dsn, appGrants) // the limit does not apply to superusers
 	admin.SetMaxIdleConns(0)                            // but their connections count
+	waitNoBackends(t, srv, dbName)
 	hog, err := app.Conn(ctx)
+	for atLimit(err) { // a backend of the set-up still exiting
+		time.Sleep(10 * time.Millisecond)
+		hog, err = app.Conn(ctx)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,11 +307,54 @@ func TestDatabaseAtConnectionLimit(t *testing.T) {
 		t.Fatalf("Acquire at the connection limit = %v, want a retryable 53300", err)
 	}
 	hog.Close()
-	app.Close() // frees the one allowed connection
-	if l := acquire(t, r); l.NodeID() != 0 || l.Epoch() != 1 {
+	app.Close() // frees the one allowed connection, once its backend has exited
+	waitNoBackends(t, srv, dbName)
+	l, err := r.Acquire(ctx)
+	for atLimit(err) { // the hog's backend still exiting
+		time.Sleep(10 * time.Millisecond)
+		l, err = r.Acquire(ctx)
+	}
+	if err != nil {
+		t.Fatalf("Acquire after the limit cleared: %v", err)
+	}
+	if l.NodeID() != 0 || l.Epoch() != 1 {
 		t.Fatalf("after the limit cleared: node %d epoch %d", l.NodeID(), l.Epoch())
 	}
 }
+
+// waitNoBackends waits until database db has no client backend: a closed
+// connection's backend exits after the client has gone, and counts against
+// a connection limit until it has. It watches from the postgres database, so
+// as not to count itself. The server's own count may lag pg_stat_activity
+// by a moment still: callers retry what the limit refuses.
+func waitNoBackends(t *testing.T, srv *pgtest.Server, db string) {
+	t.Helper()
+	watch, err := sql.Open("pgx", srv.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	ctx := testContext(t)
+	for {
+		var n int
+		if err := watch.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = $1 AND backend_type = 'client backend'`, db).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("database %s still has %d backends", db, n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// atLimit reports whether err is the refusal of a database at its
+// connection limit.
+func atLimit(err error) bool { return postgres.SQLSTATE(err) == "53300" }
 
 // No password from a DSN reaches an error.
 func TestNoPasswordInErrors(t *testing.T) {
