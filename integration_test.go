@@ -366,7 +366,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			if !errors.Is(lo.Err(), ErrLeaseLost) || !errors.Is(lo.Err(), ErrTakenOver) {
 				t.Fatalf("old lease Err = %v, want ErrLeaseLost and ErrTakenOver", lo.Err())
 			}
-			if err := lo.Check(time.Now(), 0); !errors.Is(err, ErrTakenOver) {
+			if err := check(lo, time.Now(), 0); !errors.Is(err, ErrTakenOver) {
 				t.Errorf("Check after takeover = %v", err)
 			}
 
@@ -455,7 +455,7 @@ func TestDatabaseStoppedLostAtDeadline(t *testing.T) {
 	if !errors.Is(l.Err(), ErrExpired) {
 		t.Errorf("Err = %v, want ErrExpired", l.Err())
 	}
-	if err := l.Check(time.Now(), 0); !errors.Is(err, ErrExpired) {
+	if err := check(l, time.Now(), 0); !errors.Is(err, ErrExpired) {
 		t.Errorf("Check after the deadline = %v", err)
 	}
 

@@ -22,12 +22,6 @@ type leaseStore interface {
 	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
-// Backoff bounds of Acquire when WithWait is set.
-const (
-	waitMin = 50 * time.Millisecond
-	waitMax = 2 * time.Second
-)
-
 // Registry leases node IDs from one PostgreSQL table. It is safe for
 // concurrent use.
 type Registry struct {
@@ -119,17 +113,14 @@ func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 	if err := r.ensure(ctx); err != nil {
 		return nil, err
 	}
-	for backoff := waitMin; ; backoff = min(2*backoff, waitMax) {
+	poll := backoff{next: waitMin, max: waitMax}
+	for {
 		l, err := r.claim(ctx)
 		if !r.cfg.wait || !errors.Is(err, ErrNoNodeIDAvailable) {
 			return l, err
 		}
-		t := time.NewTimer(jitter(backoff))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !poll.wait(ctx) {
 			return nil, fmt.Errorf("%w: stopped waiting: %w", err, context.Cause(ctx))
-		case <-t.C:
 		}
 	}
 }
@@ -161,9 +152,7 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 			ErrNoNodeIDAvailable, r.cfg.table.MinNode, r.cfg.table.MaxNode)
 	}
 	l := newLease(r, c, t0)
-	rctx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
-	go l.renewLoop(rctx, t0)
+	l.start(t0)
 
 	r.mu.Lock()
 	closed := r.closed

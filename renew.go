@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The timing rules of renewal, all fractions of the TTL:
+// The timing rules of a lease, all fractions of the TTL:
 //
 //   - a renewal starts TTL/3 after the start of the last successful claim
 //     or renewal, so two attempts fit before the deadline even if the first
@@ -23,11 +23,37 @@ func attemptTimeout(ttl time.Duration) time.Duration { return ttl / 5 }
 func retryBase(ttl time.Duration) time.Duration      { return ttl / 30 }
 func safetyMargin(ttl time.Duration) time.Duration   { return ttl / 10 }
 
+// localDeadline is invariant 4 of the design: t0 was read before the
+// statement was sent and the server stamped now() after receiving it, so t0
+// plus the time the server granted falls before the true expiry; the margin
+// covers clock-rate drift between the two hosts.
+func localDeadline(t0, expires, serverNow time.Time, ttl time.Duration) time.Time {
+	return t0.Add(expires.Sub(serverNow) - safetyMargin(ttl))
+}
+
 // horizonFor is the horizon a claim or renewal started at t0 records: the
 // latest millisecond the registry's clock can show before the deadline that
 // the statement grants, which is at most t0 + TTL.
 func horizonFor(t0 time.Time, ttl time.Duration) int64 {
 	return t0.UnixMilli() + ttl.Milliseconds()
+}
+
+// Backoff bounds of Acquire when WithWait is set.
+const (
+	waitMin = 50 * time.Millisecond
+	waitMax = 2 * time.Second
+)
+
+// backoff is the one retry schedule of the package: each delay is jittered
+// by ±50% around a base that doubles, from next up to max, after every
+// wait.
+type backoff struct{ next, max time.Duration }
+
+// wait sleeps for the next delay; it reports false if ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool {
+	d := jitter(b.next)
+	b.next = min(2*b.next, b.max)
+	return sleep(ctx, d)
 }
 
 // jitter returns a duration uniformly in [d/2, 3d/2).
@@ -38,40 +64,53 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d)
 }
 
-// renewLoop keeps the lease alive until ctx is cancelled (Release) or the
-// lease is lost. last is the start of the claim.
-func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
-	defer close(l.done)
-	next := last.Add(renewInterval(l.ttl))
-	for {
-		if !l.sleepUntil(ctx, next) {
-			return
-		}
-		t0 := time.Now()
-		renewed, retry := l.renewOnce(ctx, t0)
-		switch {
-		case renewed:
-			next = t0.Add(renewInterval(l.ttl))
-		case retry:
-			next = time.Now().Add(jitter(retryBase(l.ttl)))
-		default:
-			return
-		}
-	}
-}
-
-// sleepUntil waits until t; it reports false if the lease ended or the loop
-// was stopped first.
-func (l *Lease) sleepUntil(ctx context.Context, t time.Time) bool {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
+// sleep sleeps for d; it reports false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-l.lost:
-		return false
-	case <-timer.C:
+	case <-t.C:
 		return true
+	}
+}
+
+// start arms the deadline timer of a lease claimed at t0 and starts its
+// renewal loop. stop ends the loop and waits for it.
+func (l *Lease) start(t0 time.Time) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	l.mu.Lock() // the timer may fire before AfterFunc returns
+	l.timer = time.AfterFunc(time.Until(l.Deadline()), l.onDeadline)
+	l.mu.Unlock()
+	go l.renewLoop(ctx, t0)
+}
+
+func (l *Lease) stop() {
+	l.cancel()
+	<-l.done
+}
+
+// renewLoop keeps the lease alive until ctx is cancelled (Release, or the
+// lease was lost). last is the start of the claim.
+func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
+	defer close(l.done)
+	retry := backoff{next: retryBase(l.ttl), max: retryBase(l.ttl)}
+	if !sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
+		return
+	}
+	for {
+		t0 := time.Now()
+		renewed, again := l.renewOnce(ctx, t0)
+		switch {
+		case renewed:
+			if !sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
+				return
+			}
+		case !again || !retry.wait(ctx):
+			return
+		}
 	}
 }
 
@@ -98,6 +137,41 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 	}
 	l.log.Debug("nodeid: renewed", "expires", o.Expires, "horizon_ms", o.Horizon)
 	return true, false
+}
+
+// extend installs the deadline and horizon of a successful renewal. It
+// reports false if the lease ended meanwhile: a lapsed lease is never
+// revived, even if the database granted the renewal.
+func (l *Lease) extend(deadline time.Time, horizon int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.fence.Load()
+	if f.err != nil {
+		return false
+	}
+	if l.passed(f) {
+		l.loseLocked(ErrExpired)
+		return false
+	}
+	l.setFence(deadline, max(horizon, f.horizon), nil)
+	l.timer.Reset(time.Until(deadline))
+	return true
+}
+
+// onDeadline runs when the deadline timer fires: the lease expires unless a
+// renewal moved the deadline meanwhile.
+func (l *Lease) onDeadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f := l.fence.Load()
+	if f.err != nil {
+		return
+	}
+	if d := f.until - time.Since(l.base); d > 0 {
+		l.timer.Reset(d)
+		return
+	}
+	l.loseLocked(ErrExpired)
 }
 
 func minTime(a, b time.Time) time.Time {

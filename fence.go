@@ -1,0 +1,89 @@
+package nodeid
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// fence is an immutable snapshot of what a lease permits. A generator reads
+// it on every ID: one atomic load.
+type fence struct {
+	// until is the local deadline, as monotonic time since the lease's
+	// base: nothing may be minted at or after it.
+	until   time.Duration
+	horizon int64 // unix ms recorded in the database: nothing may be stamped after it
+	err     error // non-nil once the lease is lost
+}
+
+// setFence installs a new fence; l.mu is held, or l is not yet shared.
+func (l *Lease) setFence(deadline time.Time, horizon int64, err error) {
+	l.fence.Store(&fence{until: deadline.Sub(l.base), horizon: horizon, err: err})
+}
+
+// deadline returns the local deadline of f.
+func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
+
+// passed reports whether the local deadline of f has passed.
+func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
+
+// Base returns the monotonic origin of CheckSince: a time read with
+// time.Now before the lease was claimed.
+func (l *Lease) Base() time.Time { return l.base }
+
+// CheckSince reports whether an ID stamped with unix millisecond ms may be
+// minted at time Base() + d, for d read as time.Since(Base()): nil while the
+// lease is held, d is before the deadline and ms is not after the horizon
+// recorded in the database; otherwise the reason. It takes no lock and does
+// not allocate. Generators call it for every ID.
+func (l *Lease) CheckSince(d time.Duration, ms int64) error {
+	f := l.fence.Load()
+	switch {
+	case f.err != nil:
+		return f.err
+	case d >= f.until:
+		return l.expiredErr
+	case ms > f.horizon:
+		return l.aheadErr
+	}
+	return nil
+}
+
+// Bind registers the seal function of the generator that mints under the
+// lease. Release calls it after the lease has stopped admitting IDs; it must
+// stop the generator for good and return the latest unix millisecond it
+// stamped (or any earlier value if it stamped none). Release then records
+// that exact horizon, so that the node ID can be reused without waiting.
+// Bind declares that every ID minted under the lease comes from that one
+// generator, so a lease takes one Bind only: two generators on one lease
+// would mint the same IDs. Without a bound generator, Release keeps the
+// horizon recorded at the last renewal, which is always safe. Bind fails once
+// the lease is lost.
+func (l *Lease) Bind(seal func() int64) error {
+	if seal == nil {
+		return errors.New("nodeid: Bind: the seal function is nil")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.fence.Load().err; err != nil {
+		return err
+	}
+	if l.sealer != nil {
+		return fmt.Errorf("nodeid: node ID %d (epoch %d) already has a generator: two on one lease would mint the same IDs; share the first",
+			l.key.NodeID, l.key.Epoch)
+	}
+	l.sealer = seal
+	return nil
+}
+
+// seal stops the bound generator, if any, and returns the horizon Release
+// records: the latest millisecond the generator stamped (exact), or, with
+// no generator, the previous holder's (not exact: the database keeps the
+// horizon of the last renewal). l.mu is held, and the lease has stopped
+// admitting IDs.
+func (l *Lease) seal() (horizon int64, exact bool) {
+	if l.sealer == nil {
+		return l.prev, false
+	}
+	return max(l.prev, l.sealer()), true
+}
