@@ -68,7 +68,7 @@ Asks for confirmation on stdin unless --yes is given.`,
 					return errors.New("not released: the answer was not yes")
 				}
 			}
-			done, err := st.Evict(cmd.Context(), node, epoch)
+			done, horizon, err := st.Evict(cmd.Context(), node, epoch)
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return fmt.Errorf("node ID %d changed meanwhile (it is no longer held at epoch %d): nothing released", node, epoch)
 			}
 			_, err = fmt.Fprintf(a.stdout, "released node ID %d (epoch %d, owner %s); the next holder stamps after %s\n",
-				node, epoch, orDash(r.Owner), exactMs(r.HorizonMs))
+				node, epoch, orDash(r.Owner), exactMs(horizon))
 			return err
 		}),
 	}

@@ -286,16 +286,17 @@ const evictTemplate = `WITH old AS (
     FROM evicted e, old
     WHERE h.node_id = e.node_id AND h.epoch = e.epoch AND h.ended_at IS NULL
 )
-SELECT count(*) FROM evicted`
+SELECT count(*), COALESCE(max(horizon_ms), 0) FROM evicted`
 
 // Evict frees node ID node if its current epoch is epoch and it is not
-// already free. It reports whether it changed the row.
-func (s *Store) Evict(ctx context.Context, node, epoch int64) (bool, error) {
+// already free. It reports whether it changed the row, and the horizon the
+// row kept: the next holder stamps after it.
+func (s *Store) Evict(ctx context.Context, node, epoch int64) (ok bool, horizonMs int64, err error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch).Scan(&n); err != nil {
-		return false, s.wrapErr("evict", err)
+	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch).Scan(&n, &horizonMs); err != nil {
+		return false, 0, s.wrapErr("evict", err)
 	}
-	return n == 1, nil
+	return n == 1, horizonMs, nil
 }
 
 // prefillTemplate inserts the missing rows of the node range; $1 and $2 are

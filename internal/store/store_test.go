@@ -148,13 +148,13 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	if err != nil || c2.PrevHorizon != 5000 || c2.Epoch != 2 {
 		t.Fatalf("claim 2: %+v %v", c2, err)
 	}
-	if ok, err := st.Evict(ctx, 0, 1); err != nil || ok {
+	if ok, _, err := st.Evict(ctx, 0, 1); err != nil || ok {
 		t.Fatalf("evicting an old epoch: %v %v; want no change", ok, err)
 	}
-	if ok, err := st.Evict(ctx, 0, 2); err != nil || !ok {
-		t.Fatalf("evicting the current epoch: %v %v", ok, err)
+	if ok, h, err := st.Evict(ctx, 0, 2); err != nil || !ok || h != 9000 {
+		t.Fatalf("evicting the current epoch: %v, horizon %d, %v; want true, 9000", ok, h, err)
 	}
-	if ok, _ := st.Evict(ctx, 0, 2); ok {
+	if ok, _, _ := st.Evict(ctx, 0, 2); ok {
 		t.Fatal("evicting twice changed the row again")
 	}
 	// Claim 3 is open: its horizon is the row's.
