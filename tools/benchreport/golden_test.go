@@ -111,7 +111,7 @@ func firstDiff(want, got string) string {
 const (
 	fixSnowflakeCmd  = "go test -run '^$' -bench . -count 2 ./snowflake"
 	fixStatementsCmd = "go test -run '^$' -bench Statement -count 2 ./internal/bench"
-	fixLockCmd       = "go run ./tools/lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat 2"
+	fixLockCmd       = "go -C tools run ./lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat 2"
 	fixBenchstatCmd  = "go run golang.org/x/perf/cmd/benchstat@latest"
 )
 
