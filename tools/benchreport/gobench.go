@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"regexp"
 	"slices"
@@ -91,4 +92,105 @@ func withSub(name, key, value string) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// sideBySide is what BenchmarkSideBySide of the snowflake package
+// reports: per implementation, the fraction of the cap sustained and the
+// cost per ID from 1 and 8 goroutines, each a median over chunks run in
+// alternation (then over the -count runs).
+type sideBySide struct {
+	impls []string
+	cap   map[string]string // impl -> "median [min–max]"
+	ns    map[string]map[string]string
+	ratio map[string]map[string]string
+}
+
+func parseSideBySide(g *goBench) *sideBySide {
+	if g == nil {
+		return nil
+	}
+	sb := &sideBySide{cap: map[string]string{}, ns: map[string]map[string]string{}, ratio: map[string]map[string]string{}}
+	add := func(impl string) {
+		if !slices.Contains(sb.impls, impl) {
+			sb.impls = append(sb.impls, impl)
+		}
+	}
+	found := false
+	for _, name := range g.names {
+		rest, ok := strings.CutPrefix(name, "BenchmarkSideBySide/")
+		if !ok {
+			continue
+		}
+		units := make([]string, 0, len(g.values[name]))
+		for u := range g.values[name] {
+			units = append(units, u)
+		}
+		slices.Sort(units)
+		for _, u := range units {
+			v, _ := g.median(name, u)
+			lo, hi := g.spread(name, u)
+			verb := "%.2f"
+			if strings.HasSuffix(u, "-ns/id") {
+				verb = "%.1f"
+			} else if strings.HasSuffix(u, "-cap-fraction") {
+				verb = "%.3f"
+			}
+			text := fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", v, lo, hi)
+			switch {
+			case rest == "cap" && strings.HasSuffix(u, "-cap-fraction"):
+				impl := strings.TrimSuffix(u, "-cap-fraction")
+				add(impl)
+				sb.cap[impl] = text
+				found = true
+			case strings.HasSuffix(u, "-ns/id"):
+				impl := strings.TrimSuffix(u, "-ns/id")
+				add(impl)
+				if sb.ns[rest] == nil {
+					sb.ns[rest] = map[string]string{}
+				}
+				sb.ns[rest][impl] = text
+				found = true
+			case strings.HasSuffix(u, "/bwmarrin"):
+				impl := strings.TrimSuffix(u, "/bwmarrin")
+				add(impl)
+				if sb.ratio[rest] == nil {
+					sb.ratio[rest] = map[string]string{}
+				}
+				sb.ratio[rest][impl] = text
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return sb
+}
+
+// generationTargets returns the targets table's rows of the generation
+// figures, which have no numeric target: they are reported, per
+// implementation.
+func generationTargets(g *goBench) []target {
+	sb := parseSideBySide(g)
+	if sb == nil {
+		return nil
+	}
+	var impls []string
+	for _, impl := range sb.impls {
+		if impl != "bwmarrin" {
+			impls = append(impls, impl)
+		}
+	}
+	row := func(name string, get func(string) string) target {
+		var vals []string
+		for _, impl := range impls {
+			vals = append(vals, impl+" "+orDash(get(impl)))
+		}
+		return target{Target: name, Result: strings.Join(vals, "; "), Reported: true}
+	}
+	return []target{
+		row("generation: fraction of the layout's cap sustained (side by side)", func(i string) string { return sb.cap[i] }),
+		row("generation: cost per ID / a raw bwmarrin Node's, 1 goroutine", func(i string) string { return sb.ratio["g=1"][i] }),
+		row("generation: cost per ID / a raw bwmarrin Node's, 8 goroutines", func(i string) string { return sb.ratio["g=8"][i] }),
+	}
 }

@@ -131,6 +131,8 @@ func run(results, snowflake, snowflakeStat, snowflakeCmd, statements, statements
 		in.plots["herd"] = rel(p)
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, &in)
+	if err := render(&md, newReport(&in)); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
 }
