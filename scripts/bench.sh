@@ -34,7 +34,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 render_only=false
 [ "${1:-}" = "--render" ] && render_only=true
-lock_cmd="go run ./internal/bench/lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
+# The report generator and the lock-wait tool are in the nested module
+# tools/, which only `go -C tools` (or a cd into tools/) builds.
+lock_cmd="go -C tools run ./lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
 snowflake_cmd="go test -run '^\$' -bench . -count $count ./snowflake"
 statements_cmd="go test -run '^\$' -bench Statement -count $count ./internal/bench"
 start=$(date +%s)
@@ -70,7 +72,10 @@ echo "$(($(date +%s) - start))" >"$raw/elapsed"
 fi
 
 elapsed=$(cat "$raw/elapsed" 2>/dev/null || echo 0)
-go run ./internal/bench/report \
+# Built, then run from here, so that the paths below stay relative to the
+# repository's root.
+go -C tools build -o "$tmp/benchreport" ./benchreport
+"$tmp/benchreport" \
 	-results "$raw/bench.json" \
 	-lockwaits "$raw/lockwaits.txt" -lockwaits-cmd "$lock_cmd" \
 	-snowflake "$raw/snowflake.txt" -snowflake-stat "$raw/snowflake.stat" -snowflake-cmd "$snowflake_cmd" \

@@ -86,7 +86,7 @@ func TestReport(t *testing.T) {
 		"## 2. Library overhead", "0.70 [0.70–0.70]", "## 3. Scale", "bench-scale.png", "EXPLAIN (ANALYZE, BUFFERS)",
 		"## 4. Statements and round trips", "## 5. Renewal load", "| 10 s | 0.30 | 20,000 |",
 		"## 6. Generation", "fenced 0.990 [0.990–0.990]", "0.83 [0.83–0.83]",
-		"## Missed targets and why", "it spent 300 µs of CPU per pair against pgbench's 100 µs", "Reading it: the library and `postgres.Store` alone",
+		"## Missed targets and why", "it spent 300 µs of CPU per pair against pgbench's 100 µs", "Reading it: the library and the statement layer (internal/store) alone",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the report lacks %q", want)
@@ -100,7 +100,15 @@ func TestReport(t *testing.T) {
 			t.Errorf("%s: %v", png, err)
 		}
 	}
-	if lines := summary(&inputs{res: fixture()}); len(lines) != 3 {
+	tmpl, err := parseTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	if err := tmpl.ExecuteTemplate(&sum, "summary", newReport(&inputs{res: fixture()}).Summary); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSuffix(sum.String(), "\n"), "\n"); len(lines) != 3 {
 		t.Errorf("the summary has %d lines, want 3: %q", len(lines), lines)
 	}
 }
@@ -121,5 +129,49 @@ func TestParseGoBench(t *testing.T) {
 	}
 	if sub("BenchmarkBelowCap/g=8/impl=open", "impl") != "open" || withSub("A/g=8/impl=open", "impl", "bwmarrin") != "A/g=8/impl=bwmarrin" {
 		t.Error("sub, withSub")
+	}
+}
+
+// TestDirectiveLines checks the template's rule: a line of directives only
+// prints no line; other lines, blank ones included, print as they stand.
+func TestDirectiveLines(t *testing.T) {
+	type data struct {
+		X bool
+		L []int
+		S string
+	}
+	for _, c := range []struct {
+		text string
+		data data
+		want string
+	}{
+		{"a\n{{if .X}}\nb\n{{end}}\nc\n", data{X: true}, "a\nb\nc\n"},
+		{"a\n{{if .X}}\nb\n{{end}}\nc\n", data{}, "a\nc\n"},
+		{"{{range .L}}\n- {{.}}\n\n{{end}}\nend\n", data{L: []int{1, 2}}, "- 1\n\n- 2\n\nend\n"},
+		{"{{.S}}\nx {{if .X}}y{{end}}\n", data{S: "s"}, "s\nx \n"},
+		{"  {{/* a comment */}}\n  {{with .S}}{{if $.X}}\n{{.}}!\n  {{end}}{{end}}\n", data{X: true, S: "s"}, "s!\n"},
+	} {
+		tmpl, err := parse(c.text)
+		if err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		var b strings.Builder
+		if err := tmpl.Execute(&b, c.data); err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%q with %+v: got %q, want %q", c.text, c.data, b.String(), c.want)
+		}
+	}
+}
+
+func TestWaitsOf(t *testing.T) {
+	events := map[string]int{"Lock:tuple": 3, "LWLock:WALWrite": 3, "Lock:extend": 3, "IO:DataFileRead": 9, "Lock:advisory": 5,
+		"LWLock:LockManager": 1, "Lock:transactionid": 2}
+	if got, want := waitsOf(events, "Lock:", "LWLock:"), "Lock:advisory 5, LWLock:WALWrite 3, Lock:extend 3, Lock:tuple 3, Lock:transactionid 2"; got != want {
+		t.Errorf("waitsOf = %q, want %q", got, want)
+	}
+	if got := waitsOf(nil, "Lock:"); got != "none" {
+		t.Errorf("waitsOf(nil) = %q, want none", got)
 	}
 }

@@ -1,7 +1,9 @@
-// Command report renders docs/BENCHMARKS.md and its plots from the JSON
-// results of `nodeid bench --json` and the outputs of the Go benchmarks
-// (go test -bench, and benchstat's summary of them). scripts/bench.sh runs
-// it; run that script, not this command, to regenerate the report.
+// Command benchreport renders docs/BENCHMARKS.md and its plots from the
+// JSON results of `nodeid bench --json` and the outputs of the Go
+// benchmarks (go test -bench, and benchstat's summary of them).
+// scripts/bench.sh runs it; run that script, not this command, to
+// regenerate the report. It lives in the nested module tools/, so that the
+// library's module does not depend on its plotting packages.
 package main
 
 import (
@@ -129,6 +131,8 @@ func run(results, snowflake, snowflakeStat, snowflakeCmd, statements, statements
 		in.plots["herd"] = rel(p)
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, &in)
+	if err := render(&md, newReport(&in)); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
 }

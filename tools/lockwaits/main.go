@@ -3,7 +3,8 @@
 // (log_lock_waits=on, deadlock_timeout=5ms), runs the herd scenario of
 // nodeid bench in the variants given, and counts the waits logged during
 // each variant's timed claims, by lock and by what the waiting backend was
-// doing. scripts/bench.sh includes its output in docs/BENCHMARKS.md.
+// doing. scripts/bench.sh includes its output in docs/BENCHMARKS.md. From
+// the repository's root, it runs as `go -C tools run ./lockwaits`.
 //
 // The short deadlock_timeout makes every long wait run the deadlock
 // detector, so the latencies of this run are not the report's.
