@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Match them with errors.Is: every error this package returns
@@ -14,7 +15,7 @@ var (
 
 	// ErrLeaseLost: the lease ended; nothing may be minted under it any more.
 	// Errors that match it also match exactly one of ErrTakenOver,
-	// ErrExpired or ErrReleased, which say why.
+	// ErrExpired, ErrReleased, ErrEvicted or ErrFailover, which say why.
 	ErrLeaseLost = errors.New("nodeid: lease lost")
 
 	// ErrTakenOver: another holder claimed the node ID after the lease expired
@@ -25,8 +26,15 @@ var (
 	// database found the lease expired.
 	ErrExpired = errors.New("nodeid: lease expired")
 
-	// ErrReleased: the lease was released, by its holder or by an operator.
+	// ErrReleased: the lease was released by its holder.
 	ErrReleased = errors.New("nodeid: lease released")
+
+	// ErrEvicted: an operator evicted the lease ("nodeid release --epoch").
+	ErrEvicted = errors.New("nodeid: lease evicted by an operator")
+
+	// ErrFailover: the database no longer has the claim the lease rests on:
+	// it failed over to a server that lacked the latest commits.
+	ErrFailover = errors.New("nodeid: claim lost in a database failover")
 
 	// ErrClockBehind: the wall clock is at or before the horizon left by an
 	// earlier holder of the node ID, and did not pass it within the wait bound.
@@ -45,7 +53,8 @@ var (
 )
 
 // LostError is the error of a lost lease. It matches ErrLeaseLost and its
-// Cause (ErrTakenOver, ErrExpired or ErrReleased) with errors.Is.
+// Cause (ErrTakenOver, ErrExpired, ErrReleased, ErrEvicted or ErrFailover)
+// with errors.Is.
 type LostError struct {
 	NodeID int64
 	Epoch  int64
@@ -68,3 +77,11 @@ func (e *LostError) Unwrap() error { return e.Cause }
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
 }
+
+// timeLayout is how exact times appear in messages: UTC, milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// fmtMs shows unix millisecond ms as the number and its time.
+func fmtMs(ms int64) string { return fmt.Sprintf("%d (%s)", ms, fmtTime(time.UnixMilli(ms))) }

@@ -18,6 +18,7 @@ type fakeStore struct {
 	latency time.Duration // added before every statement answers
 
 	claimHook   func(ctx context.Context) (store.Claim, bool, error)
+	maxTTL      time.Duration // recorded; 0 means the maximum
 	renewHook   func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
 	releaseHook func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
 
@@ -29,6 +30,7 @@ type fakeRow struct {
 	epoch   int64
 	expires time.Time // zero: free
 	horizon int64
+	ended   string // the end reason of the claim of epoch, if it ended
 }
 
 type fakeCall struct {
@@ -104,9 +106,23 @@ func (f *fakeStore) wait(ctx context.Context) error {
 	}
 }
 
-func (f *fakeStore) Ensure(ctx context.Context, create bool) error {
-	f.record("ensure", store.Key{}, 0, create)
-	return f.wait(ctx)
+func (f *fakeStore) Create(ctx context.Context, maxTTL time.Duration) (bool, error) {
+	f.record("create", store.Key{}, maxTTL.Milliseconds(), false)
+	return false, f.wait(ctx)
+}
+
+func (f *fakeStore) ReadConfig(ctx context.Context) (store.TableConfig, error) {
+	f.record("config", store.Key{}, 0, false)
+	if err := f.wait(ctx); err != nil {
+		return store.TableConfig{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	maxTTL := f.maxTTL
+	if maxTTL == 0 {
+		maxTTL = MaxTTL
+	}
+	return store.TableConfig{MinNode: f.lo, MaxNode: f.hi, MaxTTL: maxTTL, Timeline: 1}, nil
 }
 
 func (f *fakeStore) CheckSchema(ctx context.Context) error {
@@ -119,29 +135,37 @@ func (f *fakeStore) PruneHistory(ctx context.Context, olderThan time.Duration) (
 	return 0, nil
 }
 
-func (f *fakeStore) Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, error) {
+func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, store.Refusal, error) {
 	f.record("claim", store.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {
-		return hook(ctx)
+		c, ok, err := hook(ctx)
+		return c, ok, store.Refusal{}, err
 	}
 	if err := f.wait(ctx); err != nil {
-		return store.Claim{}, false, err
+		return store.Claim{}, false, store.Refusal{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	for n := f.lo; n <= f.hi; n++ {
+	why := store.Refusal{Now: now}
+	for n := lo; n <= hi; n++ {
 		r := f.rows[n]
-		if r.expires.IsZero() || r.expires.Before(now) {
+		switch {
+		case !r.expires.IsZero() && !r.expires.Before(now):
+			why.Held++
+		case r.horizon >= now.UnixMilli():
+			why.Cooling++
+		default:
 			prev := r.horizon
-			r.owner, r.epoch, r.expires, r.horizon = owner, r.epoch+1, now.Add(ttl), max(r.horizon, horizonMs)
+			r.owner, r.epoch, r.expires, r.ended = owner, r.epoch+1, now.Add(ttl), ""
+			r.horizon = max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
 			return store.Claim{
 				Key:     store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
-				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon,
-			}, true, nil
+				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Timeline: 1,
+			}, true, store.Refusal{}, nil
 		}
 	}
-	return store.Claim{}, false, nil
+	return store.Claim{}, false, why, nil
 }
 
 func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
@@ -158,7 +182,7 @@ func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, h
 	r := f.rows[k.NodeID]
 	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
-		r.expires, r.horizon = now.Add(ttl), max(r.horizon, horizonMs)
+		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
 		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
 	}
 	return o, nil
@@ -178,11 +202,14 @@ func (f *fakeStore) Release(ctx context.Context, k store.Key, horizonMs int64, e
 	r := f.rows[k.NodeID]
 	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
-		r.owner, r.expires = "", time.Time{}
+		r.owner, r.expires, r.ended = "", time.Time{}, "released"
 		if exact {
 			r.horizon = horizonMs
 		}
 		o.OK, o.Horizon = true, r.horizon
+	}
+	if r.epoch == k.Epoch {
+		o.EndReason = r.ended
 	}
 	return o, nil
 }

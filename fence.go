@@ -57,8 +57,12 @@ func (l *Lease) CheckSince(d time.Duration, ms int64) error {
 // Bind declares that every ID minted under the lease comes from that one
 // generator, so a lease takes one Bind only: two generators on one lease
 // would mint the same IDs. Without a bound generator, Release keeps the
-// horizon recorded at the last renewal, which is always safe. Bind fails once
-// the lease is lost.
+// horizon recorded at the last renewal, which is always safe.
+//
+// A seal that returns 0 declares that nothing was stamped under the lease
+// (Release records the previous holder's horizon, never less): a process
+// that fails before it mints anything then does not make the node ID's next
+// holder wait for this lease's horizon. Bind fails once the lease is lost.
 func (l *Lease) Bind(seal func() int64) error {
 	if seal == nil {
 		return errors.New("nodeid: Bind: the seal function is nil")

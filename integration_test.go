@@ -58,9 +58,11 @@ func connect(t *testing.T, via string) endpoint {
 	return endpoint{db: bdb, dsn: bdsn, addr: b.Addr()}
 }
 
+// newTestRegistry returns a Registry that creates its table if missing,
+// unless opts say otherwise, closed when the test ends.
 func newTestRegistry(t *testing.T, db *sql.DB, opts ...Option) *Registry {
 	t.Helper()
-	r, err := New(db, opts...)
+	r, err := New(db, append([]Option{WithCreateTable(true)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +165,7 @@ func TestConcurrentAcquireDistinctLowestFirst(t *testing.T) {
 				byNode[l.NodeID()] = l
 			}
 			for _, node := range []int64{57, 3, 150} {
+				unused(t, byNode[node])
 				if err := byNode[node].Release(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -199,6 +202,7 @@ func TestReleaseFreesAtOnceAndKeepsEpoch(t *testing.T) {
 			if l.NodeID() != 7 || l.Epoch() != 1 {
 				t.Fatalf("first claim: node %d epoch %d, want node 7 epoch 1", l.NodeID(), l.Epoch())
 			}
+			unused(t, l)
 			if err := l.Release(testContext(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -246,6 +250,7 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	}
 
 	l := claim("nothing")
+	unused(t, l)
 	if err := l.Release(ctx); err != nil { // release
 		t.Fatal(err)
 	}
@@ -262,7 +267,7 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 
 	// Takeover: the row's expiry is moved into the past, as a server clock
 	// jump would; another registry claims it while the holder still runs.
-	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET `+clockJump); err != nil {
 		t.Fatal(err)
 	}
 	// This lease must outlive the restart below, recovery included, however
@@ -277,10 +282,11 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	if err := srv.Restart(ctx, pgtest.Immediate); err != nil {
 		t.Fatal(err)
 	}
+	unused(t, l2)
 	if err := l2.Release(ctx); err != nil {
 		t.Fatalf("release after restart: %v", err)
 	}
-	c, ok, err := st.Claim(ctx, "after-restart", MinTTL, 0)
+	c, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "after-restart", MinTTL, 0)
 	if err != nil || !ok {
 		t.Fatalf("claim after restart: ok=%v err=%v", ok, err)
 	}
@@ -318,6 +324,22 @@ func waitExpired(t *testing.T, db *sql.DB, node int64) {
 	}
 }
 
+// clockJump is the change a forward step of the server's clock makes to a
+// held lease, seen from the row: its expiry, and the horizon that the
+// database's clock bounds, fall a second into the past.
+const clockJump = `horizon_ms = horizon_ms - (extract(epoch FROM expires_at - now()) * 1000)::bigint - 1000,
+	expires_at = now() - interval '1 second'`
+
+// unused declares that nothing was minted under l, so that its Release
+// leaves the node ID claimable at once, as a generator that stamped nothing
+// would.
+func unused(t *testing.T, l *Lease) {
+	t.Helper()
+	if err := l.Bind(func() int64 { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTakeoverEndsOldLease(t *testing.T) {
 	t.Parallel()
 	for _, via := range vias {
@@ -352,7 +374,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			// The database expires the lease before the holder's deadline (a server
 			// clock jump), and another holder takes the node ID over.
 			proxy.Blackhole()
-			if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET expires_at = now() - interval '1 second' WHERE node_id = 3`); err != nil {
+			if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes SET `+clockJump+` WHERE node_id = 3`); err != nil {
 				t.Fatal(err)
 			}
 			ln := acquire(t, newer)
@@ -513,7 +535,7 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := r.st.(*store.Store)
-			c, ok, err := st.Claim(ctx, "x", MinTTL, 0)
+			c, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "x", MinTTL, 0)
 			if err != nil || !ok {
 				t.Fatal(ok, err)
 			}
@@ -561,8 +583,8 @@ func TestConcurrentTableCreation(t *testing.T) {
 		return ""
 	}
 	for i := range ps {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCreateTable$", "-test.v")
-		cmd.Env = append(os.Environ(), "NODEID_HELPER_DSN="+dsn)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), envHelperDSN+"="+dsn)
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -614,36 +636,33 @@ func TestConcurrentTableCreation(t *testing.T) {
 	}
 }
 
-// TestHelperCreateTable is the body of one process of
-// TestConcurrentTableCreation; it does nothing in a normal run. It says
-// READY, waits for GO on stdin, acquires, says ACQUIRED n, and holds the
-// lease until stdin closes.
-func TestHelperCreateTable(t *testing.T) {
-	dsn := os.Getenv("NODEID_HELPER_DSN")
-	if dsn == "" {
-		return
-	}
+// createTableHelper is the body of one process of
+// TestConcurrentTableCreation, run from TestMain when envHelperDSN is set.
+// It says READY, waits for GO on stdin, acquires with table creation on,
+// says ACQUIRED n, and holds the lease until stdin closes.
+func createTableHelper(dsn string) error {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer db.Close()
-	r, err := New(db)
+	r, err := New(db, WithCreateTable(true))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	in := bufio.NewScanner(os.Stdin)
 	fmt.Println("READY")
 	in.Scan()
 	l, err := r.Acquire(context.Background())
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Printf("ACQUIRED %d\n", l.NodeID())
 	for in.Scan() {
 	}
 	if err := r.Close(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Println("RELEASED")
+	return nil
 }

@@ -112,31 +112,36 @@ func (l *Lease) release(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
+	defer cancel()
 	defer l.reg.forget(l)
-	l.stop()
 
 	l.mu.Lock()
 	if l.passed(l.fence.Load()) {
 		l.loseLocked(ErrExpired) // the deadline passed before its timer fired
 	}
 	prior := l.fence.Load().err
-	l.loseLocked(ErrReleased)
+	l.loseLocked(ErrReleased) // from here on nothing is minted, nor renewed
 	horizon, exact := l.seal()
 	l.mu.Unlock()
+	select { // the renewal loop returns at once: its statements are bounded
+	case <-l.done:
+	case <-ctx.Done():
+	}
 	if prior != nil && !errors.Is(prior, ErrExpired) {
 		return prior // taken over or evicted: the row is not ours to free
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, ReleaseTimeout)
-	defer cancel()
 	retry := backoff{next: retryBase(l.ttl), max: time.Second}
 	for attempt := 0; ; attempt++ {
-		o, err := l.reg.st.Release(ctx, l.key, horizon, exact)
+		o, err := bounded(l.reg, ctx, func(ctx context.Context) (store.Outcome, error) {
+			return l.reg.st.Release(ctx, l.key, horizon, exact)
+		}, nil)
 		switch {
 		case err == nil && o.OK:
 			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact)
 			return nil
-		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "":
+		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "" && o.EndReason == "released":
 			// An earlier attempt that seemed to fail did release the row.
 			return nil
 		case err == nil:
@@ -148,13 +153,20 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 }
 
-// causeOf explains a renewal or release that changed nothing.
+// causeOf explains a renewal or release that changed nothing, from the row
+// as the statement found it.
 func (l *Lease) causeOf(o store.Outcome) error {
 	switch {
-	case !o.Exists || o.Epoch != l.key.Epoch:
+	case !o.Exists || o.Epoch > l.key.Epoch:
 		return ErrTakenOver
+	case o.Epoch < l.key.Epoch:
+		return ErrFailover // the row never saw this claim
+	case o.Owner == "" && o.EndReason == "released":
+		return ErrReleased
+	case o.Owner == "" && o.EndReason == "expired":
+		return ErrExpired // evicted after it had lapsed
 	case o.Owner == "":
-		return ErrReleased // evicted by an operator
+		return ErrEvicted
 	case o.Owner != l.key.Owner:
 		return ErrTakenOver
 	}

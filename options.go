@@ -21,29 +21,47 @@ const (
 	DefaultTTL = time.Minute
 	// MinTTL is the shortest TTL accepted: renewal runs every TTL/3, and a
 	// shorter TTL would leave too little room for a round trip and a retry.
-	MinTTL = 3 * time.Second
-	// MaxTTL is the longest TTL accepted.
-	MaxTTL = 24 * time.Hour
-	// MaxOwnerLen is the longest owner accepted, in characters.
+	MinTTL = postgres.MinTTL
+	// MaxTTL is the longest TTL accepted. A table also records the longest
+	// TTL its leases may take (see postgres.WithMaxTTL).
+	MaxTTL = postgres.MaxTTL
+	// MaxOwnerLen is the longest owner accepted, in bytes of UTF-8: the
+	// table's check counts characters in the database's encoding, which
+	// are never more.
 	MaxOwnerLen = 255
+	// DefaultNodeBits is the width of the node field of the default
+	// Snowflake layout: node IDs 0 to 1023.
+	DefaultNodeBits = 10
 )
 
 type config struct {
-	ttl    time.Duration
-	owner  string
-	table  store.Config
-	logger *slog.Logger
-	create bool
-	wait   bool
+	ttl      time.Duration
+	owner    string
+	table    store.Config // the range is the table's unless rangeSet
+	rangeSet bool
+	nodeBits int
+	logger   *slog.Logger
+	create   bool
+	wait     bool
 }
 
 func defaultConfig() config {
 	return config{
-		ttl:    DefaultTTL,
-		table:  store.DefaultConfig(),
-		logger: slog.New(slog.DiscardHandler),
-		create: true,
+		ttl:      DefaultTTL,
+		table:    store.DefaultConfig(),
+		nodeBits: DefaultNodeBits,
+		logger:   slog.New(slog.DiscardHandler),
 	}
+}
+
+// checkRange checks that node IDs lo to hi fit the node bits; whose says
+// whose range it is.
+func (c *config) checkRange(lo, hi int64, whose string) error {
+	if hi >= 1<<c.nodeBits {
+		return invalid("%s node range %d-%d does not fit %d node bits (node IDs 0-%d): IDs with the higher node IDs could not be minted; narrow the range, or pass WithNodeBits for a layout with more node bits",
+			whose, lo, hi, c.nodeBits, int64(1)<<c.nodeBits-1)
+	}
+	return nil
 }
 
 // Option configures a Registry. Every option is validated by New, which
@@ -66,7 +84,7 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithOwner sets the name recorded as the holder of every lease of the
-// Registry: 1 to 255 characters of valid UTF-8 with no control characters.
+// Registry: 1 to 255 bytes of valid UTF-8 with no control characters.
 // It is a label for operators, not an authenticated identity. Default: the
 // host name, the process ID and a random suffix.
 func WithOwner(owner string) Option {
@@ -80,14 +98,13 @@ func WithOwner(owner string) Option {
 }
 
 func validOwner(owner string) error {
-	n := utf8.RuneCountInString(owner)
 	switch {
 	case owner == "":
-		return invalid("owner is empty; it must be 1 to %d characters", MaxOwnerLen)
+		return invalid("owner is empty; it must be 1 to %d bytes", MaxOwnerLen)
 	case !utf8.ValidString(owner):
 		return invalid("owner %q is not valid UTF-8", owner)
-	case n > MaxOwnerLen:
-		return invalid("owner is %d characters long; at most %d are allowed", n, MaxOwnerLen)
+	case len(owner) > MaxOwnerLen:
+		return invalid("owner is %d bytes long in UTF-8; at most %d are allowed", len(owner), MaxOwnerLen)
 	}
 	if i := strings.IndexFunc(owner, isControl); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(owner[i:])
@@ -117,16 +134,32 @@ func WithTable(name string) Option {
 	}
 }
 
-// WithNodeRange sets the node IDs this Registry leases, lo to hi inclusive.
-// Two fleets can split one table's node space with disjoint ranges. Default
-// 0 to 1023 (the 10 node bits of the default Snowflake layout); at most
-// 0 to 1,048,575.
+// WithNodeRange sets the node IDs this Registry leases, lo to hi inclusive:
+// a part of the range the table records, which Acquire checks. Two fleets
+// can split one table's node space with disjoint ranges. Default: the
+// table's whole range (0 to 1023 for a table the Registry creates). The
+// range must fit the node bits (WithNodeBits).
 func WithNodeRange(lo, hi int64) Option {
 	return func(c *config) error {
 		if err := postgres.ValidateRange(lo, hi); err != nil {
 			return invalid("%v", err)
 		}
-		c.table.MinNode, c.table.MaxNode = lo, hi
+		c.table.MinNode, c.table.MaxNode, c.rangeSet = lo, hi, true
+		return nil
+	}
+}
+
+// WithNodeBits sets the width of the node field of the IDs minted under the
+// Registry's leases: a node range, the Registry's or the table's, that
+// exceeds it is an error before any claim, rather than a generator that
+// fails only on the replicas that drew a high node ID. Default 10, the
+// default Snowflake layout's (snowflake.Layout.NodeBits); 1 to 20.
+func WithNodeBits(bits int) Option {
+	return func(c *config) error {
+		if bits < 1 || bits > 20 {
+			return invalid("node bits %d is outside 1 to 20", bits)
+		}
+		c.nodeBits = bits
 		return nil
 	}
 }
@@ -144,10 +177,13 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithCreateTable sets whether the first Acquire creates the tables when
-// they are missing (default true). Turn it off where a migration tool
-// provisions them (see postgres.SchemaSQL) and the role has no CREATE
-// privilege. Either way the first Acquire inserts any missing rows of the
-// node range.
+// the lease table is missing, recording the Registry's node range (default
+// 0 to 1023) and a maximum TTL of the larger of a minute and the Registry's
+// TTL. Default false: a missing table is an error, so that a mistyped table
+// name cannot start a second pool of the same node IDs. Provision the
+// tables with "nodeid init" or the DDL of postgres.SchemaSQL, or turn this
+// on where the application owns its schema. It never changes an existing
+// table.
 func WithCreateTable(create bool) Option {
 	return func(c *config) error {
 		c.create = create

@@ -21,7 +21,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"ttl negative", WithTTL(-time.Minute), "-1m0s"},
 		{"ttl too long", WithTTL(25 * time.Hour), "25h0m0s"},
 		{"owner empty", WithOwner(""), "empty"},
-		{"owner too long", WithOwner(strings.Repeat("é", 256)), "256"},
+		{"owner too long", WithOwner(strings.Repeat("a", 256)), "256 bytes"},
+		{"owner too long in bytes", WithOwner(strings.Repeat("é", 128)), "256 bytes"},
+		{"node bits zero", WithNodeBits(0), "node bits 0"},
+		{"node bits too many", WithNodeBits(21), "node bits 21"},
+		{"range wider than node bits", WithNodeRange(0, 4095), "0-4095 does not fit 10 node bits"},
 		{"owner control char", WithOwner("a\x1b[2Jb"), `"a\x1b[2Jb"`},
 		{"owner newline", WithOwner("a\nb"), `U+000A`},
 		{"owner bad utf8", WithOwner("a\xffb"), `"a\xffb"`},
@@ -51,12 +55,12 @@ func TestNewRejectsBadOptions(t *testing.T) {
 
 func TestNewAcceptsGoodOptions(t *testing.T) {
 	r, err := New(&sql.DB{},
-		WithTTL(MinTTL), WithOwner(strings.Repeat("é", MaxOwnerLen)), WithTable("ids.snowflake_nodes"),
-		WithNodeRange(512, 1023), WithLogger(nil), WithCreateTable(false), WithWait(true))
+		WithTTL(MinTTL), WithOwner(strings.Repeat("é", MaxOwnerLen/2)+"e"), WithTable("ids.snowflake_nodes"),
+		WithNodeBits(12), WithNodeRange(512, 4095), WithLogger(nil), WithCreateTable(true), WithWait(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.TTL() != MinTTL || r.cfg.table.Table != "ids.snowflake_nodes" || r.cfg.table.MinNode != 512 || r.cfg.create || !r.cfg.wait {
+	if r.TTL() != MinTTL || r.cfg.table.Table != "ids.snowflake_nodes" || r.cfg.table.MinNode != 512 || !r.cfg.create || !r.cfg.wait {
 		t.Errorf("options not applied: %+v", r.cfg)
 	}
 	if _, err := New(nil); err == nil {
@@ -70,7 +74,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.cfg
-	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.table.MinNode != 0 || c.table.MaxNode != 1023 || !c.create || c.wait {
+	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.rangeSet || c.nodeBits != 10 || c.create || c.wait {
 		t.Errorf("defaults = %+v", c)
 	}
 	if err := validOwner(r.Owner()); err != nil {
@@ -88,7 +92,7 @@ func FuzzOwner(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		_, err := New(&sql.DB{}, WithOwner(s))
-		ok := s != "" && utf8.ValidString(s) && utf8.RuneCountInString(s) <= MaxOwnerLen && !strings.ContainsFunc(s, isControl)
+		ok := s != "" && utf8.ValidString(s) && len(s) <= MaxOwnerLen && !strings.ContainsFunc(s, isControl)
 		if (err == nil) != ok {
 			t.Fatalf("WithOwner(%q) = %v, want ok=%v", s, err, ok)
 		}

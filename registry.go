@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // leaseStore is the SQL a Registry runs. *store.Store implements it; the unit
 // tests of the renewal rules use a fake.
 type leaseStore interface {
-	Ensure(ctx context.Context, create bool) error
+	Create(ctx context.Context, maxTTL time.Duration) (bool, error)
+	ReadConfig(ctx context.Context) (store.TableConfig, error)
 	CheckSchema(ctx context.Context) error
-	Claim(ctx context.Context, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, error)
+	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, store.Refusal, error)
 	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error)
 	Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error)
 	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
@@ -28,8 +30,13 @@ type Registry struct {
 	cfg config
 	st  leaseStore
 
-	ensureMu sync.Mutex // serialises the one-off table set-up
+	ensureMu sync.Mutex // serialises the one-off check of the table
 	ensured  bool
+	lo, hi   int64 // the node range claimed from, once ensured
+
+	// bg counts the goroutines that run statements on behalf of callers
+	// who stopped waiting for them (see bounded).
+	bg sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -53,6 +60,11 @@ func New(db *sql.DB, opts ...Option) (*Registry, error) {
 	if cfg.owner == "" {
 		cfg.owner = defaultOwner()
 	}
+	if cfg.rangeSet {
+		if err := cfg.checkRange(cfg.table.MinNode, cfg.table.MaxNode, "the"); err != nil {
+			return nil, err
+		}
+	}
 	st, err := store.New(db, cfg.table)
 	if err != nil {
 		return nil, err
@@ -70,10 +82,12 @@ func (r *Registry) Owner() string { return r.cfg.owner }
 // TTL returns the lease TTL.
 func (r *Registry) TTL() time.Duration { return r.cfg.ttl }
 
-// CheckSchema verifies, read-only, that the lease and history tables exist
-// with the expected columns and that the role may SELECT, INSERT and UPDATE
-// them. A failure is alert-worthy: postgres.Fatal reports true for it. Call
-// it at start-up where a migration tool provisions the tables.
+// CheckSchema verifies, read-only, that the lease, history and configuration
+// tables exist with the expected columns and that the role has the
+// privileges the leases need: SELECT and UPDATE on the lease and
+// configuration tables, SELECT, INSERT and UPDATE on the history. A failure
+// is alert-worthy: postgres.Fatal reports true for it. Call it at start-up
+// where a migration tool provisions the tables.
 func (r *Registry) CheckSchema(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -97,12 +111,21 @@ func (r *Registry) PruneHistory(ctx context.Context, olderThan time.Duration) (i
 	return r.st.PruneHistory(ctx, olderThan)
 }
 
-// Acquire claims the lowest free node ID of the range and starts renewing
-// it in the background. ctx bounds the claim only, not the lease. It returns
-// an error matching ErrNoNodeIDAvailable when every node ID is held, unless
-// WithWait is set, in which case it waits for one until ctx ends. The first
-// Acquire of a Registry creates the tables if needed and pre-fills the range.
-// Acquire may be called more than once: each lease is independent.
+// Acquire claims the lowest claimable node ID of the range and starts
+// renewing it in the background. A node ID is claimable when it is not held
+// and its previous holder's horizon has passed, so that the new holder can
+// mint at once. ctx bounds the claim only, not the lease: Acquire returns
+// when ctx ends even if the database or the driver does not answer (a claim
+// that commits after that is released in the background). It returns an
+// error matching ErrNoNodeIDAvailable, saying why, when no node ID is
+// claimable, unless WithWait is set, in which case it waits for one until
+// ctx ends.
+//
+// The first Acquire of a Registry reads the table's recorded configuration
+// (creating the tables first with WithCreateTable) and checks the Registry's
+// options against it: a range outside the table's, a TTL above its maximum
+// or a range wider than the node bits is an error before any claim. Acquire
+// may be called more than once: each lease is independent.
 func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -125,16 +148,41 @@ func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 	}
 }
 
+// ensure reads the table's configuration once and settles the node range.
 func (r *Registry) ensure(ctx context.Context) error {
 	r.ensureMu.Lock()
 	defer r.ensureMu.Unlock()
 	if r.ensured {
 		return nil
 	}
-	if err := r.st.Ensure(ctx, r.cfg.create); err != nil {
+	if r.cfg.create {
+		if _, err := bounded(r, ctx, func(ctx context.Context) (bool, error) {
+			return r.st.Create(ctx, max(postgres.DefaultMaxTTL, r.cfg.ttl))
+		}, nil); err != nil {
+			return err
+		}
+	}
+	tc, err := bounded(r, ctx, r.st.ReadConfig, nil)
+	if err != nil {
 		return err
 	}
-	r.ensured = true
+	lo, hi := tc.MinNode, tc.MaxNode
+	table := r.cfg.table.Table
+	switch {
+	case r.cfg.rangeSet && (r.cfg.table.MinNode < lo || r.cfg.table.MaxNode > hi):
+		return invalid("node range %d-%d is not within the range %d-%d of table %s; widen the table's with \"nodeid init --table %[5]s --range %[1]d-%[2]d\" if that is meant",
+			r.cfg.table.MinNode, r.cfg.table.MaxNode, lo, hi, table)
+	case r.cfg.ttl > tc.MaxTTL:
+		return invalid("TTL %s is above the maximum %s recorded by table %s; raise it with \"nodeid init --table %[3]s --max-ttl %[1]s\" if that is meant",
+			r.cfg.ttl, tc.MaxTTL, table)
+	case r.cfg.rangeSet:
+		lo, hi = r.cfg.table.MinNode, r.cfg.table.MaxNode
+	default:
+		if err := r.cfg.checkRange(lo, hi, "table "+table+"'s"); err != nil {
+			return fmt.Errorf("%w, or lease a part of it with WithNodeRange", err)
+		}
+	}
+	r.lo, r.hi, r.ensured = lo, hi, true
 	return nil
 }
 
@@ -142,16 +190,29 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
+	type claimed struct {
+		c   store.Claim
+		ok  bool
+		why store.Refusal
+	}
 	t0 := time.Now()
-	c, ok, err := r.st.Claim(ctx, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
+	res, err := bounded(r, ctx, func(ctx context.Context) (claimed, error) {
+		c, ok, why, err := r.st.Claim(ctx, r.lo, r.hi, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
+		return claimed{c, ok, why}, err
+	}, func(res claimed, err error) {
+		if err == nil && res.ok { // committed after Acquire gave up: nothing was stamped
+			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+			defer cancel()
+			_, _ = r.st.Release(ctx, res.c.Key, res.c.PrevHorizon, true)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: all of node IDs %d-%d are held",
-			ErrNoNodeIDAvailable, r.cfg.table.MinNode, r.cfg.table.MaxNode)
+	if !res.ok {
+		return nil, r.refusal(res.why)
 	}
-	l := newLease(r, c, t0)
+	l := newLease(r, res.c, t0)
 	l.start(t0)
 
 	r.mu.Lock()
@@ -168,8 +229,30 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 		_ = l.Release(context.Background())
 		return nil, fmt.Errorf("nodeid: the claim took longer than the lease allows: %w", err)
 	}
-	l.log.Debug("nodeid: acquired", "deadline_in", time.Until(l.Deadline()), "previous_horizon_ms", c.PrevHorizon)
+	l.log.Debug("nodeid: acquired", "deadline_in", time.Until(l.Deadline()), "previous_horizon_ms", res.c.PrevHorizon,
+		"timeline", res.c.Timeline)
 	return l, nil
+}
+
+// refusal explains a claim that found no node ID.
+func (r *Registry) refusal(why store.Refusal) error {
+	table := r.cfg.table.Table
+	switch {
+	case why.Unconfigured:
+		return fmt.Errorf("nodeid: claim on table %s: %w", table, postgres.ErrUnconfigured)
+	case why.TTLAbove:
+		return invalid("TTL %s is above the maximum %s recorded by table %s", r.cfg.ttl, why.MaxTTL, table)
+	}
+	if why.Cooling == 0 {
+		return fmt.Errorf("%w: all of node IDs %d-%d are held", ErrNoNodeIDAvailable, r.lo, r.hi)
+	}
+	wait := time.UnixMilli(why.Until + 1).Sub(why.Now).Round(time.Millisecond)
+	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", fmtMs(why.Until), fmtTime(why.SetAt))
+	if why.Quarantined {
+		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, until %s", fmtMs(why.Until))
+	}
+	return fmt.Errorf("%w: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
+		ErrNoNodeIDAvailable, r.lo, r.hi, why.Held, why.Cooling, why.Soonest, wait, cause)
 }
 
 func (r *Registry) isClosed() bool {
@@ -185,9 +268,11 @@ func (r *Registry) forget(l *Lease) {
 }
 
 // Close releases every lease of the Registry, stops every goroutine it
-// started and waits for them. Later Acquire calls return ErrClosed. It is
-// idempotent; it returns the errors of releases that failed, not of leases
-// that were already lost.
+// started and waits for them, within ReleaseTimeout in all: a statement
+// still running in a driver that ignores its context after that is left
+// to finish on its own, and reported in the error. Later Acquire calls
+// return ErrClosed. It is idempotent; it returns the errors of releases
+// that failed, not of leases that were already lost.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -201,15 +286,61 @@ func (r *Registry) Close() error {
 	}
 	r.mu.Unlock()
 
-	errs := make([]error, len(leases))
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	defer cancel()
+	errs := make([]error, len(leases)+1)
 	var wg sync.WaitGroup
 	for i, l := range leases {
 		wg.Go(func() {
-			if err := l.Release(context.Background()); !errors.Is(err, ErrLeaseLost) {
+			if err := l.Release(ctx); !errors.Is(err, ErrLeaseLost) {
 				errs[i] = err
 			}
 		})
 	}
 	wg.Wait()
+	bgDone := make(chan struct{})
+	go func() {
+		r.bg.Wait()
+		close(bgDone)
+	}()
+	select {
+	case <-bgDone:
+	case <-ctx.Done():
+		errs[len(leases)] = fmt.Errorf("nodeid: Close: statements still running in the driver after %s, which ignored their context", ReleaseTimeout)
+	}
 	return errors.Join(errs...)
+}
+
+// bounded runs f, a call into the driver, so that the caller waits no
+// longer than ctx allows even if the driver ignores ctx. If ctx ends first,
+// bounded returns at once with ctx's error, and f goes on in a goroutine
+// that the Registry counts; abandoned, if not nil, gets f's result when it
+// comes.
+func bounded[T any](r *Registry, ctx context.Context, f func(context.Context) (T, error), abandoned func(T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		if abandoned != nil {
+			r.bg.Add(1)
+			go func() {
+				defer r.bg.Done()
+				res := <-done
+				abandoned(res.v, res.err)
+			}()
+		}
+		var zero T
+		return zero, context.Cause(ctx)
+	}
 }

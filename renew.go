@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // The timing rules of a lease, all fractions of the TTL:
@@ -77,7 +79,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // start arms the deadline timer of a lease claimed at t0 and starts its
-// renewal loop. stop ends the loop and waits for it.
+// renewal loop, which ends when the lease does.
 func (l *Lease) start(t0 time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -85,11 +87,6 @@ func (l *Lease) start(t0 time.Time) {
 	l.timer = time.AfterFunc(time.Until(l.Deadline()), l.onDeadline)
 	l.mu.Unlock()
 	go l.renewLoop(ctx, t0)
-}
-
-func (l *Lease) stop() {
-	l.cancel()
-	<-l.done
 }
 
 // renewLoop keeps the lease alive until ctx is cancelled (Release, or the
@@ -120,7 +117,9 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 	deadline := l.Deadline()
 	actx, cancel := context.WithDeadline(ctx, minTime(deadline, t0.Add(attemptTimeout(l.ttl))))
 	defer cancel()
-	o, err := l.reg.st.Renew(actx, l.key, l.ttl, horizonFor(t0, l.ttl))
+	o, err := bounded(l.reg, actx, func(ctx context.Context) (store.Outcome, error) {
+		return l.reg.st.Renew(ctx, l.key, l.ttl, horizonFor(t0, l.ttl))
+	}, nil)
 	if ctx.Err() != nil || l.Err() != nil {
 		return false, false // released or lost while the statement ran
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -146,11 +147,16 @@ func TestLostAtDeadlineWhenDatabaseHangs(t *testing.T) {
 		defer r.Close()
 		l := mustAcquire(t, r)
 		deadline := l.Deadline()
-		var ended []time.Duration
+		var (
+			mu    sync.Mutex
+			ended []time.Duration
+		)
 		st.set(func() {
 			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				start := time.Now()
 				<-ctx.Done()
+				mu.Lock()
+				defer mu.Unlock()
 				ended = append(ended, time.Since(start))
 				return store.Outcome{}, ctx.Err()
 			}
@@ -163,6 +169,8 @@ func TestLostAtDeadlineWhenDatabaseHangs(t *testing.T) {
 			t.Fatalf("Err = %v, want ErrLeaseLost and ErrExpired", l.Err())
 		}
 		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
 		if len(ended) < 2 {
 			t.Fatalf("%d attempts before the deadline, want at least 2", len(ended))
 		}
@@ -220,20 +228,27 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 // row shows.
 func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		row  func(k store.Key) store.Outcome
-		want error
+		name   string
+		row    func(k store.Key) store.Outcome // what the renewal reports
+		change func(r *fakeRow, now time.Time) // the same change to the fake's row, if any
+		want   error
 	}{
 		{"taken over", func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
-		}, ErrTakenOver},
+		}, nil, ErrTakenOver},
 		{"evicted", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch}
-		}, ErrReleased},
+			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "evicted"}
+		}, nil, ErrEvicted},
+		{"evicted after it lapsed", func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "expired"}
+		}, func(r *fakeRow, _ time.Time) { r.owner, r.expires, r.ended = "", time.Time{}, "expired" }, ErrExpired},
 		{"expired", func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
-		}, ErrExpired}, // the hook also expires the row, as the database found it
-		{"row gone", func(k store.Key) store.Outcome { return store.Outcome{} }, ErrTakenOver},
+		}, func(r *fakeRow, now time.Time) { r.expires = now.Add(-time.Millisecond) }, ErrExpired},
+		{"claim lost in a failover", func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch - 1, EndReason: "released"}
+		}, nil, ErrFailover},
+		{"row gone", func(k store.Key) store.Outcome { return store.Outcome{} }, nil, ErrTakenOver},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -245,8 +260,8 @@ func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 					st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 						o := c.row(k)
 						o.Now = time.Now()
-						if c.want == ErrExpired {
-							st.set(func() { st.rows[k.NodeID].expires = o.Now.Add(-time.Millisecond) })
+						if c.change != nil {
+							st.set(func() { c.change(st.rows[k.NodeID], o.Now) })
 						}
 						return o, nil
 					}
@@ -259,7 +274,7 @@ func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 				if !errors.Is(l.Err(), ErrLeaseLost) || !errors.Is(l.Err(), c.want) {
 					t.Errorf("Err = %v, want %v", l.Err(), c.want)
 				}
-				for _, other := range []error{ErrTakenOver, ErrReleased, ErrExpired} {
+				for _, other := range []error{ErrTakenOver, ErrReleased, ErrExpired, ErrEvicted, ErrFailover} {
 					if other != c.want && errors.Is(l.Err(), other) {
 						t.Errorf("Err = %v also matches %v", l.Err(), other)
 					}
@@ -521,6 +536,7 @@ func TestAcquireWaitsForAFreeNodeID(t *testing.T) {
 		released := time.Now().Add(7 * time.Second)
 		go func() {
 			time.Sleep(time.Until(released))
+			held.Bind(func() int64 { return 0 }) // nothing stamped: the horizon stays
 			held.Release(context.Background())
 		}()
 		before := len(st.callsOf("claim"))

@@ -76,7 +76,7 @@ func snapshot(t *testing.T, db *sql.DB) string {
 	return s
 }
 
-const appGrants = "GRANT SELECT, INSERT, UPDATE ON snowflake_nodes, snowflake_nodes_history TO ROLE"
+const appGrants = "GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO ROLE; GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO ROLE"
 
 // A role with only SELECT, INSERT and UPDATE on provisioned tables runs the
 // whole life cycle, with table creation off and on.
@@ -97,6 +97,7 @@ func TestLeastPrivilegeLifecycle(t *testing.T) {
 		if err := l.Err(); err != nil {
 			t.Fatalf("create=%v: lease lost: %v", create, err)
 		}
+		unused(t, l)
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("create=%v: release: %v", create, err)
 		}
@@ -119,7 +120,7 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	before := snapshot(t, admin)
 	ctx := testContext(t)
 
-	noUpdate, _ := newRole(t, srv, admin, dsn, "GRANT SELECT, INSERT ON snowflake_nodes, snowflake_nodes_history TO ROLE")
+	noUpdate, _ := newRole(t, srv, admin, dsn, "GRANT SELECT, INSERT ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config TO ROLE")
 	r := newTestRegistry(t, noUpdate, WithCreateTable(false))
 	err := r.CheckSchema(ctx)
 	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "UPDATE on table snowflake_nodes") {
@@ -135,8 +136,15 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	other, otherDSN := srv.NewDB(t)
 	noCreate, _ := newRole(t, srv, other, otherDSN, "")
 	_, err = newTestRegistry(t, noCreate).Acquire(ctx)
-	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "permission denied for schema public") {
-		t.Errorf("Acquire creating tables without CREATE = %v", err)
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "permission denied for schema public") ||
+		!strings.Contains(err.Error(), "table snowflake_nodes does not exist") {
+		t.Errorf("Acquire creating tables without CREATE = %v, want a Fatal error saying the table is missing and why it was not created", err)
+	}
+	// Table creation off (the default), role without privileges, tables
+	// missing: the table is reported missing, not a privilege.
+	_, err = newTestRegistry(t, noCreate, WithCreateTable(false)).Acquire(ctx)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "nodeid init") {
+		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming nodeid init", err)
 	}
 
 	if after := snapshot(t, admin); after != before {
@@ -199,18 +207,16 @@ func TestBadDeployments(t *testing.T) {
 	}{
 		{name: "missing table, creation off", opts: []Option{WithCreateTable(false)},
 			mention: []string{"snowflake_nodes", "does not exist", "nodeid init"}, fatal: true},
-		{name: "wrong column type", setup: `CREATE TABLE snowflake_nodes (node_id integer PRIMARY KEY, owner text NOT NULL DEFAULT '',
-			epoch bigint NOT NULL DEFAULT 0, acquired_at timestamptz, expires_at timestamptz NOT NULL DEFAULT '-infinity', horizon_ms text NOT NULL DEFAULT '0');
-			CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint, owner text, acquired_at timestamptz,
-			from_ms bigint, ended_at timestamptz, end_reason text, horizon_ms bigint);
-			INSERT INTO snowflake_nodes (node_id) SELECT generate_series(0, 1023)`,
+		{name: "wrong column type", setup: "PROVISION; ALTER TABLE snowflake_nodes ALTER horizon_ms TYPE text",
 			mention: []string{"snowflake_nodes"}, fatal: true},
-		{name: "missing column", setup: `CREATE TABLE snowflake_nodes (node_id integer PRIMARY KEY, owner text NOT NULL DEFAULT '',
-			epoch bigint NOT NULL DEFAULT 0, expires_at timestamptz NOT NULL DEFAULT '-infinity', horizon_ms bigint NOT NULL DEFAULT 0);
+		{name: "missing column", setup: "PROVISION; ALTER TABLE snowflake_nodes DROP COLUMN acquired_at",
+			mention: []string{"acquired_at", "does not exist", "SchemaSQL"}, fatal: true},
+		{name: "table of an earlier version", setup: `CREATE TABLE snowflake_nodes (node_id integer PRIMARY KEY, owner text NOT NULL DEFAULT '',
+			epoch bigint NOT NULL DEFAULT 0, acquired_at timestamptz, expires_at timestamptz NOT NULL DEFAULT '-infinity', horizon_ms bigint NOT NULL DEFAULT 0);
 			CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint, owner text, acquired_at timestamptz,
 			from_ms bigint, ended_at timestamptz, end_reason text, horizon_ms bigint);
 			INSERT INTO snowflake_nodes (node_id) SELECT generate_series(0, 1023)`,
-			mention: []string{"acquired_at", "does not exist", "SchemaSQL"}, fatal: true},
+			mention: []string{"no recorded configuration", "nodeid init"}, fatal: true},
 		{name: "read-only server", setup: "PROVISION; ALTER DATABASE CURRENT SET default_transaction_read_only = on",
 			mention: []string{"read-only", "primary"}, retry: true},
 	} {

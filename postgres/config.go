@@ -31,3 +31,6 @@ func ValidateRange(lo, hi int64) error {
 
 // HistoryTable returns the name of the history table of lease table t.
 func HistoryTable(t string) string { return t + "_history" }
+
+// ConfigTable returns the name of the configuration table of lease table t.
+func ConfigTable(t string) string { return t + "_config" }

@@ -12,6 +12,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// ErrUnconfigured matches the error of a lease table that has no recorded
+// configuration: one made by a version of nodeid that did not record it.
+// Apply the DDL of SchemaSQL (or run "nodeid init") as the table's owner to
+// record it.
+var ErrUnconfigured = errors.New("the table has no recorded configuration")
+
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
 func SQLSTATE(err error) string {
 	var se interface{ SQLState() string }
@@ -24,13 +30,14 @@ func SQLSTATE(err error) string {
 // Fatal reports whether err describes a deployment problem that will not go
 // away without intervention: a missing table or column, a column of the
 // wrong type, a missing privilege, a failed login, a missing database, a
-// value the table's checks refuse, or a connection pooler that rejects named prepared statements. It is the signal
-// worth alerting on.
+// value the table's checks refuse, a table without a recorded configuration
+// (ErrUnconfigured), or a connection pooler that rejects named prepared
+// statements. It is the signal worth alerting on.
 func Fatal(err error) bool {
 	if err == nil {
 		return false
 	}
-	if poolerError(err) {
+	if poolerError(err) || errors.Is(err, ErrUnconfigured) {
 		return true
 	}
 	switch SQLSTATE(err) {
@@ -109,11 +116,12 @@ func (e *StatementError) Unwrap() error { return e.Err }
 func (e *StatementError) Hint() string {
 	switch code := SQLSTATE(e.Err); {
 	case code == "42P01":
-		return "the lease tables do not exist: create them (nodeid init, or the DDL of SchemaSQL)"
+		return "the lease tables do not exist: create them with \"nodeid init\" or the DDL of SchemaSQL, or check the table name"
 	case code == "42703" || code == "42804":
 		return "the table does not have the expected columns: compare it with the DDL of SchemaSQL"
 	case code == "42501":
-		return fmt.Sprintf("the role needs SELECT, INSERT and UPDATE on %s and %s", e.Table, HistoryTable(e.Table))
+		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
+			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))
 	case code == "25006":
 		return "the server is read-only: point the DSN at the primary"
 	case poolerError(e.Err):

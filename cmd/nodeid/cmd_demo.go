@@ -110,7 +110,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Ensure(ctx, true); err != nil {
+	if err := st.Apply(ctx, time.Minute); err != nil {
 		return err
 	}
 	if err := d.table(ctx, true); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/postgres"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -29,7 +31,7 @@ harmless; run it with a wider range to add node IDs.`,
 			if err != nil {
 				return err
 			}
-			if err := st.Ensure(cmd.Context(), true); err != nil {
+			if err := st.Apply(cmd.Context(), postgres.DefaultMaxTTL); err != nil {
 				return err
 			}
 			if err := st.CheckSchema(cmd.Context()); err != nil {

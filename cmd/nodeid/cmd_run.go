@@ -106,7 +106,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 	opts := []nodeid.Option{
-		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi), nodeid.WithWait(o.wait),
+		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi), nodeid.WithWait(o.wait), nodeid.WithCreateTable(true),
 		nodeid.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if o.owner != "" {

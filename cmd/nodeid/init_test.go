@@ -9,8 +9,8 @@ import (
 
 func TestSchemaGolden(t *testing.T) {
 	golden(t, "schema", mustCLI(t, "schema", "--table", "ids.nodes", "--range", "8-15"))
-	if out := mustCLI(t, "schema"); !strings.Contains(out, "generate_series(0, 1023)") {
-		t.Errorf("default schema does not pre-fill 0-1023:\n%s", out)
+	if out := mustCLI(t, "schema"); !strings.Contains(out, "VALUES (0, 1023, 60000,") {
+		t.Errorf("default schema does not record 0-1023 and a maximum TTL of 1m:\n%s", out)
 	}
 }
 

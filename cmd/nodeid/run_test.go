@@ -186,7 +186,7 @@ while :; do sleep 0.05; done
 	if r.code != 7 || !strings.Contains(r.stdout, "got TERM") {
 		t.Errorf("the command did not exit on SIGTERM: %+v", r)
 	}
-	if !strings.Contains(r.stderr, "lease released: sending SIGTERM to "+child) {
+	if !strings.Contains(r.stderr, "lease evicted by an operator: sending SIGTERM to "+child) {
 		t.Errorf("stderr does not say why the command was stopped: %s", r.stderr)
 	}
 	if row := readLease(t, db, 0); !row.free || row.reason != "evicted" || row.epoch != 1 {

@@ -25,7 +25,7 @@ func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, in
 		t.Fatal(err)
 	}
 	defer db.Close()
-	reg, err := nodeid.New(db, nodeid.WithOwner(owner), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL))
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithOwner(owner), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL), nodeid.WithWait(true))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func TestPgbenchScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "SELECT :lo::integer, :hi::integer, :owner::text, :ttl::bigint, :horizon::bigint FROM t \\gset\n" +
-		"UPDATE t SET x = COALESCE(NULL::bigint, x) WHERE node_id = :node_id::integer AND owner = :owner::text AND epoch = :epoch::bigint;\n"
+		"UPDATE t SET x = COALESCE(:prev_ms::bigint, x) WHERE node_id = :node_id::integer AND owner = :owner::text AND epoch = :epoch::bigint;\n"
 	if got != want {
 		t.Errorf("script:\n%s\nwant:\n%s", got, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -159,7 +160,7 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.St
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Ensure(ctx, true); err != nil {
+	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -169,9 +170,9 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.St
 // of its own, so that it also cleans up after an interrupted run.
 func (r *runner) dropTables() error {
 	r.mu.Lock()
-	names := make([]string, 0, 2*len(r.res.Env.Tables))
+	names := make([]string, 0, 3*len(r.res.Env.Tables))
 	for _, t := range r.res.Env.Tables {
-		names = append(names, t, t+"_history")
+		names = append(names, t, postgres.HistoryTable(t), postgres.ConfigTable(t))
 	}
 	r.mu.Unlock()
 	if len(names) == 0 {
@@ -215,7 +216,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	if err != nil {
 		return statements{}, err
 	}
-	c, ok, err := s.Claim(ctx, "nodeid-bench-capture", benchTTL, 0)
+	c, ok, _, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
 	if err != nil {
 		return statements{}, err
 	}
@@ -246,7 +247,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 // versions its releases left, as a long-running table does.
 func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) error {
 	t := st.Config().Table
-	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'"}
+	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity', horizon_ms = 0 WHERE expires_at <> '-infinity' OR horizon_ms <> 0"}
 	if !keepHistory {
 		qs = append(qs, "TRUNCATE "+t+"_history")
 	}
@@ -257,4 +258,14 @@ func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) e
 		}
 	}
 	return nil
+}
+
+// release releases l as a generator that minted nothing would have it: with
+// an exact horizon, so that the node ID is claimable again at once (without
+// one, a node ID cools until the horizon of the lease's last renewal).
+func release(ctx context.Context, l *nodeid.Lease) error {
+	if err := l.Bind(func() int64 { return 0 }); err != nil {
+		return err
+	}
+	return l.Release(ctx)
 }

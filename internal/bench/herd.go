@@ -111,7 +111,7 @@ func (r *runner) herd(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return l.Release(ctx)
+		return release(ctx, l)
 	}); err != nil {
 		return fmt.Errorf("herd warm-up: %w", err)
 	}
@@ -120,17 +120,24 @@ func (r *runner) herd(ctx context.Context) error {
 		return []any{0, ids - 1, fmt.Sprintf("bench-herd-%d", i), benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli()}
 	}
 	scan := func(row *sql.Row) (int64, error) {
-		var node, epoch, prev, horizon int64
-		var expires, now time.Time
-		err := row.Scan(&node, &epoch, &expires, &prev, &horizon, &now)
-		if errors.Is(err, sql.ErrNoRows) {
+		// The claim's row: the node ID first, then its other columns, or
+		// NULL and why nothing was claimable.
+		var node sql.NullInt64
+		rest := make([]any, 13)
+		for i := range rest {
+			rest[i] = new(any)
+		}
+		if err := row.Scan(append([]any{&node}, rest...)...); err != nil {
+			return 0, err
+		}
+		if !node.Valid {
 			return 0, errors.New("no node ID free")
 		}
-		return node, err
+		return node.Int64, nil
 	}
-	noSkip := strings.ReplaceAll(stmts.claim, "FOR UPDATE SKIP LOCKED", "FOR UPDATE")
+	noSkip := strings.ReplaceAll(stmts.claim, " SKIP LOCKED", "")
 	if noSkip == stmts.claim {
-		return errors.New("the claim statement has no FOR UPDATE SKIP LOCKED to take out")
+		return errors.New("the claim statement has no SKIP LOCKED to take out")
 	}
 	lockKey := "nodeid-bench:" + table
 	claimers := map[string]herdClaimer{
@@ -139,7 +146,7 @@ func (r *runner) herd(ctx context.Context) error {
 			if err != nil {
 				return 0, nil, err
 			}
-			return l.NodeID(), l.Release, nil
+			return l.NodeID(), func(ctx context.Context) error { return release(ctx, l) }, nil
 		},
 		HerdSQL: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
 			node, err := scan(dbs[i].QueryRowContext(ctx, stmts.claim, args(i)...))

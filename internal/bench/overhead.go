@@ -269,7 +269,7 @@ func (r *runner) libraryLoop(ctx context.Context, st *store.Store, mode string, 
 		if err != nil {
 			return err
 		}
-		return l.Release(ctx)
+		return release(ctx, l)
 	}, func() {
 		_ = reg.Close()
 		db.Close()
@@ -286,14 +286,14 @@ func (r *runner) storeLoop(ctx context.Context, st *store.Store, mode string, c 
 		return nil, err
 	}
 	return r.newPairLoop(ctx, db, c, chunk/4, func(ctx context.Context) error {
-		cl, ok, err := s.Claim(ctx, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
+		cl, ok, _, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return errors.New("no node ID free")
 		}
-		o, err := s.Release(ctx, cl.Key, 0, false)
+		o, err := s.Release(ctx, cl.Key, cl.PrevHorizon, true)
 		if err == nil && !o.OK {
 			err = fmt.Errorf("release of node ID %d changed nothing", cl.NodeID)
 		}

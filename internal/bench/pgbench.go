@@ -42,9 +42,9 @@ func claimReleaseScript(s statements) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("claim: %w", err)
 	}
-	// Release without an exact horizon, as Lease.Release without a bound
-	// generator does: the library sends NULL.
-	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: "NULL"})
+	// Release with the exact horizon of a generator that stamped nothing:
+	// the previous holder's, so that the node ID is claimable again at once.
+	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":prev_ms"})
 	if err != nil {
 		return "", fmt.Errorf("release: %w", err)
 	}

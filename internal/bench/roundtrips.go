@@ -162,7 +162,7 @@ func (r *runner) roundTrips(ctx context.Context) error {
 	ctr := &counter{}
 	db := r.openDB(4, mode, ctr)
 	defer db.Close()
-	reg, err := nodeid.New(db, nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
 		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-rt"))
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (r *runner) roundTrips(ctx context.Context) error {
 	acq.Op = "acquire"
 	rel, _, err := r.measure(ctx, ctr, res.Server, stmts.release, func() (int64, error) {
 		return int64(cfg.Ops), parallel(ctx, cfg.Ops, 4, func(ctx context.Context, i int) error {
-			return leases[i].Release(ctx)
+			return release(ctx, leases[i])
 		})
 	})
 	if err != nil {
@@ -305,7 +305,7 @@ func (r *runner) renewals(ctx context.Context, table string, ids int, mode, rene
 	for i := range regs {
 		db := r.openDB(conns, mode, ctr)
 		defer db.Close()
-		reg, err := nodeid.New(db, nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
+		reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
 			nodeid.WithTTL(ttl), nodeid.WithOwner(fmt.Sprintf("bench-rt-renew-%d", i)))
 		if err != nil {
 			return OpCount{}, err
@@ -328,7 +328,7 @@ func (r *runner) renewals(ctx context.Context, table string, ids int, mode, rene
 		return c, err
 	}
 	for _, l := range held {
-		if err := l.Release(ctx); err != nil {
+		if err := release(ctx, l); err != nil {
 			return c, err
 		}
 	}

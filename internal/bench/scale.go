@@ -241,7 +241,7 @@ func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []in
 	}
 	// Released rows are free again, and still the lowest claimable.
 	for _, l := range burst {
-		if err := l.Release(ctx); err != nil {
+		if err := release(ctx, l); err != nil {
 			return sp, err
 		}
 	}
@@ -257,7 +257,7 @@ func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []in
 			lat = append(lat, d)
 			check(l.NodeID(), free[0])
 		}
-		if err := l.Release(ctx); err != nil {
+		if err := release(ctx, l); err != nil {
 			return sp, err
 		}
 	}

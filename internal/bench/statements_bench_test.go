@@ -29,6 +29,7 @@ import (
 
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // statementIDs is the node range of the statement benchmarks.
@@ -49,7 +50,7 @@ func BenchmarkStatement(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := st.Ensure(b.Context(), true); err != nil {
+		if err := st.Apply(b.Context(), postgres.MaxTTL); err != nil {
 			b.Fatal(err)
 		}
 		b.Run("mode="+mode+"/op=claim", func(b *testing.B) { benchClaim(b, st) })
@@ -65,7 +66,7 @@ func freeAll(b *testing.B, st *store.Store) {
 	b.Helper()
 	t := st.Config().Table
 	for _, q := range []string{
-		"UPDATE " + t + " SET owner = '', expires_at = '-infinity' WHERE expires_at <> '-infinity'",
+		"UPDATE " + t + " SET owner = '', expires_at = '-infinity', horizon_ms = 0 WHERE expires_at <> '-infinity' OR horizon_ms <> 0",
 		"TRUNCATE " + t + "_history",
 		"VACUUM (ANALYZE) " + t + ", " + t + "_history",
 	} {
@@ -79,7 +80,7 @@ func claimN(b *testing.B, st *store.Store, n int) []store.Key {
 	b.Helper()
 	keys := make([]store.Key, 0, n)
 	for range n {
-		c, ok, err := st.Claim(b.Context(), "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		c, ok, _, err := st.Claim(b.Context(), st.Config().MinNode, st.Config().MaxNode, "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
 		if err != nil || !ok {
 			b.Fatalf("claim: ok %v, %v", ok, err)
 		}
@@ -100,7 +101,7 @@ func benchClaim(b *testing.B, st *store.Store) {
 	// Each claim is released outside the timer, so that every claim finds
 	// the table in the same state.
 	for b.Loop() {
-		c, ok, err := st.Claim(b.Context(), "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		c, ok, _, err := st.Claim(b.Context(), st.Config().MinNode, st.Config().MaxNode, "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
 		if err != nil || !ok {
 			b.Fatalf("claim: ok %v, %v", ok, err)
 		}

@@ -22,7 +22,7 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ensure(ctx, true); err != nil {
+	if err := s.Apply(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -36,9 +36,11 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 	var (
 		c                 Claim
 		acquired, history time.Time
+		why               [7]any // the refusal's columns, NULL on a claim
 	)
 	if err := tx.QueryRowContext(ctx, s.claimSQL, 0, 0, "a", 60000, 0).
-		Scan(&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Now); err != nil {
+		Scan(&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Timeline, &c.Now,
+			&why[0], &why[1], &why[2], &why[3], &why[4], &why[5], &why[6]); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT t.acquired_at, h.acquired_at FROM snowflake_nodes t

@@ -25,3 +25,14 @@ func (e *privilegeError) Error() string {
 
 // SQLState lets SQLSTATE and Fatal classify the error like the server's.
 func (e *privilegeError) SQLState() string { return "42501" }
+
+// missingError reports a table CheckSchema found missing; it carries
+// SQLSTATE 42P01 like the server's own error.
+type missingError struct{ table string }
+
+func (e *missingError) Error() string {
+	return fmt.Sprintf("table %s does not exist (SQLSTATE 42P01)", e.table)
+}
+
+// SQLState lets SQLSTATE and Fatal classify the error like the server's.
+func (e *missingError) SQLState() string { return "42P01" }

@@ -17,7 +17,7 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 	t.Parallel()
 	st, srv, _ := newStore(t, withNodes(0, 9))
 	ctx := ctxT(t)
-	if err := st.Ensure(ctx, true); err != nil {
+	if err := st.Apply(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var dbName string
@@ -38,7 +38,7 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 	}
 	// The first claim prepares its statement on the server connection S1,
 	// which returns to the pool.
-	if _, ok, err := cs.Claim(ctx, "a", time.Minute, 0); err != nil || !ok {
+	if _, ok, _, err := cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0); err != nil || !ok {
 		t.Fatalf("first claim through the pooler: %v %v", ok, err)
 	}
 	// Another client's open transaction now holds S1 (PgBouncer reuses the
@@ -57,7 +57,7 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second claim reuses the cached statement name on S2.
-	_, _, err = cs.Claim(ctx, "a", time.Minute, 0)
+	_, _, _, err = cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0)
 	if err == nil {
 		t.Fatal("a cached prepared statement worked on another server connection: the pooler is not in transaction mode")
 	}

@@ -69,7 +69,7 @@ func storeOn(t *testing.T, c *connector) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Ensure(t.Context(), true); err != nil {
+	if err := s.Apply(t.Context(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -93,7 +93,7 @@ func TestLeaseStatementsThroughAnyDriver(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c, ok, err := s.Claim(t.Context(), "a", time.Minute, 100)
+			c, ok, _, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 100)
 			if err != nil || !ok {
 				t.Fatalf("claim: ok %v, %v", ok, err)
 			}
@@ -135,7 +135,7 @@ func TestLeaseStatementRetriedOnAnotherConnection(t *testing.T) {
 	conn := &connector{dsn: dsn, wrap: func(c *stdlib.Conn) driver.Conn { return closingConn{c, &calls} }}
 	s := storeOn(t, conn)
 	before := conn.opens.Load()
-	c, ok, err := s.Claim(t.Context(), "a", time.Minute, 0)
+	c, ok, _, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 0)
 	if err != nil || !ok {
 		t.Fatalf("claim: ok %v, %v", ok, err)
 	}

@@ -44,7 +44,7 @@ func withNodes(lo, hi int64) func(*store.Config) {
 	return func(c *store.Config) { c.MinNode, c.MaxNode = lo, hi }
 }
 
-func TestSchemaSQLAppliesAndMatchesEnsure(t *testing.T) {
+func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 	t.Parallel()
 	ddl, err := postgres.SchemaSQL(postgres.WithTable("ids.nodes"), postgres.WithNodeRange(10, 19))
 	if err != nil {
@@ -69,21 +69,52 @@ func TestSchemaSQLAppliesAndMatchesEnsure(t *testing.T) {
 	if n != 10 || lo != 10 || hi != 19 {
 		t.Fatalf("SchemaSQL pre-filled %d rows %d-%d, want 10-19", n, lo, hi)
 	}
-	// Ensure on the provisioned tables runs no DDL and changes nothing.
-	if err := st.Ensure(ctx, false); err != nil {
-		t.Fatal(err)
+	tc, err := st.ReadConfig(ctx)
+	if err != nil || tc.MinNode != 10 || tc.MaxNode != 19 || tc.MaxTTL != postgres.DefaultMaxTTL || tc.Timeline != 1 {
+		t.Fatalf("recorded configuration %+v, %v; want 10-19, max TTL %s, timeline 1", tc, err, postgres.DefaultMaxTTL)
 	}
-	if err := st.Ensure(ctx, true); err != nil {
-		t.Fatal(err)
+	// Create on the provisioned tables creates nothing.
+	if created, err := st.Create(ctx, time.Minute); err != nil || created {
+		t.Fatalf("Create on provisioned tables = %v, %v; want false, nil", created, err)
+	}
+	// Applied again, with a narrower range and a shorter maximum TTL, the
+	// DDL narrows and lowers nothing; with wider ones it widens and raises.
+	for _, c := range []struct {
+		lo, hi           int64
+		maxTTL           time.Duration
+		wantLo, wantHi   int64
+		wantTTL          time.Duration
+		wantRows, wantAt int
+	}{
+		{12, 15, 5 * time.Second, 10, 19, postgres.DefaultMaxTTL, 10, 10},
+		{5, 24, time.Hour, 5, 24, time.Hour, 20, 5},
+	} {
+		ddl, err := postgres.SchemaSQL(postgres.WithTable("ids.nodes"), postgres.WithNodeRange(c.lo, c.hi), postgres.WithMaxTTL(c.maxTTL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			t.Fatalf("applying SchemaSQL again: %v", err)
+		}
+		tc, err := st.ReadConfig(ctx)
+		if err != nil || tc.MinNode != c.wantLo || tc.MaxNode != c.wantHi || tc.MaxTTL != c.wantTTL {
+			t.Fatalf("after the DDL for %d-%d, %s: %+v, %v; want %d-%d, %s", c.lo, c.hi, c.maxTTL, tc, err, c.wantLo, c.wantHi, c.wantTTL)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT count(*), min(node_id) FROM ids.nodes`).Scan(&n, &lo); err != nil {
+			t.Fatal(err)
+		}
+		if n != c.wantRows || lo != c.wantAt {
+			t.Fatalf("after the DDL for %d-%d: %d rows from %d, want %d from %d", c.lo, c.hi, n, lo, c.wantRows, c.wantAt)
+		}
 	}
 }
 
-func TestEnsureWithoutCreateOnMissingTable(t *testing.T) {
+func TestReadConfigOnMissingTable(t *testing.T) {
 	t.Parallel()
 	st, _, _ := newStore(t)
-	err := st.Ensure(ctxT(t), false)
+	_, err := st.ReadConfig(ctxT(t))
 	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" {
-		t.Fatalf("Ensure(create=false) on a missing table = %v, want Fatal 42P01", err)
+		t.Fatalf("ReadConfig on a missing table = %v, want Fatal 42P01", err)
 	}
 	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "nodeid init") {
 		t.Errorf("error %q does not name the table and the fix", err)
@@ -94,7 +125,7 @@ func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
 	t.Parallel()
 	st, srv, dsn := newStore(t)
 	ctx := ctxT(t)
-	if err := st.Ensure(ctx, true); err != nil {
+	if err := st.Apply(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	db := st.DB()
@@ -128,12 +159,12 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	t.Parallel()
 	st, _, _ := newStore(t, withNodes(0, 0))
 	ctx := ctxT(t)
-	if err := st.Ensure(ctx, true); err != nil {
+	if err := st.Apply(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	ttl := time.Minute
 	// Claim 1 stamps up to 5000 and releases with that exact horizon.
-	c1, ok, err := st.Claim(ctx, "a", ttl, 1000)
+	c1, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "a", ttl, 1000)
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -144,7 +175,7 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 		t.Fatalf("release 1: %+v %v", o, err)
 	}
 	// Claim 2 promises 9000, then is evicted by an operator.
-	c2, _, err := st.Claim(ctx, "b", ttl, 9000)
+	c2, _, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "b", ttl, 9000)
 	if err != nil || c2.PrevHorizon != 5000 || c2.Epoch != 2 {
 		t.Fatalf("claim 2: %+v %v", c2, err)
 	}
@@ -158,7 +189,7 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 		t.Fatal("evicting twice changed the row again")
 	}
 	// Claim 3 is open: its horizon is the row's.
-	c3, _, err := st.Claim(ctx, "c", ttl, 20000)
+	c3, _, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "c", ttl, 20000)
 	if err != nil || c3.PrevHorizon != 9000 {
 		t.Fatalf("claim 3: %+v %v", c3, err)
 	}
