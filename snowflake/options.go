@@ -12,11 +12,12 @@ const (
 	// DefaultMaxWait is how long Generate may wait for the clock when
 	// WithMaxWait is not given.
 	DefaultMaxWait = 5 * time.Second
-	// MinMaxWait is the shortest bound accepted: the wait for the next
-	// millisecond after a millisecond's sequence is used up must fit in it.
-	MinMaxWait = time.Millisecond
-	// MaxMaxWait is the longest bound accepted.
-	MaxMaxWait = time.Hour
+	// ShortestMaxWait is the shortest bound WithMaxWait accepts: the wait
+	// for the next millisecond after a millisecond's sequence is used up
+	// must fit in it.
+	ShortestMaxWait = time.Millisecond
+	// LongestMaxWait is the longest bound WithMaxWait accepts.
+	LongestMaxWait = time.Hour
 )
 
 // Option configures a Generator. New validates every option and returns an
@@ -60,11 +61,12 @@ func WithClock(clock func() time.Time) Option {
 // slower clock), the last stamped millisecond after the clock stepped back,
 // or the next millisecond when one millisecond's sequence is used up. When
 // the wait would exceed the bound, Generate fails at once with an error
-// matching nodeid.ErrClockBehind. It must be 1ms to 1h; default 5s.
+// matching nodeid.ErrClockBehind. It must be ShortestMaxWait (1ms) to
+// LongestMaxWait (1h); default DefaultMaxWait (5s).
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) error {
-		if d < MinMaxWait || d > MaxMaxWait {
-			return invalid("max wait %s is outside %s to %s", d, MinMaxWait, MaxMaxWait)
+		if d < ShortestMaxWait || d > LongestMaxWait {
+			return invalid("max wait %s is outside %s to %s", d, ShortestMaxWait, LongestMaxWait)
 		}
 		c.maxWait = d
 		return nil
