@@ -100,10 +100,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 			return nil, err
 		}
 	}
-	lay := c.layout
-	if err := lay.Validate(); err != nil {
-		return nil, &optionError{msg: "WithLayout: " + trimPrefix(err.Error())}
-	}
+	lay := c.layout // valid: WithLayout checks it
 	node, epoch, prev := l.NodeID(), l.Epoch(), l.PreviousHorizon()
 	if node < 0 || node > lay.MaxNode() {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
@@ -314,11 +311,3 @@ func fmtMs(ms int64) string {
 }
 
 func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
-
-func trimPrefix(s string) string {
-	const p = "snowflake: "
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
-}

@@ -84,21 +84,30 @@ func (l Layout) PerMillisecond() int64 { return 1 << l.SeqBits() }
 
 // Validate checks the layout and names the first field that breaks a rule.
 func (l Layout) Validate() error {
+	if err := l.check(); err != nil {
+		return fmt.Errorf("snowflake: %w", err)
+	}
+	return nil
+}
+
+// check is Validate without the package's name, for the callers that put
+// the error in a context of their own (WithLayout).
+func (l Layout) check() error {
 	switch {
 	case l.Epoch < 0:
-		return fmt.Errorf("snowflake: layout epoch %d is before 1970", l.Epoch)
+		return fmt.Errorf("layout epoch %d is before 1970", l.Epoch)
 	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("snowflake: layout epoch %d (%s) is in the future",
+		return fmt.Errorf("layout epoch %d (%s) is in the future",
 			l.Epoch, time.UnixMilli(l.Epoch).UTC().Format(time.RFC3339))
 	case l.NodeBits < 1:
-		return fmt.Errorf("snowflake: layout node bits %d: at least 1 is needed", l.NodeBits)
+		return fmt.Errorf("layout node bits %d: at least 1 is needed", l.NodeBits)
 	case l.StepBits < 1:
-		return fmt.Errorf("snowflake: layout step bits %d: at least 1 is needed", l.StepBits)
+		return fmt.Errorf("layout step bits %d: at least 1 is needed", l.StepBits)
 	case l.TimeBits() < MinTimeBits:
-		return fmt.Errorf("snowflake: layout node bits %d + step bits %d leave %d time bits; at least %d are needed",
+		return fmt.Errorf("layout node bits %d + step bits %d leave %d time bits; at least %d are needed",
 			l.NodeBits, l.StepBits, l.TimeBits(), MinTimeBits)
 	case l.SeqBits() < MinSeqBits:
-		return fmt.Errorf("snowflake: layout epoch bits %d leave %d of the %d step bits to count IDs; at least %d is needed",
+		return fmt.Errorf("layout epoch bits %d leave %d of the %d step bits to count IDs; at least %d is needed",
 			l.EpochBits, l.SeqBits(), l.StepBits, MinSeqBits)
 	}
 	return nil

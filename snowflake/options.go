@@ -20,8 +20,9 @@ const (
 	LongestMaxWait = time.Hour
 )
 
-// Option configures a Generator. New validates every option and returns an
-// error naming the first bad value; it matches nodeid.ErrInvalidOption.
+// Option configures a Generator. Each option checks its own value, and New
+// returns the error of the first bad one, naming the value and the rule; it
+// matches nodeid.ErrInvalidOption.
 type Option func(*config) error
 
 type config struct {
@@ -30,11 +31,14 @@ type config struct {
 	maxWait time.Duration
 }
 
-// WithLayout sets the bit layout of the IDs. New validates it (see
-// Layout.Validate) and rejects a lease whose node ID does not fit its node
-// bits. Default DefaultLayout, bit for bit bwmarrin's.
+// WithLayout sets the bit layout of the IDs. The layout must pass
+// Layout.Validate, and New rejects a lease whose node ID does not fit its
+// node bits. Default DefaultLayout, bit for bit bwmarrin's.
 func WithLayout(l Layout) Option {
 	return func(c *config) error {
+		if err := l.check(); err != nil {
+			return invalid("WithLayout: %v", err)
+		}
 		c.layout = l
 		return nil
 	}
