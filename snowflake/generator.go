@@ -305,9 +305,3 @@ func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
 		ErrTimeOverflow, g.lease.NodeID(), fmtMs(ms), g.layout, fmtMs(g.layout.End()))
 }
-
-func fmtMs(ms int64) string {
-	return fmt.Sprintf("%d (%s)", ms, fmtTime(time.UnixMilli(ms)))
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

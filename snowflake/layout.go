@@ -53,9 +53,16 @@ const TwitterEpoch = 1288834974657
 // String describes the layout, e.g. "epoch 1288834974657 (2010-11-04T01:42:54.657Z),
 // 41 time bits, 10 node bits, 12 step bits (0 epoch bits)".
 func (l Layout) String() string {
-	return fmt.Sprintf("epoch %d (%s), %d time bits, %d node bits, %d step bits (%d epoch bits)",
-		l.Epoch, time.UnixMilli(l.Epoch).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+	return fmt.Sprintf("epoch %s, %d time bits, %d node bits, %d step bits (%d epoch bits)",
+		fmtMs(l.Epoch), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+}
+
+// timeFormat is how the package writes a time: UTC, to the millisecond.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// fmtMs writes unix millisecond ms as the number and its time.
+func fmtMs(ms int64) string {
+	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(timeFormat))
 }
 
 // TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
@@ -97,8 +104,7 @@ func (l Layout) check() error {
 	case l.Epoch < 0:
 		return fmt.Errorf("layout epoch %d is before 1970", l.Epoch)
 	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("layout epoch %d (%s) is in the future",
-			l.Epoch, time.UnixMilli(l.Epoch).UTC().Format(time.RFC3339))
+		return fmt.Errorf("layout epoch %s is in the future", fmtMs(l.Epoch))
 	case l.NodeBits < 1:
 		return fmt.Errorf("layout node bits %d: at least 1 is needed", l.NodeBits)
 	case l.StepBits < 1:

@@ -80,3 +80,12 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// String writes the epoch as its number and its UTC time to the
+// millisecond, as the error messages write every time.
+func TestLayoutString(t *testing.T) {
+	const want = "epoch 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits, 10 node bits, 12 step bits (0 epoch bits)"
+	if got := DefaultLayout.String(); got != want {
+		t.Fatalf("DefaultLayout.String() = %q; want %q", got, want)
+	}
+}
