@@ -58,14 +58,10 @@ type Generator struct {
 	// time since base plus corr, the wall clock's drift from that measured
 	// at the last anchoring. anchorAt is the monotonic time since base from
 	// which the next Generate re-anchors. Both change about once a second.
-	corr      atomic.Int64
-	anchorAt  atomic.Int64
-	maxT      int64 // 2^TimeBits: the first time the layout cannot hold
-	seqMask   int64
-	idBase    int64 // the node and epoch fields of every ID
-	seqBits   uint8
-	timeShift uint8
-	_         [22]byte
+	corr     atomic.Int64
+	anchorAt atomic.Int64
+	pk       packing // the layout's shifts and masks
+	fields   int64   // the node and epoch fields of every ID (packing.fields)
 
 	// Read only when waiting, sealing or failing.
 	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
@@ -106,31 +102,28 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
 			node, lay, lay.MaxNode())
 	}
-	base := l.Base()
+	base, pk := l.Base(), lay.packing()
 	g := &Generator{
-		lease:     l,
-		base:      base,
-		baseNs:    base.UnixNano(),
-		clock:     c.clock,
-		maxWait:   c.maxWait,
-		layout:    lay,
-		seqBits:   uint8(lay.SeqBits()),
-		timeShift: lay.NodeBits + lay.StepBits,
-		seqMask:   lay.PerMillisecond() - 1,
-		idBase:    node<<lay.StepBits | (epoch&(1<<lay.EpochBits-1))<<lay.SeqBits(),
-		epochMs:   lay.Epoch,
-		maxT:      1 << lay.TimeBits(),
-		prevMs:    prev,
+		lease:   l,
+		base:    base,
+		baseNs:  base.UnixNano(),
+		clock:   c.clock,
+		epochMs: lay.Epoch,
+		pk:      pk,
+		fields:  pk.fields(node, epoch),
+		maxWait: c.maxWait,
+		layout:  lay,
+		prevMs:  prev,
 	}
 	// The first ID is stamped at the millisecond after the previous horizon
 	// at the earliest.
 	if prev >= lay.Epoch {
 		t := prev - lay.Epoch + 1
-		if t >= g.maxT {
+		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
 				ErrTimeOverflow, node, fmtMs(prev), fmtMs(lay.End()))
 		}
-		g.initial = uint64(t) << g.seqBits
+		g.initial = uint64(t) << pk.seqBits
 	}
 	g.state.Store(g.initial)
 	g.readWall = func() (int64, time.Duration) {
@@ -197,14 +190,14 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// that stamp before the state is read, so that under contention little
 	// happens between the read and the compare-and-swap. mint has the
 	// rest: a sealed generator, a stamp after the clock's, waits.
-	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) {
+	if tn := ms - g.epochMs; uint64(tn) < uint64(g.pk.maxT) {
 		if err := g.lease.CheckSince(d, ms); err != nil {
 			return 0, err
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
-			next := max(int64(s), tn<<(g.seqBits&63))
-			if next>>(g.seqBits&63) == tn && g.state.CompareAndSwap(s, uint64(next+1)) {
-				return bw.ID(tn<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+			next := max(int64(s), tn<<(g.pk.seqBits&63))
+			if next>>(g.pk.seqBits&63) == tn && g.state.CompareAndSwap(s, uint64(next+1)) {
+				return g.pk.id(tn, g.fields, next), nil
 			}
 		}
 	}
@@ -225,14 +218,14 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 		// The ID is the larger of the next free value and the first value of
 		// the current millisecond.
 		next := int64(s)
-		if c := min(max(tn, 0), g.maxT) << (g.seqBits & 63); c > next {
+		if c := min(max(tn, 0), g.pk.maxT) << (g.pk.seqBits & 63); c > next {
 			next = c
 		}
-		t := next >> (g.seqBits & 63)
-		if t >= g.maxT {
+		t := next >> (g.pk.seqBits & 63)
+		if t >= g.pk.maxT {
 			return 0, g.overflowErr(ms)
 		}
-		if t > tn && next&g.seqMask == 0 {
+		if t > tn && next&g.pk.seqMask == 0 {
 			// The clock is behind a millisecond not stamped yet: the last
 			// millisecond's sequence is used up (after a backward step of the
 			// clock too), or the clock is behind the previous holder's horizon.
@@ -251,7 +244,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			return 0, err
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
-			return bw.ID(t<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+			return g.pk.id(t, g.fields, next), nil
 		}
 	}
 }
@@ -274,7 +267,7 @@ func (g *Generator) seal() int64 {
 	if s == g.initial {
 		return g.prevMs
 	}
-	return int64(s-1)>>g.seqBits + g.epochMs
+	return int64(s-1)>>g.pk.seqBits + g.epochMs
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
@@ -290,7 +283,7 @@ func (g *Generator) behindErr(ms, t int64) error {
 	switch {
 	case ms < g.epochMs:
 		why = "the layout starts at its epoch"
-	case uint64(t)<<g.seqBits == g.initial:
+	case uint64(t)<<g.pk.seqBits == g.initial:
 		why = fmt.Sprintf("the previous holder's horizon is %s", fmtMs(g.prevMs))
 	}
 	away := gap(want, ms).String()
