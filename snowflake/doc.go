@@ -1,7 +1,6 @@
 // Package snowflake mints Snowflake IDs under a nodeid lease, in the bit
-// layout of github.com/bwmarrin/snowflake or a custom Layout, and fences
-// every ID against the lease so that no two processes ever mint the same
-// one.
+// layout of github.com/bwmarrin/snowflake or a custom Layout, and checks
+// every ID against the lease.
 //
 //	lease, err := reg.Acquire(ctx) // reg is a *nodeid.Registry
 //	if err != nil { ... }
@@ -19,62 +18,72 @@
 // with different layouts in one process do not interfere. Layout.Decode
 // splits any ID into its fields.
 //
-// # Guarantees
+// The guarantees of a leased node ID, and the assumptions they rest on, are
+// stated once, in package nodeid. This package adds the generator's own
+// part, below.
 //
-// A Generator mints under one lease; build one per lease and share it (New
-// refuses a second one on the same lease, which would mint the same IDs).
+// # The check
 //
-//  1. No ID after the lease ends. Every ID is admitted by Lease.Check at
-//     the monotonic clock reading the call took: the lease was live and
-//     the reading was before the lease's local deadline. Every call that
-//     begins at or after the deadline, or after Lost has closed (takeover,
-//     expiry, release), fails with the lease's error, which matches
-//     nodeid.ErrLeaseLost and the cause. New binds the generator to the lease: Release first
-//     stops the lease admitting IDs, then seals the generator with one
-//     atomic operation. A Generate racing with the seal either completed
-//     before it, and its stamp is counted in the horizon Release records,
-//     or fails; nothing is minted after the seal returns.
-//  2. Stamps fall in (PreviousHorizon, recorded horizon]. Every ID is
-//     stamped strictly after the lease's PreviousHorizon, the horizon left
-//     by the previous holder of the node ID, and not after the horizon the
-//     lease has recorded in the database (else the call fails with
-//     nodeid.ErrClockAhead, which clears at the next renewal). The next
-//     holder stamps only after the horizon in the row, which Release sets
-//     to exactly the latest millisecond this generator stamped. So the IDs
-//     of successive holders of a node ID fall into disjoint time ranges,
-//     whatever their clocks say, and a released node ID is reusable at
-//     once.
-//  3. Strictly increasing. Each ID is greater than every ID the generator
-//     returned before the call began, also when the wall clock steps back.
-//  4. Epoch bits. With Layout.EpochBits = k > 0, every ID carries the
-//     lease epoch modulo 2^k, so two claims of a node ID whose epochs
-//     differ modulo 2^k mint different IDs even with the same stamp: a
-//     second line of defence for when a horizon is lost (a failover to an
-//     asynchronous replica, see package nodeid). It costs a factor of 2^k
-//     in throughput per millisecond.
+// Every Generate checks the lease before the compare-and-swap that takes
+// its ID, with its latest reading of the monotonic clock and the stamp it
+// is about to use: the reading must be before the lease's local deadline,
+// and the stamp at or below the horizon the lease has recorded in the
+// database. A call whose check fails mints nothing and
+// returns the lease's error (matching nodeid.ErrLeaseLost and the cause,
+// or nodeid.ErrClockAhead, which clears at the next renewal).
 //
-// Together with the registry's guarantees (one holder per node ID at a
-// time, and the clock assumptions of package nodeid), no two generators,
-// in one process or many, mint the same ID.
+// The deadline bounds when a check can pass, not when an ID is returned:
+// a call whose check passed just before the deadline returns its ID a
+// little after it, late by at most the time the call takes from the
+// reading its check used to its return. That bound rests on the scheduler
+// alone (a pause of the goroutine in between counts: descheduling, a GC, a
+// stopped process), so no guarantee rests on it.
 //
-// # Clocks
+// Uniqueness rests on the horizon instead. Every stamp is strictly after
+// the lease's PreviousHorizon, and at or below a horizon already committed
+// in the database when its check passed. The horizon the row keeps for the
+// next holder of the node ID is the last one committed, or after Release
+// the latest stamp the seal counted (below); either way it is at or after
+// every stamp this generator took, and the next holder stamps strictly
+// after it. So however late an ID is returned, and whatever the clocks
+// say, its stamp is before every stamp of the next holder: this rests on
+// the horizon chain of package nodeid. Within one generator, every ID is
+// greater than every ID it returned before the call began, also when the
+// wall clock steps back: this rests on the generator's state word, which
+// each ID advances with one compare-and-swap.
 //
-// Each Generate reads the monotonic clock once. That reading is checked
-// against the lease's deadline. The stamp comes from the stamping clock:
-// by default the wall clock, read when the generator is built and again
-// at most once a second (during a Generate call), advanced by the
-// monotonic clock in between. The stamp therefore follows a step or a
-// slew of the wall clock within a second without a second clock read per
-// ID. WithClock replaces the stamping clock with a function read once per
-// ID; the deadline is still checked against the monotonic clock.
+// # The seal
 //
-// No guarantee above depends on the stamping clock being right: a stamp
-// past the recorded horizon is refused, and one at or before the
-// previous holder's horizon is waited for. The monotonic clock is assumed
-// to advance at the rate of real time within the lease's safety margin
-// (see package nodeid). The time an ID carries is as right as the wall
-// clock; keep it synchronised (NTP) for IDs whose time means something,
-// and for availability:
+// New binds the generator to the lease, which takes one: a second
+// generator on a lease would mint the same IDs. Release first stops the
+// lease admitting IDs, then seals the generator: one atomic operation on
+// its state word stops it for good and returns the latest millisecond it
+// stamped, which Release records as the horizon, so that the node ID is
+// reusable at once. A Generate racing with the seal either completed its
+// compare-and-swap before it, and its stamp is counted, or fails: no ID is
+// taken after the seal.
+//
+// # Epoch bits
+//
+// A Layout with EpochBits = k > 0 puts the lease epoch modulo 2^k in the
+// top bits of every ID's step field, so that two claims of a node ID whose
+// epochs differ modulo 2^k mint different IDs even with the same stamp: a second line of defence for when a horizon is lost (a
+// failover to an asynchronous replica, see package nodeid). It costs a
+// factor of 2^k of the IDs per millisecond.
+//
+// # Clocks and waits
+//
+// The monotonic reading is checked against the deadline; the stamp comes
+// from the stamping clock: by default the wall clock, read when the
+// generator is built and again at most once a second (during a Generate
+// call), advanced by the monotonic clock in between, so that it follows a
+// step or a slew of the wall clock within a second. WithClock replaces it
+// with a function read once per ID, before the monotonic reading, so that
+// a slow clock can only make the check stricter.
+//
+// No guarantee depends on the stamping clock being right; availability
+// does, and so does the meaning of an ID's time (keep the clock
+// synchronised, as NTP does):
 //
 //   - When the stamping clock is at or behind the previous holder's
 //     horizon (a node ID reused on a host whose clock is slower than the
@@ -85,7 +94,8 @@
 //     millisecond; once its sequence is used up, Generate waits for the
 //     clock to pass it, within the same bound, else ErrClockBehind.
 //   - When a millisecond's sequence (2^(StepBits-EpochBits) IDs) is used
-//     up, Generate yields (runtime.Gosched) until the next millisecond.
+//     up, Generate yields (runtime.Gosched, then short sleeps) until the
+//     next millisecond.
 //   - Past the layout's last millisecond (Layout.End), Generate fails with
 //     ErrTimeOverflow.
 //

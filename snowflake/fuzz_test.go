@@ -23,7 +23,7 @@ func FuzzGenerate(f *testing.F) {
 		wall := time.UnixMilli(clockMs)
 		l := newFake(node, leaseEpoch, prev)
 		defer l.release()
-		g, err := newGenerator(l, WithLayout(lay), WithClock(func() time.Time { return wall }), WithMaxWait(MinMaxWait))
+		g, err := newGenerator(l, WithLayout(lay), WithClock(func() time.Time { return wall }), WithMaxWait(ShortestMaxWait))
 		valid := lay.Validate() == nil && node >= 0 && node <= lay.MaxNode()
 		switch {
 		case err != nil && !valid:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -16,18 +15,6 @@ import (
 // ErrTimeOverflow: the time to stamp is past the end of the layout's time
 // field (Layout.End). It does not clear by waiting: the layout is used up.
 var ErrTimeOverflow = errors.New("snowflake: time beyond the end of the layout")
-
-// Bounds of WithMaxWait.
-const (
-	// DefaultMaxWait is how long Generate may wait for the clock when
-	// WithMaxWait is not given.
-	DefaultMaxWait = 5 * time.Second
-	// MinMaxWait is the shortest bound accepted: the wait for the next
-	// millisecond after a millisecond's sequence is used up must fit in it.
-	MinMaxWait = time.Millisecond
-	// MaxMaxWait is the longest bound accepted.
-	MaxMaxWait = time.Hour
-)
 
 // lease is what a Generator needs of a lease. *nodeid.Lease implements it;
 // the unit tests use fakes.
@@ -42,83 +29,10 @@ type lease interface {
 
 var _ lease = (*nodeid.Lease)(nil)
 
-// Option configures a Generator. New validates every option and returns an
-// error naming the first bad value; it matches nodeid.ErrInvalidOption.
-type Option func(*config) error
-
-type config struct {
-	layout  Layout
-	clock   func() time.Time
-	maxWait time.Duration
-}
-
-// WithLayout sets the bit layout of the IDs. New validates it (see
-// Layout.Validate) and rejects a lease whose node ID does not fit its node
-// bits. Default DefaultLayout, bit for bit bwmarrin's.
-func WithLayout(l Layout) Option {
-	return func(c *config) error {
-		c.layout = l
-		return nil
-	}
-}
-
-// WithClock sets the wall clock that stamps IDs. It is read once per ID
-// and is used for nothing else: the lease's deadline is always checked
-// against time.Now's monotonic reading, and waits are measured with it.
-// Tests use it to simulate a skewed or stepping clock. Default time.Now;
-// nil is an error.
-func WithClock(clock func() time.Time) Option {
-	return func(c *config) error {
-		if clock == nil {
-			return invalid("WithClock: the clock is nil")
-		}
-		c.clock = clock
-		return nil
-	}
-}
-
-// WithMaxWait bounds how long one Generate call may wait for the wall clock
-// to pass the latest millisecond it must stamp after: the previous holder's
-// horizon when the clock is behind it (a reused node ID on a host with a
-// slower clock), the last stamped millisecond after the clock stepped back,
-// or the next millisecond when one millisecond's sequence is used up. When
-// the wait would exceed the bound, Generate fails at once with an error
-// matching nodeid.ErrClockBehind. It must be 1ms to 1h; default 5s.
-func WithMaxWait(d time.Duration) Option {
-	return func(c *config) error {
-		if d < MinMaxWait || d > MaxMaxWait {
-			return invalid("max wait %s is outside %s to %s", d, MinMaxWait, MaxMaxWait)
-		}
-		c.maxWait = d
-		return nil
-	}
-}
-
-// optionError is a bad option or argument of New. It matches
-// nodeid.ErrInvalidOption.
-type optionError struct{ msg string }
-
-func (e *optionError) Error() string { return "snowflake: " + e.msg }
-func (e *optionError) Unwrap() error { return nodeid.ErrInvalidOption }
-
-func invalid(format string, args ...any) error {
-	return &optionError{msg: fmt.Sprintf(format, args...)}
-}
-
 // sealedBit marks a sealed state word. The packed time and sequence use at
 // most 62 bits (TimeBits + SeqBits <= 63 - NodeBits), so it is never set
 // by counting.
 const sealedBit = 1 << 63
-
-// spinLimit is how many times a Generate yields while waiting for the next
-// millisecond before it sleeps instead. A real clock moves on long before;
-// a clock that only moves while every goroutine sleeps (testing/synctest)
-// needs the sleep.
-const spinLimit = 1 << 14
-
-// anchorEvery is how often the default stamping clock re-reads the wall
-// clock. In between it advances with the monotonic clock.
-const anchorEvery = time.Second
 
 // Generator mints IDs under one lease. It is safe for concurrent use and
 // takes no lock: each ID costs one reading of the monotonic clock, one
@@ -144,14 +58,10 @@ type Generator struct {
 	// time since base plus corr, the wall clock's drift from that measured
 	// at the last anchoring. anchorAt is the monotonic time since base from
 	// which the next Generate re-anchors. Both change about once a second.
-	corr      atomic.Int64
-	anchorAt  atomic.Int64
-	maxT      int64 // 2^TimeBits: the first time the layout cannot hold
-	seqMask   int64
-	idBase    int64 // the node and epoch fields of every ID
-	seqBits   uint8
-	timeShift uint8
-	_         [22]byte
+	corr     atomic.Int64
+	anchorAt atomic.Int64
+	pk       packing // the layout's shifts and masks
+	fields   int64   // the node and epoch fields of every ID (packing.fields)
 
 	// Read only when waiting, sealing or failing.
 	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
@@ -186,40 +96,34 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 			return nil, err
 		}
 	}
-	lay := c.layout
-	if err := lay.Validate(); err != nil {
-		return nil, &optionError{msg: "WithLayout: " + trimPrefix(err.Error())}
-	}
+	lay := c.layout // valid: WithLayout checks it
 	node, epoch, prev := l.NodeID(), l.Epoch(), l.PreviousHorizon()
 	if node < 0 || node > lay.MaxNode() {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
 			node, lay, lay.MaxNode())
 	}
-	base := l.Base()
+	base, pk := l.Base(), lay.packing()
 	g := &Generator{
-		lease:     l,
-		base:      base,
-		baseNs:    base.UnixNano(),
-		clock:     c.clock,
-		maxWait:   c.maxWait,
-		layout:    lay,
-		seqBits:   uint8(lay.SeqBits()),
-		timeShift: lay.NodeBits + lay.StepBits,
-		seqMask:   lay.PerMillisecond() - 1,
-		idBase:    node<<lay.StepBits | (epoch&(1<<lay.EpochBits-1))<<lay.SeqBits(),
-		epochMs:   lay.Epoch,
-		maxT:      1 << lay.TimeBits(),
-		prevMs:    prev,
+		lease:   l,
+		base:    base,
+		baseNs:  base.UnixNano(),
+		clock:   c.clock,
+		epochMs: lay.Epoch,
+		pk:      pk,
+		fields:  pk.fields(node, epoch),
+		maxWait: c.maxWait,
+		layout:  lay,
+		prevMs:  prev,
 	}
 	// The first ID is stamped at the millisecond after the previous horizon
 	// at the earliest.
 	if prev >= lay.Epoch {
 		t := prev - lay.Epoch + 1
-		if t >= g.maxT {
+		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
 				ErrTimeOverflow, node, fmtMs(prev), fmtMs(lay.End()))
 		}
-		g.initial = uint64(t) << g.seqBits
+		g.initial = uint64(t) << pk.seqBits
 	}
 	g.state.Store(g.initial)
 	g.readWall = func() (int64, time.Duration) {
@@ -286,14 +190,14 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// that stamp before the state is read, so that under contention little
 	// happens between the read and the compare-and-swap. mint has the
 	// rest: a sealed generator, a stamp after the clock's, waits.
-	if tn := ms - g.epochMs; uint64(tn) < uint64(g.maxT) {
+	if tn := ms - g.epochMs; uint64(tn) < uint64(g.pk.maxT) {
 		if err := g.lease.CheckSince(d, ms); err != nil {
 			return 0, err
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
-			next := max(int64(s), tn<<(g.seqBits&63))
-			if next>>(g.seqBits&63) == tn && g.state.CompareAndSwap(s, uint64(next+1)) {
-				return bw.ID(tn<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+			next := max(int64(s), tn<<(g.pk.seqBits&63))
+			if next>>(g.pk.seqBits&63) == tn && g.state.CompareAndSwap(s, uint64(next+1)) {
+				return g.pk.id(tn, g.fields, next), nil
 			}
 		}
 	}
@@ -314,14 +218,14 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 		// The ID is the larger of the next free value and the first value of
 		// the current millisecond.
 		next := int64(s)
-		if c := min(max(tn, 0), g.maxT) << (g.seqBits & 63); c > next {
+		if c := min(max(tn, 0), g.pk.maxT) << (g.pk.seqBits & 63); c > next {
 			next = c
 		}
-		t := next >> (g.seqBits & 63)
-		if t >= g.maxT {
+		t := next >> (g.pk.seqBits & 63)
+		if t >= g.pk.maxT {
 			return 0, g.overflowErr(ms)
 		}
-		if t > tn && next&g.seqMask == 0 {
+		if t > tn && next&g.pk.seqMask == 0 {
 			// The clock is behind a millisecond not stamped yet: the last
 			// millisecond's sequence is used up (after a backward step of the
 			// clock too), or the clock is behind the previous holder's horizon.
@@ -340,53 +244,9 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			return 0, err
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
-			return bw.ID(t<<(g.timeShift&63) | g.idBase | next&g.seqMask), nil
+			return g.pk.id(t, g.fields, next), nil
 		}
 	}
-}
-
-// read reads the clocks as Generate does: now carries the monotonic clock,
-// for the lease's deadline; ms and frac are the stamping clock's unix
-// millisecond and the nanoseconds into it.
-func (g *Generator) read() (now time.Time, ms, frac int64) {
-	if g.clock != nil { // first, as in Generate
-		w := g.clock()
-		return time.Now(), w.UnixMilli(), int64(w.Nanosecond() % 1e6)
-	}
-	d := time.Since(g.base)
-	now = g.base.Add(d)
-	if int64(d) >= g.anchorAt.Load() {
-		g.anchor(d)
-	}
-	ns := g.baseNs + int64(d) + g.corr.Load()
-	ms = floorMs(ns)
-	return now, ms, ns - ms*1e6
-}
-
-// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down.
-func floorMs(ns int64) int64 {
-	if ns < 0 {
-		return (ns+1)/1e6 - 1
-	}
-	return ns / 1e6
-}
-
-// anchor re-reads the wall clock, at most once per anchorEvery, so that the
-// default stamping clock follows its steps and slews.
-func (g *Generator) anchor(d time.Duration) {
-	at := g.anchorAt.Load()
-	if int64(d) < at || !g.anchorAt.CompareAndSwap(at, int64(d+anchorEvery)) {
-		return
-	}
-	g.readAnchor()
-}
-
-// readAnchor reads the wall clock and sets corr from it; it returns the
-// monotonic time since base of that reading.
-func (g *Generator) readAnchor() time.Duration {
-	ns, since := g.readWall()
-	g.corr.Store(ns - g.baseNs - int64(since))
-	return since
 }
 
 // sinceEpoch returns unix millisecond ms in milliseconds since the layout's
@@ -398,30 +258,6 @@ func (g *Generator) sinceEpoch(ms int64) int64 {
 	return ms - g.epochMs
 }
 
-// wait waits, without any lock, until the stamping clock may have reached
-// t (ms since the layout epoch), having started waiting at start; it
-// returns fresh readings. It fails at once if the wait would end after
-// start + maxWait.
-func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
-	_, ms, frac := g.read()
-	remaining := gap(t+g.epochMs, ms) - time.Duration(frac)
-	if remaining > g.maxWait-now.Sub(start) {
-		return now, ms, g.behindErr(ms, t)
-	}
-	switch {
-	case remaining > time.Millisecond:
-		time.Sleep(remaining)
-	case *spins < spinLimit:
-		*spins++
-		runtime.Gosched()
-	default:
-		*spins = 0
-		time.Sleep(max(remaining, time.Microsecond))
-	}
-	now, ms, _ = g.read()
-	return now, ms, nil
-}
-
 // seal is the function bound to the lease: it stops the generator for good
 // with one atomic operation and returns the latest millisecond stamped, or
 // the previous horizon if none was. A Generate racing with it either
@@ -431,7 +267,7 @@ func (g *Generator) seal() int64 {
 	if s == g.initial {
 		return g.prevMs
 	}
-	return int64(s-1)>>g.seqBits + g.epochMs
+	return int64(s-1)>>g.pk.seqBits + g.epochMs
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
@@ -447,7 +283,7 @@ func (g *Generator) behindErr(ms, t int64) error {
 	switch {
 	case ms < g.epochMs:
 		why = "the layout starts at its epoch"
-	case uint64(t)<<g.seqBits == g.initial:
+	case uint64(t)<<g.pk.seqBits == g.initial:
 		why = fmt.Sprintf("the previous holder's horizon is %s", fmtMs(g.prevMs))
 	}
 	away := gap(want, ms).String()
@@ -458,30 +294,7 @@ func (g *Generator) behindErr(ms, t int64) error {
 		g.lease.NodeID(), nodeid.ErrClockBehind, fmtMs(ms), fmtMs(want), why, away, g.maxWait)
 }
 
-// gap returns b-a milliseconds as a duration, saturated.
-func gap(b, a int64) time.Duration {
-	d := b - a
-	if a < 0 && d < 0 || d > int64(math.MaxInt64/time.Millisecond) {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(d) * time.Millisecond
-}
-
 func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
 		ErrTimeOverflow, g.lease.NodeID(), fmtMs(ms), g.layout, fmtMs(g.layout.End()))
-}
-
-func fmtMs(ms int64) string {
-	return fmt.Sprintf("%d (%s)", ms, fmtTime(time.UnixMilli(ms)))
-}
-
-func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
-
-func trimPrefix(s string) string {
-	const p = "snowflake: "
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }

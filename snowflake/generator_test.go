@@ -489,7 +489,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 			t.Errorf("New(%+v) = %v; want ErrInvalidOption saying %q", c.opts, err, c.want)
 		}
 	}
-	for _, d := range []time.Duration{MinMaxWait, DefaultMaxWait, MaxMaxWait} {
+	for _, d := range []time.Duration{ShortestMaxWait, DefaultMaxWait, LongestMaxWait} {
 		if g, err := newGenerator(newFake(1, 1, 0), WithMaxWait(d)); err != nil || g.MaxWait() != d {
 			t.Errorf("WithMaxWait(%s): %v", d, err)
 		}

@@ -53,9 +53,16 @@ const TwitterEpoch = 1288834974657
 // String describes the layout, e.g. "epoch 1288834974657 (2010-11-04T01:42:54.657Z),
 // 41 time bits, 10 node bits, 12 step bits (0 epoch bits)".
 func (l Layout) String() string {
-	return fmt.Sprintf("epoch %d (%s), %d time bits, %d node bits, %d step bits (%d epoch bits)",
-		l.Epoch, time.UnixMilli(l.Epoch).UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+	return fmt.Sprintf("epoch %s, %d time bits, %d node bits, %d step bits (%d epoch bits)",
+		fmtMs(l.Epoch), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+}
+
+// timeFormat is how the package writes a time: UTC, to the millisecond.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// fmtMs writes unix millisecond ms as the number and its time.
+func fmtMs(ms int64) string {
+	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(timeFormat))
 }
 
 // TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
@@ -65,40 +72,43 @@ func (l Layout) TimeBits() int { return 63 - int(l.NodeBits) - int(l.StepBits) }
 func (l Layout) SeqBits() int { return int(l.StepBits) - int(l.EpochBits) }
 
 // MaxNode returns the largest node ID the layout holds.
-func (l Layout) MaxNode() int64 { return 1<<l.NodeBits - 1 }
+func (l Layout) MaxNode() int64 { return l.packing().nodeMask }
 
 // End returns the last unix millisecond the layout can stamp:
 // Epoch + 2^TimeBits - 1. The result is meaningless, but End does not
 // panic, for a layout that fails Validate.
-func (l Layout) End() int64 {
-	tb := l.TimeBits()
-	if tb < 0 || tb > 62 {
-		return l.Epoch
-	}
-	return l.Epoch + 1<<tb - 1
-}
+func (l Layout) End() int64 { return l.Epoch + l.packing().maxT - 1 }
 
 // PerMillisecond returns how many IDs one generator can mint per
-// millisecond: the layout's physical cap.
-func (l Layout) PerMillisecond() int64 { return 1 << l.SeqBits() }
+// millisecond: the layout's physical cap. The result is meaningless, but
+// PerMillisecond does not panic, for a layout that fails Validate.
+func (l Layout) PerMillisecond() int64 { return l.packing().seqMask + 1 }
 
 // Validate checks the layout and names the first field that breaks a rule.
 func (l Layout) Validate() error {
+	if err := l.check(); err != nil {
+		return fmt.Errorf("snowflake: %w", err)
+	}
+	return nil
+}
+
+// check is Validate without the package's name, for the callers that put
+// the error in a context of their own (WithLayout).
+func (l Layout) check() error {
 	switch {
 	case l.Epoch < 0:
-		return fmt.Errorf("snowflake: layout epoch %d is before 1970", l.Epoch)
+		return fmt.Errorf("layout epoch %d is before 1970", l.Epoch)
 	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("snowflake: layout epoch %d (%s) is in the future",
-			l.Epoch, time.UnixMilli(l.Epoch).UTC().Format(time.RFC3339))
+		return fmt.Errorf("layout epoch %s is in the future", fmtMs(l.Epoch))
 	case l.NodeBits < 1:
-		return fmt.Errorf("snowflake: layout node bits %d: at least 1 is needed", l.NodeBits)
+		return fmt.Errorf("layout node bits %d: at least 1 is needed", l.NodeBits)
 	case l.StepBits < 1:
-		return fmt.Errorf("snowflake: layout step bits %d: at least 1 is needed", l.StepBits)
+		return fmt.Errorf("layout step bits %d: at least 1 is needed", l.StepBits)
 	case l.TimeBits() < MinTimeBits:
-		return fmt.Errorf("snowflake: layout node bits %d + step bits %d leave %d time bits; at least %d are needed",
+		return fmt.Errorf("layout node bits %d + step bits %d leave %d time bits; at least %d are needed",
 			l.NodeBits, l.StepBits, l.TimeBits(), MinTimeBits)
 	case l.SeqBits() < MinSeqBits:
-		return fmt.Errorf("snowflake: layout epoch bits %d leave %d of the %d step bits to count IDs; at least %d is needed",
+		return fmt.Errorf("layout epoch bits %d leave %d of the %d step bits to count IDs; at least %d is needed",
 			l.EpochBits, l.SeqBits(), l.StepBits, MinSeqBits)
 	}
 	return nil
@@ -115,15 +125,17 @@ type Parts struct {
 // Time returns the ID's time.
 func (p Parts) Time() time.Time { return time.UnixMilli(p.Ms) }
 
-// Decode splits id into its fields. It does not validate the layout.
+// Decode splits id into its fields. It does not validate the layout: for a
+// layout that fails Validate the fields are meaningless, but Decode does
+// not panic.
 func (l Layout) Decode(id bw.ID) Parts {
+	p := l.packing()
 	v := int64(id)
-	seqBits := l.SeqBits()
 	return Parts{
-		Ms:    v>>(l.NodeBits+l.StepBits) + l.Epoch,
-		Node:  v >> l.StepBits & l.MaxNode(),
-		Epoch: v >> seqBits & (1<<l.EpochBits - 1),
-		Seq:   v & (1<<seqBits - 1),
+		Ms:    v>>p.timeShift + l.Epoch,
+		Node:  v >> p.nodeShift & p.nodeMask,
+		Epoch: v >> p.seqBits & p.epochMask,
+		Seq:   v & p.seqMask,
 	}
 }
 
@@ -133,22 +145,62 @@ func (l Layout) Encode(p Parts) (bw.ID, error) {
 	if err := l.Validate(); err != nil {
 		return 0, err
 	}
+	pk := l.packing()
 	t := p.Ms - l.Epoch
 	switch {
-	case t < 0 || t >= 1<<l.TimeBits():
+	case t < 0 || t >= pk.maxT:
 		return 0, fmt.Errorf("snowflake: time %d ms is outside the layout's range (%d + [0, 2^%d))", p.Ms, l.Epoch, l.TimeBits())
-	case p.Node < 0 || p.Node > l.MaxNode():
-		return 0, fmt.Errorf("snowflake: node ID %d is outside 0-%d (%d node bits)", p.Node, l.MaxNode(), l.NodeBits)
+	case p.Node < 0 || p.Node > pk.nodeMask:
+		return 0, fmt.Errorf("snowflake: node ID %d is outside 0-%d (%d node bits)", p.Node, pk.nodeMask, l.NodeBits)
 	case p.Epoch < 0:
 		return 0, fmt.Errorf("snowflake: epoch %d is negative", p.Epoch)
-	case p.Seq < 0 || p.Seq >= l.PerMillisecond():
-		return 0, fmt.Errorf("snowflake: sequence %d is outside 0-%d", p.Seq, l.PerMillisecond()-1)
+	case p.Seq < 0 || p.Seq > pk.seqMask:
+		return 0, fmt.Errorf("snowflake: sequence %d is outside 0-%d", p.Seq, pk.seqMask)
 	}
-	return l.encode(t, p.Node, p.Epoch, p.Seq), nil
+	return pk.id(t, pk.fields(p.Node, p.Epoch), p.Seq), nil
 }
 
-// encode packs fields already known to be in range; t is ms since l.Epoch.
-func (l Layout) encode(t, node, epoch, seq int64) bw.ID {
-	seqBits := l.SeqBits()
-	return bw.ID(t<<(l.NodeBits+l.StepBits) | node<<l.StepBits | (epoch&(1<<l.EpochBits-1))<<seqBits | seq)
+// packing is where a layout puts each field of an ID, as shifts and masks:
+//
+//	ID = t<<timeShift | node<<nodeShift | epoch<<seqBits | seq
+//
+// for t the milliseconds since the layout's epoch, 0 <= t < maxT. It is the
+// one place the bit arithmetic of a layout is written: Encode, Decode and
+// the Generator, which keeps a copy for its fast path, all go through it.
+type packing struct {
+	maxT      int64 // 2^TimeBits: the first t the time field cannot hold
+	nodeMask  int64 // 2^NodeBits - 1: the largest node ID
+	epochMask int64 // 2^EpochBits - 1
+	seqMask   int64 // 2^SeqBits - 1: the largest sequence number
+	timeShift uint8 // NodeBits + StepBits
+	nodeShift uint8 // StepBits
+	seqBits   uint8 // SeqBits: the shift of the epoch field
+}
+
+// packing returns the layout's packing. For a layout that fails Validate
+// the values are meaningless, but computing them does not panic: every
+// shift count is unsigned.
+func (l Layout) packing() packing {
+	return packing{
+		maxT:      1 << uint8(l.TimeBits()),
+		nodeMask:  1<<l.NodeBits - 1,
+		epochMask: 1<<l.EpochBits - 1,
+		seqMask:   1<<uint8(l.SeqBits()) - 1,
+		timeShift: l.NodeBits + l.StepBits,
+		nodeShift: l.StepBits,
+		seqBits:   uint8(l.SeqBits()),
+	}
+}
+
+// fields returns the node and epoch fields of an ID: node must be in range;
+// epoch is reduced modulo 2^EpochBits.
+func (p *packing) fields(node, epoch int64) int64 {
+	return node<<p.nodeShift | (epoch&p.epochMask)<<p.seqBits
+}
+
+// id packs an ID from t, in range, the node and epoch fields (see fields)
+// and the low SeqBits of seq. It is on the generator's fast path: the
+// shift count is masked so that the compiler needs no check of it.
+func (p *packing) id(t, fields, seq int64) bw.ID {
+	return bw.ID(t<<(p.timeShift&63) | fields | seq&p.seqMask)
 }

@@ -54,13 +54,20 @@ func TestLayoutValidate(t *testing.T) {
 	}
 }
 
-// FuzzLayoutRoundTrip: for any layout, Validate never panics, and for a
-// valid one Decode(Encode(p)) == p with the epoch reduced modulo 2^EpochBits.
+// FuzzLayoutRoundTrip: for any layout, Validate and the methods that do
+// not validate (Decode, End, MaxNode, PerMillisecond, String) never panic,
+// and for a valid one Decode(Encode(p)) == p with the epoch reduced modulo
+// 2^EpochBits.
 func FuzzLayoutRoundTrip(f *testing.F) {
 	f.Add(DefaultLayout.Epoch, uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
 	f.Add(int64(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
+	f.Add(int64(0), uint8(10), uint8(4), uint8(5), int64(1<<40), int64(1), int64(1), int64(1))      // more epoch bits than step bits
+	f.Add(int64(0), uint8(200), uint8(100), uint8(0), int64(-1), int64(1), int64(1), int64(1))      // wider than 63 bits
+	f.Add(int64(-5), uint8(0), uint8(0), uint8(255), int64(1<<62), int64(-1), int64(-1), int64(-1)) // every field out of range
 	f.Fuzz(func(t *testing.T, epoch int64, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
 		l := Layout{Epoch: epoch, NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
+		_, _, _, _ = l.Decode(bw.ID(ms)), l.End(), l.MaxNode(), l.PerMillisecond()
+		_ = l.String()
 		if l.Validate() != nil {
 			if _, err := l.Encode(Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq}); err == nil {
 				t.Fatalf("Encode accepted invalid layout %+v", l)
@@ -79,4 +86,13 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 			t.Fatalf("layout %+v: Decode(Encode(%+v)) = %+v", l, want, got)
 		}
 	})
+}
+
+// String writes the epoch as its number and its UTC time to the
+// millisecond, as the error messages write every time.
+func TestLayoutString(t *testing.T) {
+	const want = "epoch 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits, 10 node bits, 12 step bits (0 epoch bits)"
+	if got := DefaultLayout.String(); got != want {
+		t.Fatalf("DefaultLayout.String() = %q; want %q", got, want)
+	}
 }

@@ -1,0 +1,99 @@
+package snowflake
+
+import (
+	"math"
+	"runtime"
+	"time"
+)
+
+// The stamping clock is WithClock's function, or by default the wall
+// clock kept as described at the Generator's corr field: one monotonic
+// reading per ID, which also serves the lease's deadline, and a wall clock
+// reading about once a second.
+
+// anchorEvery is how often the default stamping clock re-reads the wall
+// clock. In between it advances with the monotonic clock.
+const anchorEvery = time.Second
+
+// spinLimit is how many times a Generate yields while waiting for the next
+// millisecond before it sleeps instead. A real clock moves on long before;
+// a clock that only moves while every goroutine sleeps (testing/synctest)
+// needs the sleep.
+const spinLimit = 1 << 14
+
+// read reads the clocks as Generate does: now carries the monotonic clock,
+// for the lease's deadline; ms and frac are the stamping clock's unix
+// millisecond and the nanoseconds into it.
+func (g *Generator) read() (now time.Time, ms, frac int64) {
+	if g.clock != nil { // first, as in Generate
+		w := g.clock()
+		return time.Now(), w.UnixMilli(), int64(w.Nanosecond() % 1e6)
+	}
+	d := time.Since(g.base)
+	now = g.base.Add(d)
+	if int64(d) >= g.anchorAt.Load() {
+		g.anchor(d)
+	}
+	ns := g.baseNs + int64(d) + g.corr.Load()
+	ms = floorMs(ns)
+	return now, ms, ns - ms*1e6
+}
+
+// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down.
+func floorMs(ns int64) int64 {
+	if ns < 0 {
+		return (ns+1)/1e6 - 1
+	}
+	return ns / 1e6
+}
+
+// anchor re-reads the wall clock, at most once per anchorEvery, so that the
+// default stamping clock follows its steps and slews.
+func (g *Generator) anchor(d time.Duration) {
+	at := g.anchorAt.Load()
+	if int64(d) < at || !g.anchorAt.CompareAndSwap(at, int64(d+anchorEvery)) {
+		return
+	}
+	g.readAnchor()
+}
+
+// readAnchor reads the wall clock and sets corr from it; it returns the
+// monotonic time since base of that reading.
+func (g *Generator) readAnchor() time.Duration {
+	ns, since := g.readWall()
+	g.corr.Store(ns - g.baseNs - int64(since))
+	return since
+}
+
+// wait waits, without any lock, until the stamping clock may have reached
+// t (ms since the layout epoch), having started waiting at start; it
+// returns fresh readings. It fails at once if the wait would end after
+// start + maxWait.
+func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
+	_, ms, frac := g.read()
+	remaining := gap(t+g.epochMs, ms) - time.Duration(frac)
+	if remaining > g.maxWait-now.Sub(start) {
+		return now, ms, g.behindErr(ms, t)
+	}
+	switch {
+	case remaining > time.Millisecond:
+		time.Sleep(remaining)
+	case *spins < spinLimit:
+		*spins++
+		runtime.Gosched()
+	default:
+		*spins = 0
+		time.Sleep(max(remaining, time.Microsecond))
+	}
+	now, ms, _ = g.read()
+	return now, ms, nil
+}
+
+// gap returns b-a milliseconds as a duration, saturated.
+func gap(b, a int64) time.Duration {
+	d := b - a
+	if a < 0 && d < 0 || d > int64(math.MaxInt64/time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d) * time.Millisecond
+}
