@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 )
 
 // Sentinel errors. Match them with errors.Is: every error this package returns
@@ -77,11 +76,3 @@ func (e *LostError) Unwrap() error { return e.Cause }
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
 }
-
-// timeLayout is how exact times appear in messages: UTC, milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeLayout) }
-
-// fmtMs shows unix millisecond ms as the number and its time.
-func fmtMs(ms int64) string { return fmt.Sprintf("%d (%s)", ms, fmtTime(time.UnixMilli(ms))) }

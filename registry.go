@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/timefmt"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -247,9 +248,9 @@ func (r *Registry) refusal(why store.Refusal) error {
 		return fmt.Errorf("%w: all of node IDs %d-%d are held", ErrNoNodeIDAvailable, r.lo, r.hi)
 	}
 	wait := time.UnixMilli(why.Until + 1).Sub(why.Now).Round(time.Millisecond)
-	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", fmtMs(why.Until), fmtTime(why.SetAt))
+	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(why.Until), timefmt.Time(why.SetAt))
 	if why.Quarantined {
-		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, until %s", fmtMs(why.Until))
+		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, until %s", timefmt.Ms(why.Until))
 	}
 	return fmt.Errorf("%w: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
 		ErrNoNodeIDAvailable, r.lo, r.hi, why.Held, why.Cooling, why.Soonest, wait, cause)

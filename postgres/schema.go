@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/wal"
 )
 
 // Limits of a table's maximum lease TTL.
@@ -14,11 +16,6 @@ const (
 	// DefaultMaxTTL is the maximum TTL recorded when none is given.
 	DefaultMaxTTL = time.Minute
 )
-
-// Timeline is the SQL expression of the server's current WAL timeline, which
-// a promotion increments. Any role may evaluate it; on a standby it fails
-// (a standby takes no writes anyway).
-const Timeline = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::integer::bigint`
 
 // The lease table holds one row per node ID, created once and never deleted:
 // deleting a row would reset its epoch and break fencing.
@@ -79,14 +76,14 @@ CREATE TABLE IF NOT EXISTS {c} (
     timeline    bigint      NOT NULL,
     timeline_seen_at timestamptz NOT NULL
 );
-UPDATE {t} SET timeline = ` + Timeline + ` WHERE timeline = 0;
+UPDATE {t} SET timeline = ` + wal.Timeline + ` WHERE timeline = 0;
 INSERT INTO {c} (min_node, max_node, max_ttl_ms, timeline, timeline_seen_at)
-VALUES ({lo}, {hi}, {ttl}, ` + Timeline + `, now())
+VALUES ({lo}, {hi}, {ttl}, ` + wal.Timeline + `, now())
 ON CONFLICT (singleton) DO UPDATE
 SET min_node = LEAST({c}.min_node, EXCLUDED.min_node), max_node = GREATEST({c}.max_node, EXCLUDED.max_node),
     max_ttl_ms = GREATEST({c}.max_ttl_ms, EXCLUDED.max_ttl_ms);
 INSERT INTO {t} (node_id, timeline)
-SELECT g, ` + Timeline + ` FROM {c}, generate_series({c}.min_node, {c}.max_node) AS g
+SELECT g, ` + wal.Timeline + ` FROM {c}, generate_series({c}.min_node, {c}.max_node) AS g
 ON CONFLICT (node_id) DO NOTHING;
 ANALYZE {t}, {c};`
 

@@ -54,7 +54,7 @@ func pgLeases(b *testing.B, n int) []*nodeid.Lease {
 		return nil
 	}
 	db, _ := srv.NewDB(b)
-	reg, err := nodeid.New(db, nodeid.WithNodeRange(0, 3), nodeid.WithTTL(time.Minute))
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithNodeRange(0, 3), nodeid.WithTTL(time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"runtime"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // The stamping clock is WithClock's function, or by default the wall
@@ -35,16 +37,8 @@ func (g *Generator) read() (now time.Time, ms, frac int64) {
 		g.anchor(d)
 	}
 	ns := g.baseNs + int64(d) + g.corr.Load()
-	ms = floorMs(ns)
+	ms = timefmt.FloorMs(ns)
 	return now, ms, ns - ms*1e6
-}
-
-// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down.
-func floorMs(ns int64) int64 {
-	if ns < 0 {
-		return (ns+1)/1e6 - 1
-	}
-	return ns / 1e6
 }
 
 // anchor re-reads the wall clock, at most once per anchorEvery, so that the

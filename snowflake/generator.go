@@ -10,6 +10,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // ErrTimeOverflow: the time to stamp is past the end of the layout's time
@@ -121,7 +122,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		t := prev - lay.Epoch + 1
 		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
-				ErrTimeOverflow, node, fmtMs(prev), fmtMs(lay.End()))
+				ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
 		}
 		g.initial = uint64(t) << pk.seqBits
 	}
@@ -183,7 +184,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 		if int64(d) >= g.anchorAt.Load() {
 			g.anchor(d)
 		}
-		ms = floorMs(g.baseNs + int64(d) + g.corr.Load())
+		ms = timefmt.FloorMs(g.baseNs + int64(d) + g.corr.Load())
 	}
 	// The common case, inline: the clock is within the layout and the ID
 	// is stamped with the clock's millisecond. The lease is checked for
@@ -279,22 +280,22 @@ func (g *Generator) sealedErr(now time.Time) error {
 
 func (g *Generator) behindErr(ms, t int64) error {
 	want := t + g.epochMs
-	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", fmtMs(want-1))
+	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", timefmt.Ms(want-1))
 	switch {
 	case ms < g.epochMs:
 		why = "the layout starts at its epoch"
 	case uint64(t)<<g.pk.seqBits == g.initial:
-		why = fmt.Sprintf("the previous holder's horizon is %s", fmtMs(g.prevMs))
+		why = fmt.Sprintf("the previous holder's horizon is %s", timefmt.Ms(g.prevMs))
 	}
 	away := gap(want, ms).String()
 	if gap(want, ms) == math.MaxInt64 {
 		away = "centuries"
 	}
 	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s, but the next ID needs %s or later (%s); that is %s away, and the max wait of %s would end first",
-		g.lease.NodeID(), nodeid.ErrClockBehind, fmtMs(ms), fmtMs(want), why, away, g.maxWait)
+		g.lease.NodeID(), nodeid.ErrClockBehind, timefmt.Ms(ms), timefmt.Ms(want), why, away, g.maxWait)
 }
 
 func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
-		ErrTimeOverflow, g.lease.NodeID(), fmtMs(ms), g.layout, fmtMs(g.layout.End()))
+		ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // Layout is the bit layout of an ID. From the most significant bit: one sign
@@ -54,15 +56,7 @@ const TwitterEpoch = 1288834974657
 // 41 time bits, 10 node bits, 12 step bits (0 epoch bits)".
 func (l Layout) String() string {
 	return fmt.Sprintf("epoch %s, %d time bits, %d node bits, %d step bits (%d epoch bits)",
-		fmtMs(l.Epoch), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
-}
-
-// timeFormat is how the package writes a time: UTC, to the millisecond.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// fmtMs writes unix millisecond ms as the number and its time.
-func fmtMs(ms int64) string {
-	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(timeFormat))
+		timefmt.Ms(l.Epoch), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
 }
 
 // TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
@@ -99,7 +93,7 @@ func (l Layout) check() error {
 	case l.Epoch < 0:
 		return fmt.Errorf("layout epoch %d is before 1970", l.Epoch)
 	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("layout epoch %s is in the future", fmtMs(l.Epoch))
+		return fmt.Errorf("layout epoch %s is in the future", timefmt.Ms(l.Epoch))
 	case l.NodeBits < 1:
 		return fmt.Errorf("layout node bits %d: at least 1 is needed", l.NodeBits)
 	case l.StepBits < 1:

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // Claim is one claim of a node ID as the database's history recorded it.
@@ -113,13 +115,6 @@ type lease struct {
 	ids  int64
 	// the first and last minted ID, for sampling
 	first, last uint64
-}
-
-func floorMs(ns int64) int64 {
-	if ns < 0 {
-		return (ns+1)/1e6 - 1
-	}
-	return ns / 1e6
 }
 
 func fmtNs(ns int64) string {
@@ -341,11 +336,11 @@ func checkFile(r *Report, f *File, claims map[key]*Claim, leases map[key]*lease,
 		c := claims[k]
 		var lo, hi int64
 		if c != nil {
-			lo, hi = floorMs(c.AcquiredNs)-1, floorMs(c.endNs())+1
+			lo, hi = timefmt.FloorMs(c.AcquiredNs)-1, timefmt.FloorMs(c.endNs())+1
 		}
 		deadline := int64(1<<63 - 1)
 		if l.lost != nil {
-			deadline = floorMs(l.lost.DeadlineNs) + 1
+			deadline = timefmt.FloorMs(l.lost.DeadlineNs) + 1
 		}
 		epochMask := int64(1)<<lay.EpochBits - 1
 		for _, id := range b.IDs {

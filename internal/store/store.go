@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/wal"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -60,7 +61,7 @@ func (c Config) ConfigTable() string { return postgres.ConfigTable(c.Table) }
 // and {tl} the expression of the server's timeline.
 func expand(tmpl string, c Config) string {
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
-		"{tl}", postgres.Timeline).Replace(tmpl)
+		"{tl}", wal.Timeline).Replace(tmpl)
 }
 
 // Store runs the statements on one lease table.
