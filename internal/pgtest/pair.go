@@ -44,9 +44,9 @@ type Pair struct {
 	Repl             *Proxy // the standby's replication connection runs through it
 }
 
-// errNoBinaries marks a start that failed because programs are missing, not
-// because they misbehaved.
-var errNoBinaries = errors.New("pgtest: missing programs")
+// errUnavailable marks a start that failed because what it needs is not
+// here (programs, or root), not because a program misbehaved.
+var errUnavailable = errors.New("pgtest: not available here")
 
 // StartPair starts a primary from the local PostgreSQL binaries, with the
 // given settings ("name=value") on top of the package's, and a standby that
@@ -54,7 +54,7 @@ var errNoBinaries = errors.New("pgtest: missing programs")
 // replication slot of the primary, so a cut only delays what it receives.
 func StartPair(ctx context.Context, settings ...string) (*Pair, error) {
 	if _, err := findBinaries(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errNoBinaries, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	all := append(append([]string{}, replicationSettings...), settings...)
 	primary, err := startLocal(ctx, all)
@@ -100,7 +100,7 @@ func NewPair(t testing.TB, settings ...string) *Pair {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := StartPair(ctx, settings...)
-	if errors.Is(err, errNoBinaries) {
+	if errors.Is(err, errUnavailable) {
 		Unavailable(t, err)
 	}
 	if err != nil {
