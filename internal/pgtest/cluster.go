@@ -275,12 +275,17 @@ func (c *Cluster) Leader(ctx context.Context) (string, error) {
 }
 
 // WaitHealthy waits until a leader accepts writes and every other node
-// streams from it, or ctx ends.
+// streams from it, or ctx ends, or a node's Patroni has exited.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
 	for {
 		err := c.healthy(ctx)
 		if err == nil {
 			return nil
+		}
+		for _, n := range c.nodes {
+			if !n.proc.running() {
+				return fmt.Errorf("pgtest: the cluster is not healthy: %s's Patroni exited (%v)", n.name, n.proc.cmd.ProcessState)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -354,12 +359,12 @@ func (c *Cluster) KillLeader(ctx context.Context) error {
 // Patroni picks, and returns once a node other than the old leader holds
 // the leader key; it may not accept writes yet.
 func (c *Cluster) Switchover(ctx context.Context) error {
-	return c.patronictl(ctx, "Successfully switched over", "switchover", "--force")
+	return c.patronictl(ctx, "switchover", "--force")
 }
 
 // Failover has patronictl fail over to a replica that Patroni reports
-// running, and returns once it holds the leader key; it may not accept
-// writes yet.
+// running, and returns once a node other than the old leader holds the
+// leader key; it may not accept writes yet.
 func (c *Cluster) Failover(ctx context.Context) error {
 	ms, err := c.members(ctx)
 	if err != nil {
@@ -367,7 +372,7 @@ func (c *Cluster) Failover(ctx context.Context) error {
 	}
 	candidate := ""
 	for _, m := range ms {
-		if m.Role != "leader" && m.State == "running" {
+		if m.Role != "leader" && (m.State == "running" || m.State == "streaming") {
 			candidate = m.Name
 			break
 		}
@@ -375,13 +380,13 @@ func (c *Cluster) Failover(ctx context.Context) error {
 	if candidate == "" {
 		return fmt.Errorf("pgtest: no running replica to fail over to: %+v", ms)
 	}
-	return c.patronictl(ctx, "Successfully failed over", "failover", "--force", "--candidate", candidate)
+	return c.patronictl(ctx, "failover", "--force", "--candidate", candidate)
 }
 
-// patronictl runs patronictl with args against the cluster, and fails
-// unless its output contains success. (patronictl exits 0 when a
-// switchover fails.)
-func (c *Cluster) patronictl(ctx context.Context, success string, args ...string) error {
+// patronictl runs a switchover or failover command of patronictl against
+// the cluster. patronictl exits 0 when one fails: only its message of
+// success, `... over to "node"`, tells.
+func (c *Cluster) patronictl(ctx context.Context, args ...string) error {
 	args = append([]string{"-c", c.nodes[0].config()}, args...)
 	cmd := exec.CommandContext(ctx, c.ctl, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
@@ -391,7 +396,7 @@ func (c *Cluster) patronictl(ctx context.Context, success string, args ...string
 	if err != nil {
 		return fmt.Errorf("pgtest: patronictl %s: %w\n%s", strings.Join(args[2:], " "), err, out)
 	}
-	if !strings.Contains(string(out), success) {
+	if !strings.Contains(string(out), ` over to "`) {
 		return fmt.Errorf("pgtest: patronictl %s did not succeed:\n%s", strings.Join(args[2:], " "), out)
 	}
 	return nil

@@ -177,3 +177,40 @@ func TestClusterFailovers(t *testing.T) {
 		t.Errorf("Close left %s", c.root)
 	}
 }
+
+// BenchmarkCluster measures, for a three-node cluster on this machine, the
+// time StartCluster takes, and the time from the start of a switchover,
+// and of a crash of the leader (KillLeader), until a write through DSN
+// goes through. Run it with -benchtime=Nx: each round starts a cluster.
+func BenchmarkCluster(b *testing.B) {
+	var start, switchover, kill time.Duration
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	writeAfter := func(c *Cluster, do func(context.Context) error) time.Duration {
+		t0 := time.Now()
+		if err := do(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := eventually(ctx, func() error { return execOnce(ctx, c.DSN("postgres"), `SELECT txid_current()`) }); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for b.Loop() {
+		t0 := time.Now()
+		c := NewCluster(b, 3)
+		start += time.Since(t0)
+		switchover += writeAfter(c, c.Switchover)
+		if err := c.WaitHealthy(ctx); err != nil {
+			b.Fatal(err)
+		}
+		kill += writeAfter(c, c.KillLeader)
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(start.Seconds()/n, "start-s/op")
+	b.ReportMetric(switchover.Seconds()/n, "switchover-s/op")
+	b.ReportMetric(kill.Seconds()/n, "kill-to-write-s/op")
+}
