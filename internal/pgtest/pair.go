@@ -50,8 +50,9 @@ var errUnavailable = errors.New("pgtest: not available here")
 
 // StartPair starts a primary from the local PostgreSQL binaries, with the
 // given settings ("name=value") on top of the package's, and a standby that
-// pg_basebackup -R clones from it through Repl. The standby streams from a
-// replication slot of the primary, so a cut only delays what it receives.
+// pg_basebackup -R clones from it through Repl. The standby replicates as
+// the postgres superuser, trusted on 127.0.0.1, from a replication slot of
+// the primary, so a cut only delays what it receives.
 func StartPair(ctx context.Context, settings ...string) (*Pair, error) {
 	if _, err := findBinaries(); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUnavailable, err)

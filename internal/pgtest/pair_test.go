@@ -148,35 +148,45 @@ func TestPairFailoverLosesCommits(t *testing.T) {
 	}
 }
 
-// TestPairWaitReplayedCut shows WaitReplayed waits for the standby: with
-// replication cut it ends with ctx, and it returns once replication is
-// restored.
-func TestPairWaitReplayedCut(t *testing.T) {
-	p := NewPair(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	name, err := p.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.Repl.Cut()
-	if err := p.Primary.Exec(ctx, name, `CREATE TABLE t (v int); INSERT INTO t VALUES (1)`); err != nil {
-		t.Fatal(err)
-	}
-	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
-	err = p.WaitReplayed(short)
-	cancelShort()
-	if err == nil {
-		t.Fatal("WaitReplayed returned while replication was cut")
-	}
-	p.Repl.Restore()
-	if err := p.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := rows(ctx, t, p.Standby.DSN(name)); !got[1] {
-		t.Fatalf("standby has rows %v after replication was restored, want 1", got)
+// TestPairWaitReplayed shows WaitReplayed waits for the standby: with
+// replication cut or blackholed it ends with ctx, and it returns once
+// replication is restored.
+func TestPairWaitReplayed(t *testing.T) {
+	for _, fault := range []struct {
+		name string
+		do   func(*Proxy)
+	}{
+		{"cut", (*Proxy).Cut},
+		{"blackholed", (*Proxy).Blackhole},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			p := NewPair(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			name, err := p.Primary.CreateDatabase(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.WaitReplayed(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fault.do(p.Repl)
+			if err := p.Primary.Exec(ctx, name, `CREATE TABLE t (v int); INSERT INTO t VALUES (1)`); err != nil {
+				t.Fatal(err)
+			}
+			short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+			err = p.WaitReplayed(short)
+			cancelShort()
+			if err == nil {
+				t.Fatalf("WaitReplayed returned while replication was %s", fault.name)
+			}
+			p.Repl.Restore()
+			if err := p.WaitReplayed(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := rows(ctx, t, p.Standby.DSN(name)); !got[1] {
+				t.Fatalf("standby has rows %v after replication was restored, want 1", got)
+			}
+		})
 	}
 }
