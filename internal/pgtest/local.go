@@ -80,6 +80,12 @@ func credential() (*syscall.Credential, error) {
 }
 
 func startLocal(ctx context.Context, settings []string) (*Server, error) {
+	return startLocalWith(ctx, settings, (*local).init)
+}
+
+// startLocalWith starts a local server on a data directory that mkdata
+// makes in a new temporary directory owned by the user the server runs as.
+func startLocalWith(ctx context.Context, settings []string, mkdata func(*local, context.Context) error) (*Server, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err
@@ -93,7 +99,11 @@ func startLocal(ctx context.Context, settings []string) (*Server, error) {
 		return nil, err
 	}
 	l := &local{bin: bin, root: root, settings: append(append([]string{}, defaultSettings...), settings...), cred: cred}
-	if err := l.init(ctx); err != nil {
+	if err := l.chown(); err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	if err := mkdata(l, ctx); err != nil {
 		os.RemoveAll(root)
 		return nil, err
 	}
@@ -127,12 +137,16 @@ func (l *local) command(ctx context.Context, name string, args ...string) *exec.
 	return cmd
 }
 
-func (l *local) init(ctx context.Context) error {
-	if l.cred != nil {
-		if err := os.Chown(l.root, int(l.cred.Uid), int(l.cred.Gid)); err != nil {
-			return err
-		}
+// chown gives the temporary directory to the user the server runs as.
+func (l *local) chown() error {
+	if l.cred == nil {
+		return nil
 	}
+	return os.Chown(l.root, int(l.cred.Uid), int(l.cred.Gid))
+}
+
+// init makes a new data directory with initdb.
+func (l *local) init(ctx context.Context) error {
 	out, err := l.command(ctx, "initdb", "-D", l.data(), "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions").CombinedOutput()
 	if err != nil {

@@ -11,6 +11,10 @@
 //
 // Docker and local servers can be stopped, started and restarted, and their
 // backends terminated.
+//
+// For failover tests, from local programs only: Pair, a primary and an
+// asynchronous streaming standby whose replication runs through a Proxy;
+// Cluster, PostgreSQL nodes managed by Patroni on etcd.
 package pgtest
 
 import (
