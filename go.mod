@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/lib/pq v1.12.3
 	github.com/ory/dockertest/v3 v3.12.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
