@@ -270,7 +270,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, now(),
     w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, (SELECT max_ttl_ms FROM q)
 FROM (
     SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.timeline < q.cur AS quarantined,
-        COALESCE((SELECT h.ended_at FROM {h} AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch), t.expires_at) AS set_at
+        COALESCE((SELECT h.ended_at FROM {h} AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch),
+            CASE WHEN isfinite(t.expires_at) THEN t.expires_at END) AS set_at
     FROM {t} AS t, q,
         LATERAL (SELECT CASE WHEN t.timeline < q.cur THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END AS until_ms) AS x
     WHERE t.expires_at < now() AND t.node_id BETWEEN $1::integer AND $2::integer

@@ -1,0 +1,287 @@
+package nodeid_test
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// minter mints IDs under a lease until the generator refuses, in bursts,
+// and keeps them.
+type minter struct {
+	mu   sync.Mutex
+	ids  []uint64
+	err  error
+	done chan struct{}
+}
+
+func mint(t *testing.T, l *nodeid.Lease) *minter {
+	t.Helper()
+	g, err := snowflake.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &minter{done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			for range 50 {
+				id, err := g.Generate()
+				m.mu.Lock()
+				if err != nil {
+					m.err = err
+					m.mu.Unlock()
+					return
+				}
+				m.ids = append(m.ids, uint64(id))
+				m.mu.Unlock()
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	return m
+}
+
+func (m *minter) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ids)
+}
+
+// failoverCase is one way a failover can lose a lease's writes.
+type failoverCase struct {
+	name string
+	// multiHost: the old holder's DSN lists both servers; else only the
+	// old primary.
+	multiHost bool
+	// lose is where the old holder's writes stop reaching the standby:
+	// "claim" (replication cut before the claim), "renewal" (after the
+	// claim, before a renewal), "renewals" (for longer than the TTL), or
+	// "" for a clean switchover that loses nothing.
+	lose string
+}
+
+// A failover to an asynchronous standby that lacks the latest commits of
+// the old primary: whatever was lost (a claim, a renewal, renewals for
+// longer than the TTL) and whichever servers the old holder's DSN names,
+// no ID is minted by two holders, epochs strictly increase, and the old
+// holder's Lost closes; after a clean switchover the old holder's lease
+// survives and it mints on.
+func TestFailover(t *testing.T) {
+	t.Parallel()
+	for _, c := range []failoverCase{
+		{"claim lost, old holder on the primary only", false, "claim"},
+		{"claim lost, multi-host", true, "claim"},
+		{"renewal lost, old holder on the primary only", false, "renewal"},
+		{"renewals lost for longer than the TTL, multi-host", true, "renewals"},
+		{"clean switchover, multi-host", true, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			testFailover(t, c)
+		})
+	}
+}
+
+func testFailover(t *testing.T, c failoverCase) {
+	ttl := nodeid.MinTTL
+	if c.lose == "" {
+		ttl = 20 * time.Second // the lease must outlive the switchover
+	}
+	pair := pgtest.NewPair(t)
+	ctx := ctxOf(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl))
+	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	open := func(dsn string) *sql.DB {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	oldDSN := pair.Primary.DSN(dbName)
+	if c.multiHost {
+		oldDSN = pair.DSN(dbName)
+	}
+	oldReg, err := nodeid.New(open(oldDSN), nodeid.WithTTL(ttl), nodeid.WithOwner("old-holder"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldReg.Close()
+
+	if c.lose == "claim" {
+		pair.Repl.Cut()
+	}
+	old, err := oldReg.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mint(t, old)
+	switch c.lose {
+	case "renewal":
+		if err := pair.WaitReplayed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pair.Repl.Cut()
+		waitRenewed(t, pair.Primary, dbName, 1) // one renewal on the old primary only
+	case "renewals":
+		if err := pair.WaitReplayed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pair.Repl.Cut()
+		cut := time.Now()
+		for time.Since(cut) < ttl+ttl/2 { // renewals on the old primary only, for longer than the TTL
+			waitRenewed(t, pair.Primary, dbName, 1)
+		}
+	case "":
+		waitRenewed(t, pair.Primary, dbName, 1)
+		if err := pair.WaitReplayed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The failover: the old primary is fenced (stopped at once, as a crash),
+	// and the standby promoted.
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+
+	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"), nodeid.WithWait(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newReg.Close()
+	if c.lose == "" {
+		// Nothing was lost: the old lease lives on across the switchover and
+		// its generator never stops; the node ID is not claimable.
+		impatient, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer impatient.Close()
+		if _, err := impatient.Acquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+			t.Fatalf("Acquire while the old lease survives = %v; want ErrNoNodeIDAvailable", err)
+		}
+		before := a.count()
+		waitRenewed(t, pair.Standby, dbName, 1) // a renewal on the new primary
+		for a.count() == before {
+			time.Sleep(time.Millisecond)
+		}
+		if err := old.Err(); err != nil {
+			t.Fatalf("the old lease ended across a clean switchover: %v", err)
+		}
+		if err := a.errNow(); err != nil {
+			t.Fatalf("the old holder stopped minting across a clean switchover: %v", err)
+		}
+		return
+	}
+
+	nw, err := newReg.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimedAfter := time.Since(promoted)
+	b := mint(t, nw)
+	select { // the old holder learns of the loss at its deadline at the latest
+	case <-old.Lost():
+	case <-time.After(2 * ttl):
+		t.Fatal("the old holder's Lost did not close")
+	}
+	<-a.done
+	for b.count() < 1000 {
+		time.Sleep(time.Millisecond)
+	}
+	_ = newReg.Close()
+	<-b.done
+
+	if !errors.Is(a.err, nodeid.ErrLeaseLost) {
+		t.Errorf("the old holder stopped with %v; want ErrLeaseLost", a.err)
+	}
+	want := nodeid.ErrExpired // on the old primary only: it hears nothing more
+	if c.multiHost {
+		want = map[string]error{"claim": nodeid.ErrFailover, "renewals": nodeid.ErrExpired}[c.lose]
+	}
+	if !errors.Is(old.Err(), want) {
+		t.Errorf("the old lease ended with %v; want %v", old.Err(), want)
+	}
+	if nw.Epoch() <= old.Epoch() || nw.Epoch()>>32 != 2 {
+		t.Errorf("epochs %d then %d (%#x); want strictly increasing, the new one on timeline 2", old.Epoch(), nw.Epoch(), nw.Epoch())
+	}
+	dups := 0
+	both := map[uint64]bool{}
+	for _, id := range a.ids {
+		both[id] = true
+	}
+	for _, id := range b.ids {
+		if both[id] {
+			dups++
+		}
+	}
+	lastOld := snowflake.DefaultLayout.Decode(bw.ID(slices.Max(a.ids))).Ms
+	firstNew := snowflake.DefaultLayout.Decode(bw.ID(slices.Min(b.ids))).Ms
+	t.Logf("old holder: %d IDs, epoch %d, ended with %v; new holder: %d IDs, epoch %#x, claimed %s after the promotion, after horizon %d; duplicates: %d",
+		len(a.ids), old.Epoch(), old.Err(), len(b.ids), nw.Epoch(), claimedAfter.Round(time.Millisecond), nw.PreviousHorizon(), dups)
+	if dups > 0 || firstNew <= lastOld || nw.PreviousHorizon() < lastOld {
+		t.Errorf("%d IDs minted by both holders; the old holder's last stamp %d, the new holder's first %d after horizon %d",
+			dups, lastOld, firstNew, nw.PreviousHorizon())
+	}
+}
+
+func (m *minter) errNow() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
+
+// waitRenewed waits until node ID 0's expiry on the server moves n times.
+func waitRenewed(t *testing.T, srv *pgtest.Server, db string, n int) {
+	t.Helper()
+	conn, err := sql.Open("pgx", srv.DSN(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := ctxOf(t)
+	read := func() string {
+		var s string
+		if err := conn.QueryRowContext(ctx, `SELECT expires_at::text FROM snowflake_nodes WHERE node_id = 0`).Scan(&s); err != nil {
+			t.Fatal(fmt.Errorf("reading the lease on %s: %w", srv.Addr(), err))
+		}
+		return s
+	}
+	last := read()
+	for moved := 0; moved < n; {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no renewal")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if s := read(); s != last {
+			last, moved = s, moved+1
+		}
+	}
+}
