@@ -2,75 +2,114 @@
 // every replica of a service gets a unique node number without anyone
 // assigning it, and no two processes ever mint the same ID.
 //
-// A Registry pre-fills one row per node ID, claims the lowest free one in a
-// single statement (SELECT ... FOR UPDATE SKIP LOCKED), renews the lease in
-// the background every TTL/3, and closes the lease's Lost channel when the
-// lease is taken over, lapses, or cannot be renewed before its local
-// deadline. Build an ID generator on the lease with the snowflake package,
-// and abort when Lost closes:
+// A Registry claims the lowest claimable node ID of a table in a single
+// statement (SELECT ... FOR UPDATE SKIP LOCKED), renews the lease in the
+// background every TTL/3, and closes the lease's Lost channel when the lease
+// is taken over, lapses, or cannot be renewed before its local deadline.
+// Build an ID generator on the lease with the snowflake package, and stop
+// minting when Lost closes; a Lost closed by your own Release or Close is not
+// a failure (Err matches ErrReleased):
 //
-//	db, _ := sql.Open("pgx", dsn) // github.com/jackc/pgx/v5/stdlib
 //	reg, err := nodeid.New(db, nodeid.WithTTL(30*time.Second))
-//	if err != nil { ... }
-//	defer reg.Close()
+//	...
 //	lease, err := reg.Acquire(ctx)
-//	if err != nil { ... }
-//	gen, err := snowflake.New(lease)
-//	go func() { <-lease.Lost(); log.Fatal(lease.Err()) }()
+//	...
+//	gen, err := snowflake.New(lease) // binds the generator to the lease
+//	...
+//	go func() {
+//		<-lease.Lost()
+//		if !errors.Is(lease.Err(), nodeid.ErrReleased) {
+//			stop(lease.Err()) // taken over, expired, evicted: stop minting, shut down
+//		}
+//	}()
 //	id, err := gen.Generate()
+//
+// The table (a lease table, its history and its configuration) is made by
+// "nodeid init", by the DDL of postgres.SchemaSQL, or by the first Acquire
+// with WithCreateTable(true). It records the node range and the longest TTL
+// a lease may take; a Registry whose options disagree gets an error before
+// any claim.
 //
 // # Guarantees
 //
+// This is the one statement of what nodeid guarantees; the snowflake
+// package and the nodeid command point here.
+//
 //  1. At most one unexpired holder per node ID at any database instant: a
 //     claim takes only a row whose lease has expired by the database's
-//     now(), under a row lock.
+//     now(), under a row lock, and locks no other row.
 //  2. Every claim increments the node ID's epoch, which is never reset or
 //     decremented: epochs strictly increase across claims, releases, lapses,
-//     takeovers and server restarts. Pass Lease.Epoch to resources that must
-//     reject stale holders.
+//     takeovers, server restarts and failovers. Pass Lease.Epoch to
+//     resources that must reject stale holders.
 //  3. Renewal and release change the row only for the current owner and
 //     epoch, and renewal only while the lease is unexpired: a lapsed lease is
 //     never revived; its holder must claim again and gets a new epoch.
 //  4. Lost closes at the local deadline at the latest, even if the database
-//     never answers again, and Lease.Check refuses every ID from the deadline
-//     on. The deadline is t0 + (expires_at - server now()) - TTL/10, where t0
-//     is the holder's monotonic time read before the statement was sent: the
-//     server stamped now() after t0, so the deadline precedes the true expiry.
-//     A paused or partitioned holder therefore stops minting before anyone
-//     can claim its node ID.
-//  5. Reuse of a node ID is fenced in time. Each claim and renewal records a
-//     horizon (unix milliseconds) in the row: the registry's wall clock at t0
-//     plus the TTL. Lease.Check refuses an ID stamped after the recorded
-//     horizon, and the next holder stamps only after it (PreviousHorizon).
-//     So the IDs of successive holders of one node ID fall into disjoint
-//     time ranges, whatever their clocks say: a host with a slower clock
-//     reusing a node ID cannot repeat an earlier holder's IDs. Release, after
-//     sealing the lease's generators, records the latest millisecond actually
-//     stamped, so that a released node ID is reusable at once.
+//     or the driver never answers again. The deadline is t0 + (expires_at -
+//     server now()) - TTL/10, where t0 is the holder's monotonic time read
+//     before the statement was sent: the server stamped now() after t0, so
+//     the deadline precedes the true expiry. A generator checks the deadline
+//     (and the horizon of rule 5) on every call before it mints: no call
+//     that reads the clock after the deadline returns an ID, but one whose
+//     check passed just before it may return its ID a moment after it (by
+//     the time one Generate call takes, a pause of its goroutine included).
+//     What keeps such an ID unique is rule 5, not the deadline.
+//  5. Uniqueness rests on the horizon chain. Each claim and renewal records
+//     in the row a horizon (unix milliseconds): the holder's clock at t0 plus
+//     the TTL, but never more than the database's now() plus the TTL. A
+//     generator refuses an ID stamped after the horizon the lease has
+//     recorded, and the next holder of the node ID stamps only strictly
+//     after the horizon it finds (Lease.PreviousHorizon). So every stamp of
+//     a holder is at or below a horizon already committed, and the IDs of
+//     successive holders of a node ID fall into disjoint time ranges,
+//     whatever their hosts' clocks say. Release, after sealing the lease's
+//     generator, records the latest millisecond it actually stamped, so that
+//     a released node ID is claimable again at once. A node ID is claimable
+//     only once its horizon has passed by the database's clock, so a claim
+//     never hands out a node ID its new holder would have to wait for.
 //  6. Optionally the low bits of the epoch are embedded in every ID (see the
-//     snowflake package), so IDs minted under different claims of one node ID
-//     differ even if every clock lies.
+//     snowflake package), so IDs minted under different claims of one node
+//     ID differ even if every clock lies (between claims whose epochs
+//     differ modulo 2^EpochBits; across a failover that lost claims, rule 7
+//     carries uniqueness, not the epoch bits).
+//  7. Failover. A standby promoted by a high-availability manager may lack
+//     the last commits of the old primary (asynchronous replication), and
+//     with them a claim or a renewal. Every lease statement reads the
+//     server's WAL timeline, which a promotion increments, and records when
+//     a new one is first seen. A row last written on an earlier timeline is
+//     not claimable until one maximum TTL of the table plus a tenth after
+//     that (by then every lease granted or extended on the old primary is
+//     past its deadline), and its next holder stamps after that instant and
+//     gets an epoch of the timeline times 2^32 plus its count, above every
+//     epoch the old timeline could have granted. A holder whose claim was
+//     lost learns it at its first statement on the new primary (ErrFailover);
+//     one whose lease expired there gets ErrExpired; one whose lease survived
+//     keeps it, without a gap in minting. A failover costs new claims of the
+//     node IDs written last before it that quarantine; synchronous
+//     replication (Patroni's synchronous_mode) loses no commit, and the
+//     quarantine then only delays node IDs that are free anyway.
 //
 // # Clocks and assumptions
 //
 // Three clocks, each used for one thing only: the database clock decides
-// expiry (who may claim); the holder's monotonic clock decides the local
-// deadline (until when it may mint); the wall clock stamps IDs.
+// expiry (who may claim) and bounds horizons; the holder's monotonic clock
+// decides the local deadline (until when it may mint); the wall clock stamps
+// IDs.
 //
-// The guarantees assume that the database server's clock does not step
-// (a forward step makes leases expire early; PostgreSQL's now() must move
-// at the rate of real time to within TTL/10 over a TTL), that commits are
-// durable (synchronous_commit on: an immediate shutdown with asynchronous
-// commit, or a failover to an asynchronous replica, can lose the latest
-// claim, and with it an epoch and a horizon, so that two holders could share
-// an epoch and a time range), and that rows are never deleted (deleting one
-// resets its epoch and horizon). Use synchronous replication, or after a
-// failover keep every holder out for one TTL, where a primary can be lost.
-// The owner name is a label, not an authenticated identity.
+// The guarantees assume that the database server's clock does not step (a
+// forward step makes leases expire early; PostgreSQL's now() must move at the
+// rate of real time to within TTL/10 over a TTL), that the servers of a
+// high-availability cluster keep their clocks within a tenth of the table's
+// maximum TTL of each other, that the high-availability manager fences the
+// old primary (it takes no write after the promotion), that commits are
+// durable on the server that has them (synchronous_commit on), and that rows
+// are never deleted (deleting one resets its epoch and horizon). The owner
+// name is a label, not an authenticated identity.
 //
 // No guarantee depends on the hosts' wall clocks agreeing: stamps are
 // bounded by recorded horizons whatever the clocks say. Availability does:
-// a generator whose clock runs ahead of its registry's by more than about
+// a generator whose clock runs ahead of the database's by more than about
 // two thirds of the TTL (less a renewal's round trip) is refused with
 // ErrClockAhead until the next renewal raises the horizon, and a new holder
 // whose clock is behind its predecessor's horizon waits (snowflake's max
@@ -82,6 +121,10 @@
 // Every operation is one autocommit statement that also returns the
 // server's now(), with no session state, so it works the same directly and
 // through PgBouncer in transaction pooling mode; through a pooler, open the
-// database with default_query_exec_mode=exec in the DSN. The `nodeid`
-// command lists, watches and repairs the table, and decodes IDs.
+// database with default_query_exec_mode=exec in the DSN. With a
+// highly available PostgreSQL, list every server in a multi-host DSN with
+// target_session_attrs=read-write. Acquire, Release and Close return within
+// their context (or ReleaseTimeout) whatever the driver does. The `nodeid`
+// command creates, lists, watches and repairs the table, decodes IDs and
+// runs programs in any language under a lease.
 package nodeid

@@ -52,15 +52,40 @@ func Unavailable(t testing.TB, err error) {
 // on first use. Tests must not stop or restart it: see NewServer.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	srv, err := sharedServer()
+	if err != nil {
+		Unavailable(t, err)
+	}
+	return srv
+}
+
+func sharedServer() (*Server, error) {
 	shared.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		shared.srv, shared.err = Start(ctx)
 	})
-	if shared.err != nil {
-		Unavailable(t, shared.err)
+	return shared.srv, shared.err
+}
+
+// ExampleDSN returns the DSN of a fresh database on the shared server, for
+// Example functions, which have no testing.T, and a function that drops it.
+func ExampleDSN() (dsn string, drop func(), err error) {
+	srv, err := sharedServer()
+	if err != nil {
+		return "", nil, err
 	}
-	return shared.srv
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.DSN(name), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = srv.DropDatabase(ctx, name)
+	}, nil
 }
 
 // NewServer starts a server of the test's own, which it may stop, restart

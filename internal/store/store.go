@@ -467,9 +467,16 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &c.Timeline, &c.TimelineSeenAt)
 	missing := postgres.SQLSTATE(err) == "42P01"
+	if missing {
+		exists, xerr := s.exists(ctx, s.cfg.Table)
+		switch {
+		case xerr != nil:
+			return c, s.wrapErr("read configuration", xerr)
+		case !exists:
+			return c, s.wrapErr("read configuration", &missingError{table: s.cfg.Table})
+		}
+	}
 	switch {
-	case missing && !s.exists(ctx, s.cfg.Table):
-		return c, s.wrapErr("read configuration", &missingError{table: s.cfg.Table})
 	case errors.Is(err, sql.ErrNoRows) || missing:
 		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): run \"nodeid init --table %s\", or apply the DDL of SchemaSQL, as its owner",
 			postgres.ErrUnconfigured, s.cfg.Table))
@@ -480,12 +487,12 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	return c, nil
 }
 
-// exists reports whether a relation of that name exists (false if it cannot
-// tell). It needs no privilege on it.
-func (s *Store) exists(ctx context.Context, name string) bool {
+// exists reports whether a relation of that name exists. It needs no
+// privilege on it.
+func (s *Store) exists(ctx context.Context, name string) (bool, error) {
 	var ok bool
 	err := s.db.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&ok)
-	return err == nil && ok
+	return ok, err
 }
 
 // Create creates the lease, history and configuration tables when the
@@ -494,8 +501,8 @@ func (s *Store) exists(ctx context.Context, name string) bool {
 // processes may call it at once: a transaction-scoped advisory lock
 // serialises them, and only the first creates.
 func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) {
-	if s.exists(ctx, s.cfg.Table) {
-		return false, nil
+	if exists, err := s.exists(ctx, s.cfg.Table); err != nil || exists {
+		return false, s.wrapErr("look up", err)
 	}
 	ddl, err := postgres.SchemaSQL(postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode),
 		postgres.WithMaxTTL(maxTTL))
@@ -572,8 +579,12 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 			[]string{"SELECT", "INSERT", "UPDATE"}},
 		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, timeline, timeline_seen_at", []string{"SELECT", "UPDATE"}},
 	} {
-		if !s.exists(ctx, q.table) {
-			return s.wrapErr("check schema", &missingError{table: q.table})
+		exists, err := s.exists(ctx, q.table)
+		if err == nil && !exists {
+			err = &missingError{table: q.table}
+		}
+		if err != nil {
+			return s.wrapErr("check schema", err)
 		}
 		for _, p := range q.privileges {
 			var ok bool
