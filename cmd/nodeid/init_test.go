@@ -68,15 +68,33 @@ func TestPrune(t *testing.T) {
 		(0, 2, 'old', now() - interval '31 days', 1, now() - interval '30 days 1 hour', 'expired', 2),
 		(0, 3, 'recent', now() - interval '2 days', 2, now() - interval '1 day', 'released', 3),
 		(1, 1, 'open', now() - interval '90 days', 0, NULL, NULL, NULL)`)
-	if out := mustCLI(t, "prune", "--dsn", dsn, "--older-than", "30d"); out != "deleted 2 history rows of claims that ended more than 30d ago\n" {
-		t.Errorf("prune: %q", out)
+	owners := func() string {
+		t.Helper()
+		var s string
+		if err := db.QueryRowContext(ctxT(t), `SELECT string_agg(owner, ',' ORDER BY owner) FROM snowflake_nodes_history`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
-	var owners string
-	if err := db.QueryRowContext(ctxT(t), `SELECT string_agg(owner, ',' ORDER BY owner) FROM snowflake_nodes_history`).Scan(&owners); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ age, out, left string }{
+		{"30d", "deleted 2 history rows (claims that ended more than 30d ago)\n", "open,recent"},
+		{"30d", "deleted no history rows: no claim ended more than 30d ago\n", "open,recent"},
+		{"12h", "deleted 1 history row (a claim that ended more than 12h ago)\n", "open"},
+	} {
+		if out := mustCLI(t, "prune", "--dsn", dsn, "--older-than", tc.age); out != tc.out {
+			t.Errorf("prune --older-than %s: %q, want %q", tc.age, out, tc.out)
+		}
+		if got := owners(); got != tc.left {
+			t.Errorf("history after prune --older-than %s: %s; want %s kept", tc.age, got, tc.left)
+		}
 	}
-	if owners != "open,recent" {
-		t.Errorf("history after prune: %s; want open and recent kept", owners)
+}
+
+// TestPruneHelp: --older-than is required, so its help shows no default.
+func TestPruneHelp(t *testing.T) {
+	out := mustCLI(t, "prune", "--help")
+	if !strings.Contains(out, "ago (required)\n") || strings.Contains(out, "default 0s") {
+		t.Errorf("prune --help:\n%s", out)
 	}
 }
 
