@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -66,9 +68,6 @@ func (a *app) main(args []string) int {
 	a.collectSecrets(args)
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
 	cmd, err := root.ExecuteC()
 	if a.db != nil {
 		a.db.Close()
@@ -81,6 +80,8 @@ func (a *app) main(args []string) int {
 		if ce.msg != "" {
 			fmt.Fprintln(a.stderr, a.describe(err))
 		}
+	case code == exitUsage && suggestion(cmd, err) != "":
+		fmt.Fprintf(a.stderr, "%s (did you mean %s?)\n", a.describe(err), suggestion(cmd, err))
 	case code == exitUsage:
 		hint := "nodeid --help"
 		if cmd != nil {
@@ -136,6 +137,9 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		// Suggestions are printed by main, on the error's line.
+		DisableSuggestions:         true,
+		SuggestionsMinimumDistance: 2,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	pf := root.PersistentFlags()
@@ -157,7 +161,57 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.demoWorkerCommand(),
 		a.versionCommand(),
 	)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	// Created here, not by Execute, so that it can be made strict; it
+	// writes to the streams set above.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			strictCompletion(c)
+		}
+	}
 	return root
+}
+
+// strictCompletion makes "completion" without a shell, or with a shell it
+// does not know, a usage error that names the shells, instead of its help.
+func strictCompletion(c *cobra.Command) {
+	var shells []string
+	for _, sub := range c.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	known := strings.Join(shells[:len(shells)-1], ", ") + " or " + shells[len(shells)-1]
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("%q needs a shell: %s", cmd.CommandPath(), known)
+		}
+		return usagef("unknown shell %q for %q: the shell must be %s", args[0], cmd.CommandPath(), known)
+	}
+}
+
+// unknownCommand matches cobra's error for an unknown command.
+var unknownCommand = regexp.MustCompile(`^unknown command ("(?:[^"\\]|\\.)*") for "`)
+
+// suggestion returns, for cobra's error about an unknown command, the
+// commands of cmd whose names are close to the one typed, quoted, as
+// "a" or "a" or "b"; else "".
+func suggestion(cmd *cobra.Command, err error) string {
+	m := unknownCommand.FindStringSubmatch(err.Error())
+	if cmd == nil || m == nil {
+		return ""
+	}
+	typed, uerr := strconv.Unquote(m[1])
+	if uerr != nil {
+		return ""
+	}
+	var quoted []string
+	for _, s := range cmd.SuggestionsFor(typed) {
+		quoted = append(quoted, strconv.Quote(s))
+	}
+	return strings.Join(quoted, " or ")
 }
 
 // action adapts a command's body for cobra: its errors are the command's,

@@ -101,6 +101,10 @@ func TestPasswordNeverPrinted(t *testing.T) {
 // TestUsageAndExitCodes: cobra's own errors are usage errors, on one line.
 func TestUsageAndExitCodes(t *testing.T) {
 	wantExit(t, cli(t, "frobnicate"), exitUsage, `unknown command "frobnicate"`, `see "nodeid --help"`)
+	if r := cli(t, "lst"); r.code != exitUsage || r.stderr != "nodeid: unknown command \"lst\" for \"nodeid\" (did you mean \"list\"?)\n" {
+		t.Errorf("nodeid lst: %+v", r)
+	}
+	wantExit(t, cli(t, "shw", "1"), exitUsage, `unknown command "shw" for "nodeid" (did you mean "show" or "who"?)`)
 	wantExit(t, cli(t, "list", "--no-such-flag"), exitUsage, "unknown flag: --no-such-flag", `see "nodeid list --help"`)
 	wantExit(t, cli(t, "show", "--limit", "many", "1"), exitUsage, "--limit")
 	if r := cli(t, "list", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Examples:") {

@@ -46,6 +46,9 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion %s: code %d, %d bytes", shell, r.code, len(r.stdout))
 		}
 	}
+	// An unknown shell, or none, is bad usage, not a request for help.
+	wantExit(t, cli(t, "completion", "ksh"), exitUsage, `unknown shell "ksh"`, "bash, fish, powershell or zsh")
+	wantExit(t, cli(t, "completion"), exitUsage, "needs a shell: bash, fish, powershell or zsh")
 	// Dynamic completion of flag values.
 	r := cli(t, "__complete", "list", "--state", "")
 	if r.code != 0 || !strings.Contains(r.stdout, "expired") {
