@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,9 +51,14 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return err
 			}
 			switch {
-			case r.Epoch != epoch:
-				return fmt.Errorf("node ID %d is at epoch %d, not %d: nothing released (the claim you mean has ended; a newer one must not be evicted by mistake)",
-					node, r.Epoch, epoch)
+			case r.Epoch == 0:
+				return fmt.Errorf("node ID %d was never claimed (it is at epoch 0): nothing to release", node)
+			case epoch > r.Epoch:
+				return fmt.Errorf("node ID %d has not reached epoch %d: its current claim is epoch %d (%s); nothing released",
+					node, epoch, r.Epoch, currentClaim(r, now))
+			case epoch < r.Epoch:
+				return fmt.Errorf("node ID %d is at epoch %d, not %d: the claim of epoch %d has ended, and the current one (%s) is not evicted by mistake; nothing released",
+					node, r.Epoch, epoch, epoch, currentClaim(r, now))
 			case r.State(now) == store.Free:
 				return fmt.Errorf("node ID %d (epoch %d) is already free: nothing to release", node, epoch)
 			}
@@ -83,6 +89,19 @@ Asks for confirmation on stdin unless --yes is given.`,
 	cmd.Flags().Int64Var(&epoch, "epoch", 0, "the epoch of the claim to evict (required)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
 	return cmd
+}
+
+// currentClaim describes the claim a row holds: "owner web-1, held,
+// expires in 12m", "owner web-1, expired 3m ago" or "free".
+func currentClaim(r store.Row, now time.Time) string {
+	switch st := r.State(now); st {
+	case store.Held:
+		return fmt.Sprintf("owner %s, held, expires %s", orDash(r.Owner), relative(r.ExpiresAt, now))
+	case store.Expired:
+		return fmt.Sprintf("owner %s, expired %s", orDash(r.Owner), relative(r.ExpiresAt, now))
+	default:
+		return string(st)
+	}
 }
 
 // confirm reads one line and reports whether it says yes.
