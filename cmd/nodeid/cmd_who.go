@@ -26,6 +26,7 @@ type traced struct {
 func (a *app) whoCommand() *cobra.Command {
 	var (
 		lf     layoutFlags
+		ff     formatFlag
 		output string
 	)
 	cmd := &cobra.Command{
@@ -41,10 +42,10 @@ says so and exits with 1. The layout flags must match the generator's.
 
 ` + idFormRules,
 		Example: `  nodeid who 1805834298273538048
-  nodeid who --epoch-bits 2 -o json 1805834298273538048 3K4aSBmBfy1`,
+  nodeid who --epoch-bits 2 -o json 1805834298273538048 b58:3K4aSBmBfy1`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
-			l, ds, err := decodeArgs(&lf, output, args)
+			l, ds, err := decodeArgs(&lf, ff.form, output, args)
 			if err != nil {
 				return err
 			}
@@ -67,6 +68,7 @@ says so and exits with 1. The layout flags must match the generator's.
 		}),
 	}
 	lf.register(cmd)
+	ff.register(cmd)
 	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
 	return cmd
 }
@@ -104,7 +106,7 @@ func (a *app) trace(ctx context.Context, ds []decoded, l snowflake.Layout) (out 
 func (a *app) writeTraced(w io.Writer, ts []traced, l snowflake.Layout) error {
 	fmt.Fprintln(w, describeLayout(l))
 	for _, t := range ts {
-		fmt.Fprintf(w, "\n%s (%s)\n", t.ID, t.Form)
+		fmt.Fprintf(w, "\n%s (%s)\n", t.ID, t.readAs())
 		tw := newTable(w)
 		a.writeFields(tw, t.decoded, l)
 		if len(t.claims) == 0 {

@@ -60,7 +60,7 @@ func TestWhoTwoHolders(t *testing.T) {
 	if epochB != epochA+1 {
 		t.Fatalf("epochs %d then %d", epochA, epochB)
 	}
-	out := mustCLI(t, "who", "--dsn", dsn, idA.String(), idB.Base58())
+	out := mustCLI(t, "who", "--dsn", dsn, idA.String(), "b58:"+idB.Base58())
 	blocks := strings.Split(out, "\n\n")
 	if len(blocks) != 3 {
 		t.Fatalf("who printed %d blocks, want the layout and 2 IDs:\n%s", len(blocks), out)
@@ -132,4 +132,5 @@ func TestWhoBadInput(t *testing.T) {
 	wantExit(t, cli(t, "who", "1", "not-an-id"), exitUsage, `ID "not-an-id"`)
 	wantExit(t, cli(t, "who", "--step-bits", "0", "1"), exitUsage, "step bits")
 	wantExit(t, cli(t, "who", "--dsn", "postgres://u:hunter2@127.0.0.1:1/db", "-o", "csv", "1"), exitUsage, `-o "csv"`)
+	wantExit(t, cli(t, "who", "notanumber"), exitUsage, `ID "notanumber" is neither decimal nor Base64`, "--format b58")
 }
