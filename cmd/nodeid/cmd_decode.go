@@ -33,12 +33,12 @@ type decoded struct {
 // decodeArgs validates the layout flags and the output format, and decodes
 // the IDs of the arguments, read in form (see parseID): the common prologue
 // of decode and who. The first malformed ID is a usage error.
-func decodeArgs(lf *layoutFlags, form idForm, output string, args []string) (snowflake.Layout, []decoded, error) {
+func decodeArgs(lf *layoutFlags, form idForm, output *outputFlag, args []string) (snowflake.Layout, []decoded, error) {
 	l, err := lf.layout()
 	if err != nil {
 		return l, nil, err
 	}
-	if err := checkOutput(output, outTable, outJSON); err != nil {
+	if err := output.check(); err != nil {
 		return l, nil, err
 	}
 	out := make([]decoded, 0, len(args))
@@ -100,7 +100,7 @@ func (a *app) decodeCommand() *cobra.Command {
 	var (
 		lf     layoutFlags
 		ff     formatFlag
-		output string
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "decode ID...",
@@ -118,19 +118,19 @@ Needs no database.
   nodeid decode --node-bits 12 --step-bits 10 --epoch-bits 2 -o json 1805834298273538048`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(_ *cobra.Command, args []string) error {
-			l, ds, err := decodeArgs(&lf, ff.form, output, args)
+			l, ds, err := decodeArgs(&lf, ff.form, &output, args)
 			if err != nil {
 				return err
 			}
-			if output == outJSON {
-				return writeJSON(a.stdout, ds)
+			if output.document() {
+				return writeDoc(a.stdout, output.value, ds)
 			}
 			return a.writeDecoded(a.stdout, ds, l)
 		}),
 	}
 	lf.register(cmd)
 	ff.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	output.register(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
 

@@ -279,7 +279,7 @@ func (d *demo) table(ctx context.Context, all bool) error {
 	if err != nil {
 		return d.wrap(ctx, err)
 	}
-	return n.write(d.out, n.filter(all, ""), outTable)
+	return n.write(d.out, &listOptions{all: all, output: outputFlag{value: outTable}})
 }
 
 // who traces ids in the default layout.

@@ -27,7 +27,7 @@ func (a *app) whoCommand() *cobra.Command {
 	var (
 		lf     layoutFlags
 		ff     formatFlag
-		output string
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "who ID...",
@@ -45,7 +45,7 @@ says so and exits with 1. The layout flags must match the generator's.
   nodeid who --epoch-bits 2 -o json 1805834298273538048 b58:3K4aSBmBfy1`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
-			l, ds, err := decodeArgs(&lf, ff.form, output, args)
+			l, ds, err := decodeArgs(&lf, ff.form, &output, args)
 			if err != nil {
 				return err
 			}
@@ -53,8 +53,8 @@ says so and exits with 1. The layout flags must match the generator's.
 			if err != nil {
 				return err
 			}
-			if output == outJSON {
-				err = writeJSON(a.stdout, out)
+			if output.document() {
+				err = writeDoc(a.stdout, output.value, out)
 			} else {
 				err = a.writeTraced(a.stdout, out, l)
 			}
@@ -69,7 +69,7 @@ says so and exits with 1. The layout flags must match the generator's.
 	}
 	lf.register(cmd)
 	ff.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	output.register(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
 

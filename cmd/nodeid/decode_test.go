@@ -81,7 +81,7 @@ func TestDecodeBadInput(t *testing.T) {
 	wantExit(t, cli(t, "decode", "--epoch-bits", "12", "1"), exitUsage, "epoch bits")
 	wantExit(t, cli(t, "decode", "--layout-epoch", "yesterday", "1"), exitUsage, "--layout-epoch")
 	wantExit(t, cli(t, "decode", "--layout-epoch", "4000000000000000", "1"), exitUsage, "in the future")
-	wantExit(t, cli(t, "decode", "-o", "yaml", "1"), exitUsage, `-o "yaml"`)
+	wantExit(t, cli(t, "decode", "-o", "csv", "1"), exitUsage, `-o "csv"`, "table, json, yaml")
 	// A word is not read as Base58 unless asked for.
 	wantExit(t, cli(t, "decode", "notanumber"), exitUsage, `ID "notanumber" is neither decimal nor Base64`,
 		"write b58:notanumber or pass --format b58")

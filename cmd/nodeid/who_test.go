@@ -84,6 +84,7 @@ func TestWhoTwoHolders(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	sameAsJSON(t, mustCLI(t, "who", "--dsn", dsn, "-o", "yaml", idB.Base64(), idA.String()), out)
 	if len(doc) != 2 || len(doc[0].Claims) != 1 || len(doc[1].Claims) != 1 ||
 		doc[0].ID != idB.String() || doc[0].Claims[0].Owner != "beta" || doc[0].Claims[0].Epoch != epochB ||
 		doc[1].ID != idA.String() || doc[1].Claims[0].Owner != "alpha" || doc[1].Claims[0].Epoch != epochA {
