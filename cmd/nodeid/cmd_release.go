@@ -33,7 +33,8 @@ holder learns of it at its next renewal and stops minting.
 Asks for confirmation on stdin unless --yes is given.`,
 		Example: `  nodeid release 7 --epoch 42
   nodeid release 7 --epoch 42 --yes`,
-		Args: exactArgs(1, "one node ID"),
+		Args:              exactArgs(1, "one node ID"),
+		ValidArgsFunction: a.completeNodes(true),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			node, err := parseNodeID(args[0])
 			if err != nil {
@@ -88,6 +89,7 @@ Asks for confirmation on stdin unless --yes is given.`,
 	}
 	cmd.Flags().Int64Var(&epoch, "epoch", 0, "the epoch of the claim to evict (required)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	_ = cmd.RegisterFlagCompletionFunc("epoch", a.completeEpoch)
 	return cmd
 }
 

@@ -56,7 +56,8 @@ exactly.`,
 		Example: `  nodeid show 7
   nodeid show 7 -o wide
   nodeid show 7 --limit 50 -o json`,
-		Args: exactArgs(1, "one node ID"),
+		Args:              exactArgs(1, "one node ID"),
+		ValidArgsFunction: a.completeNodes(false),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			node, err := parseNodeID(args[0])
 			if err != nil {

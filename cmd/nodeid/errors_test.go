@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
@@ -110,4 +112,41 @@ func TestUsageAndExitCodes(t *testing.T) {
 	if r := cli(t, "list", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 		t.Errorf("list --help: %+v", r)
 	}
+}
+
+// silentServer listens on 127.0.0.1, accepts every connection and never
+// answers, as a stuck server, or a proxy with no server behind it, does. It
+// returns its host:port, and stops when the test ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
