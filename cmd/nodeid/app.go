@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,12 +41,21 @@ type app struct {
 	redact redactor
 
 	// Global flags.
-	dsn   string
-	table string
+	dsn     string
+	table   string
+	timeout time.Duration
 
+	cmdName    string // the running command's name
 	conn       *connection
 	db         *sql.DB
 	privileges string // what the running command needs, for error messages
+
+	// appName is the application_name of the command's connections, by
+	// which a timed-out command finds its statements on the server; "" if
+	// the connection settings name one.
+	appName   string
+	connected atomic.Bool // a connection to the server was established
+	dialed    dialLog     // where TCP connections were accepted
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -126,7 +136,10 @@ program in any language under a lease of its own.
 Connection: --dsn, else $DATABASE_URL, else the libpq environment (PGHOST,
 PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ~/.pgpass). Statements are sent
 without named prepared statements, so the command works through PgBouncer in
-transaction pooling mode. No password is ever printed.
+transaction pooling mode. No password is ever printed. A command gives up
+its database work after --timeout (10s) and says what it waited for, a lock
+held by another transaction for instance; run, demo and bench keep their own
+timing.
 
 Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 3 no node ID available; "nodeid run": the command's own exit code.`,
@@ -145,6 +158,8 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsn, "dsn", "", "PostgreSQL connection string (default $DATABASE_URL, else the libpq environment)")
 	pf.StringVar(&a.table, "table", postgres.DefaultTable, "lease table, optionally schema-qualified; its history is TABLE_history")
+	pf.Var(newDurationValue(&a.timeout, defaultTimeout), "timeout",
+		"give up the command's database work after this long and say what it waited for (0: no limit; not run, demo or bench, which keep their own timing)")
 	root.AddCommand(
 		a.schemaCommand(),
 		a.initCommand(),
@@ -218,6 +233,7 @@ func suggestion(cmd *cobra.Command, err error) string {
 // not the parser's, and the table name is validated first.
 func (a *app) action(body func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		a.cmdName = cmd.Name()
 		if err := postgres.ValidateTable(a.table); err != nil {
 			return usagef("--table: %v", err)
 		}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 func (a *app) initCommand() *cobra.Command {
@@ -29,13 +32,18 @@ harmless; run it with a wider range to add node IDs.`,
 			if err != nil {
 				return err
 			}
-			if err := st.Ensure(cmd.Context(), true); err != nil {
+			var rows []store.Row
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				if err := st.Ensure(ctx, true); err != nil {
+					return err
+				}
+				if err := st.CheckSchema(ctx); err != nil {
+					return err
+				}
+				var err error
+				rows, _, err = st.List(ctx)
 				return err
-			}
-			if err := st.CheckSchema(cmd.Context()); err != nil {
-				return err
-			}
-			rows, _, err := st.List(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

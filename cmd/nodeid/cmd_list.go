@@ -56,7 +56,7 @@ show, the command says why (nothing with --no-headers).`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			n, err := a.snapshot(cmd.Context())
+			n, err := a.timedSnapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -65,6 +65,17 @@ show, the command says why (nothing with --no-headers).`,
 	}
 	o.register(cmd)
 	return cmd
+}
+
+// timedSnapshot is snapshot within --timeout.
+func (a *app) timedSnapshot(ctx context.Context) (nodes, error) {
+	var n nodes
+	err := a.timed(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = a.snapshot(ctx)
+		return err
+	})
+	return n, err
 }
 
 // snapshot reads the whole lease table.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,7 +32,12 @@ trace an ID. Durations: 90s, 12h, 30d, 1d12h.`,
 			if err != nil {
 				return err
 			}
-			n, err := st.PruneHistory(cmd.Context(), olderThan)
+			var n int64
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				n, err = st.PruneHistory(ctx, olderThan)
+				return err
+			})
 			if err != nil {
 				return err
 			}

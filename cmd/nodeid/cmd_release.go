@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +48,16 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return usagef("--epoch %d: epochs start at 1", epoch)
 			}
 			a.privileges = "SELECT and UPDATE on " + a.table + " and " + a.table + "_history"
-			st, r, now, err := a.nodeRow(cmd.Context(), node, "")
+			var (
+				st  *store.Store
+				r   store.Row
+				now time.Time
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				st, r, now, err = a.nodeRow(ctx, node, "")
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -75,7 +85,15 @@ Asks for confirmation on stdin unless --yes is given.`,
 					return errors.New("not released: the answer was not yes")
 				}
 			}
-			done, horizon, err := st.Evict(cmd.Context(), node, epoch)
+			var (
+				done    bool
+				horizon int64
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				done, horizon, err = st.Evict(ctx, node, epoch)
+				return err
+			})
 			if err != nil {
 				return err
 			}

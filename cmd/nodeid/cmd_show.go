@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -70,11 +71,20 @@ exactly.`,
 				return err
 			}
 			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
-			st, row, now, err := a.nodeRow(cmd.Context(), node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
-			if err != nil {
+			var (
+				row  store.Row
+				now  time.Time
+				hist []store.HistoryRow
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				st, r, t, err := a.nodeRow(ctx, node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
+				if err != nil {
+					return err
+				}
+				row, now = r, t
+				hist, err = st.History(ctx, node, limit)
 				return err
-			}
-			hist, err := st.History(cmd.Context(), node, limit)
+			})
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ to stderr.`,
 					case <-tick.C:
 					}
 				}
-				n, err := a.snapshot(ctx)
+				n, err := a.timedSnapshot(ctx)
 				switch {
 				case err != nil && ctx.Err() != nil:
 					return nil

@@ -49,7 +49,15 @@ says so and exits with 1. The layout flags must match the generator's.
 			if err != nil {
 				return err
 			}
-			out, missing, err := a.trace(cmd.Context(), ds, l)
+			var (
+				out     []traced
+				missing int
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				out, missing, err = a.trace(ctx, ds, l)
+				return err
+			})
 			if err != nil {
 				return err
 			}
