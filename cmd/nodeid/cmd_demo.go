@@ -289,7 +289,7 @@ func (d *demo) who(ctx context.Context, ids ...bw.ID) error {
 	for _, id := range ids {
 		ds = append(ds, decodeID(id.String(), formDecimal, id, l))
 	}
-	out, _, err := d.a.trace(ctx, ds, l)
+	out, _, err := d.a.trace(ctx, ds, l, defaultMaxSkew)
 	if err != nil {
 		return d.wrap(ctx, err)
 	}
