@@ -27,7 +27,7 @@ const (
 	demoTimeout = 50 * time.Second       // the whole demo, server start included
 	demoWait    = 20 * time.Second       // any one step
 	// demoTakes is how long the demo takes, as the help and the README say:
-	// measured 5.7 to 8.1 s from start to end, throwaway server included.
+	// measured 5.2 to 8.1 s from start to end, throwaway server included.
 	demoTakes = "about 7 seconds"
 )
 

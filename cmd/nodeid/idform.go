@@ -64,7 +64,7 @@ type formatFlag struct{ form idForm }
 
 func (f *formatFlag) register(cmd *cobra.Command) {
 	f.form = formAuto
-	cmd.Flags().Var(f, "format", "the form the IDs are written in: auto (decimal, or Base64), dec, b58 or b64")
+	cmd.Flags().Var(f, "format", "the form the IDs are written in: auto (decimal or Base64; Base58 only when asked for), dec, b58 or b64")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(
 		[]string{"auto", "dec", "b58", "b64"}, cobra.ShellCompDirectiveNoFileComp))
 }
