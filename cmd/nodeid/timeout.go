@@ -12,8 +12,9 @@ import (
 const defaultTimeout = 10 * time.Second
 
 // inspectTimeout bounds the look-up, on another connection, of what a
-// timed-out command's statements waited for.
-const inspectTimeout = 3 * time.Second
+// timed-out command's statements waited for, and their cancellation: a
+// new connection to a loaded server may take a few seconds.
+const inspectTimeout = 5 * time.Second
 
 // timed runs f, the database work of a command, within --timeout (no limit
 // if it is 0). When the time is up, the statements of the command still
