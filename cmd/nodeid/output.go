@@ -96,6 +96,12 @@ func writeJSON(w io.Writer, v any) error {
 // one line), followed by a newline; every non-printable character is
 // escaped.
 func marshalJSON(v any, indent string) ([]byte, error) {
+	b, err := encodeJSON(v, indent)
+	return jsonSafe(b), err
+}
+
+// encodeJSON is encoding/json's encoding of v, without escaping HTML.
+func encodeJSON(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -105,7 +111,7 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return jsonSafe(buf.Bytes()), nil
+	return buf.Bytes(), nil
 }
 
 // writeYAML writes v as a YAML document in block style, made from its JSON
@@ -113,10 +119,11 @@ func marshalJSON(v any, indent string) ([]byte, error) {
 // reads as plain words are written bare; every other string (times, IDs,
 // anything with spaces, punctuation or non-printable characters) is written
 // as its JSON string, which is a YAML double-quoted scalar with the same
-// value, escapes included. Numbers, booleans and null are JSON's, which are
-// YAML's.
+// value, with every non-printable character escaped (as \uXXXX, or
+// \UXXXXXXXX beyond U+FFFF, which YAML has instead of surrogate pairs).
+// Numbers, booleans and null are JSON's, which are YAML's.
 func writeYAML(w io.Writer, v any) error {
-	js, err := marshalJSON(v, "")
+	js, err := encodeJSON(v, "")
 	if err != nil {
 		return err
 	}
@@ -135,6 +142,10 @@ func writeYAML(w io.Writer, v any) error {
 	_, err = w.Write(b.Bytes())
 	return err
 }
+
+// maxYAMLKey is the longest key YAML allows in "key: value". The keys of
+// the command's documents are their field names.
+const maxYAMLKey = 1024
 
 // jsonNode is a JSON value with the order of its object's keys kept.
 type jsonNode struct {
@@ -162,7 +173,11 @@ func readJSONNode(dec *json.Decoder) (*jsonNode, error) {
 				if err != nil {
 					return nil, err
 				}
-				n.keys = append(n.keys, yamlString(k.(string)))
+				key := yamlString(k.(string))
+				if len(key) > maxYAMLKey {
+					return nil, fmt.Errorf("a key of %d characters: YAML allows at most %d", len(key), maxYAMLKey)
+				}
+				n.keys = append(n.keys, key)
 			}
 			e, err := readJSONNode(dec)
 			if err != nil {
@@ -231,11 +246,12 @@ var (
 )
 
 // yamlString writes s bare if YAML reads it back as the same string, else
-// as its (printable) JSON string.
+// as its JSON string, a YAML double-quoted scalar, with every non-printable
+// character escaped.
 func yamlString(s string) string {
 	if yamlPlain.MatchString(s) && !yamlReserved.MatchString(s) {
 		return s
 	}
-	b, _ := marshalJSON(s, "") // a string always encodes
-	return string(bytes.TrimSuffix(b, []byte("\n")))
+	b, _ := encodeJSON(s, "") // a string always encodes
+	return string(yamlSafe(bytes.TrimSuffix(b, []byte("\n"))))
 }

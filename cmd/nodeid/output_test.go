@@ -102,6 +102,11 @@ func TestWriteYAML(t *testing.T) {
 		}
 	}
 
+	// A key YAML cannot hold is an error, not a broken document.
+	if err := writeYAML(&y, map[string]int{strings.Repeat("k", maxYAMLKey+1): 1}); err == nil || !strings.Contains(err.Error(), "at most 1024") {
+		t.Errorf("a key of %d characters: %v", maxYAMLKey+1, err)
+	}
+
 	// Documents that are not objects.
 	for _, v := range []any{[]int{}, []string{"a"}, "yes", 7, nil, []any{[]any{map[string]int{"k": 1}}}} {
 		y.Reset()
@@ -112,4 +117,28 @@ func TestWriteYAML(t *testing.T) {
 		_ = writeJSON(&j, v)
 		sameAsJSON(t, y.String(), j.String())
 	}
+}
+
+// FuzzWriteYAML: any string, as a key or a value, reads back from the YAML
+// as the same string as from the JSON, and nothing non-printable is
+// written raw.
+func FuzzWriteYAML(f *testing.F) {
+	for _, s := range []string{"held", "yes", "", "- x", "a: b", "12", "\x1b[2J", "\u202e", "\xff", "~", "null", "N", "1e3", "#", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := map[string]any{"key": s, s: []string{s}}
+		var y, j bytes.Buffer
+		if err := writeYAML(&y, v); err != nil {
+			if len(yamlString(s)) <= maxYAMLKey {
+				t.Fatal(err)
+			}
+			return // a key too long for YAML
+		}
+		if err := writeJSON(&j, v); err != nil {
+			t.Fatal(err)
+		}
+		sameAsJSON(t, y.String(), j.String())
+		noControls(t, y.String())
+	})
 }
