@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,12 +41,21 @@ type app struct {
 	redact redactor
 
 	// Global flags.
-	dsn   string
-	table string
+	dsn     string
+	table   string
+	timeout time.Duration
 
+	cmdName    string // the running command's name
 	conn       *connection
 	db         *sql.DB
 	privileges string // what the running command needs, for error messages
+
+	// appName is the application_name of the command's connections, by
+	// which a timed-out command finds its statements on the server; "" if
+	// the connection settings name one.
+	appName   string
+	connected atomic.Bool // a connection to the server was established
+	dialed    dialLog     // where TCP connections were accepted
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -66,9 +78,6 @@ func (a *app) main(args []string) int {
 	a.collectSecrets(args)
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetIn(a.stdin)
-	root.SetOut(a.stdout)
-	root.SetErr(a.stderr)
 	cmd, err := root.ExecuteC()
 	if a.db != nil {
 		a.db.Close()
@@ -81,6 +90,8 @@ func (a *app) main(args []string) int {
 		if ce.msg != "" {
 			fmt.Fprintln(a.stderr, a.describe(err))
 		}
+	case code == exitUsage && suggestion(cmd, err) != "":
+		fmt.Fprintf(a.stderr, "%s (did you mean %s?)\n", a.describe(err), suggestion(cmd, err))
 	case code == exitUsage:
 		hint := "nodeid --help"
 		if cmd != nil {
@@ -125,7 +136,10 @@ program in any language under a lease of its own.
 Connection: --dsn, else $DATABASE_URL, else the libpq environment (PGHOST,
 PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ~/.pgpass). Statements are sent
 without named prepared statements, so the command works through PgBouncer in
-transaction pooling mode. No password is ever printed.
+transaction pooling mode. No password is ever printed. A command gives up
+its database work after --timeout (10s) and says what it waited for, a lock
+held by another transaction for instance; run, demo and bench keep their own
+timing.
 
 Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 3 no node ID available; "nodeid run": the command's own exit code.`,
@@ -136,11 +150,16 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		// Suggestions are printed by main, on the error's line.
+		DisableSuggestions:         true,
+		SuggestionsMinimumDistance: 2,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dsn, "dsn", "", "PostgreSQL connection string (default $DATABASE_URL, else the libpq environment)")
 	pf.StringVar(&a.table, "table", postgres.DefaultTable, "lease table, optionally schema-qualified; its history is TABLE_history")
+	pf.Var(newDurationValue(&a.timeout, defaultTimeout), "timeout",
+		"give up the command's database work after this long and say what it waited for (0: no limit; not run, demo or bench, which keep their own timing)")
 	root.AddCommand(
 		a.schemaCommand(),
 		a.initCommand(),
@@ -157,13 +176,64 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.demoWorkerCommand(),
 		a.versionCommand(),
 	)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	// Created here, not by Execute, so that it can be made strict; it
+	// writes to the streams set above.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			strictCompletion(c)
+		}
+	}
 	return root
+}
+
+// strictCompletion makes "completion" without a shell, or with a shell it
+// does not know, a usage error that names the shells, instead of its help.
+func strictCompletion(c *cobra.Command) {
+	var shells []string
+	for _, sub := range c.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	known := strings.Join(shells[:len(shells)-1], ", ") + " or " + shells[len(shells)-1]
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("%q needs a shell: %s", cmd.CommandPath(), known)
+		}
+		return usagef("unknown shell %q for %q: the shell must be %s", args[0], cmd.CommandPath(), known)
+	}
+}
+
+// unknownCommand matches cobra's error for an unknown command.
+var unknownCommand = regexp.MustCompile(`^unknown command ("(?:[^"\\]|\\.)*") for "`)
+
+// suggestion returns, for cobra's error about an unknown command, the
+// commands of cmd whose names are close to the one typed, quoted, as
+// "a" or "a" or "b"; else "".
+func suggestion(cmd *cobra.Command, err error) string {
+	m := unknownCommand.FindStringSubmatch(err.Error())
+	if cmd == nil || m == nil {
+		return ""
+	}
+	typed, uerr := strconv.Unquote(m[1])
+	if uerr != nil {
+		return ""
+	}
+	var quoted []string
+	for _, s := range cmd.SuggestionsFor(typed) {
+		quoted = append(quoted, strconv.Quote(s))
+	}
+	return strings.Join(quoted, " or ")
 }
 
 // action adapts a command's body for cobra: its errors are the command's,
 // not the parser's, and the table name is validated first.
 func (a *app) action(body func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		a.cmdName = cmd.Name()
 		if err := postgres.ValidateTable(a.table); err != nil {
 			return usagef("--table: %v", err)
 		}

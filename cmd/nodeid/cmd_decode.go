@@ -30,32 +30,26 @@ type decoded struct {
 	parts snowflake.Parts
 }
 
-// decodeIDs parses and decodes every argument; the first malformed one is a
-// usage error.
 // decodeArgs validates the layout flags and the output format, and decodes
-// the IDs of the arguments: the common prologue of decode and who.
-func decodeArgs(lf *layoutFlags, output string, args []string) (snowflake.Layout, []decoded, error) {
+// the IDs of the arguments, read in form (see parseID): the common prologue
+// of decode and who. The first malformed ID is a usage error.
+func decodeArgs(lf *layoutFlags, form idForm, output *outputFlag, args []string) (snowflake.Layout, []decoded, error) {
 	l, err := lf.layout()
 	if err != nil {
 		return l, nil, err
 	}
-	if err := checkOutput(output, outTable, outJSON); err != nil {
+	if err := output.check(); err != nil {
 		return l, nil, err
 	}
-	ds, err := decodeIDs(args, l)
-	return l, ds, err
-}
-
-func decodeIDs(args []string, l snowflake.Layout) ([]decoded, error) {
 	out := make([]decoded, 0, len(args))
 	for _, s := range args {
-		id, form, err := parseID(s)
+		id, f, err := parseID(s, form)
 		if err != nil {
-			return nil, usage(err)
+			return l, nil, usage(err)
 		}
-		out = append(out, decodeID(s, form, id, l))
+		out = append(out, decodeID(s, f, id, l))
 	}
-	return out, nil
+	return l, out, nil
 }
 
 func decodeID(input string, form idForm, id bw.ID, l snowflake.Layout) decoded {
@@ -69,6 +63,16 @@ func decodeID(input string, form idForm, id bw.ID, l snowflake.Layout) decoded {
 		d.EpochBits = &e
 	}
 	return d
+}
+
+// readAs says how the ID was read: "read as decimal", or "read as Base58
+// from 5WoiFjbTMNG" when the input was not the decimal ID itself.
+func (d decoded) readAs() string {
+	s := "read as " + d.Form.name()
+	if d.Input != d.ID {
+		s += " from " + printable(d.Input)
+	}
+	return s
 }
 
 // describeLayout is a one-line description of a layout.
@@ -95,7 +99,8 @@ func (a *app) writeFields(t *table, d decoded, l snowflake.Layout) {
 func (a *app) decodeCommand() *cobra.Command {
 	var (
 		lf     layoutFlags
-		output string
+		ff     formatFlag
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "decode ID...",
@@ -108,29 +113,31 @@ Needs no database.
 
 ` + idFormRules,
 		Example: `  nodeid decode 1805834298273538048
-  nodeid decode 3K4aSBmBfy1 MTgwNTgzNDI5ODI3MzUzODA0OA==
+  nodeid decode MTgwNTgzNDI5ODI3MzUzODA0OA== b58:3K4aSBmBfy1
+  nodeid decode --format b58 3K4aSBmBfy1 5WoiFjbTMNG
   nodeid decode --node-bits 12 --step-bits 10 --epoch-bits 2 -o json 1805834298273538048`,
 		Args: minArgs(1, "one or more IDs"),
 		RunE: a.action(func(_ *cobra.Command, args []string) error {
-			l, ds, err := decodeArgs(&lf, output, args)
+			l, ds, err := decodeArgs(&lf, ff.form, &output, args)
 			if err != nil {
 				return err
 			}
-			if output == outJSON {
-				return writeJSON(a.stdout, ds)
+			if output.document() {
+				return writeDoc(a.stdout, output.value, ds)
 			}
 			return a.writeDecoded(a.stdout, ds, l)
 		}),
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	ff.register(cmd)
+	output.register(cmd, outTable, outJSON, outYAML)
 	return cmd
 }
 
 func (a *app) writeDecoded(w io.Writer, ds []decoded, l snowflake.Layout) error {
 	fmt.Fprintln(w, describeLayout(l))
 	for _, d := range ds {
-		fmt.Fprintf(w, "\n%s (%s; Base58 %s, Base64 %s)\n", d.ID, d.Form, d.Base58, d.Base64)
+		fmt.Fprintf(w, "\n%s (%s; Base58 %s, Base64 %s)\n", d.ID, d.readAs(), d.Base58, d.Base64)
 		t := newTable(w)
 		a.writeFields(t, d, l)
 		if err := t.flush(); err != nil {

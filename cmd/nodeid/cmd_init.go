@@ -1,24 +1,43 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
 func (a *app) initCommand() *cobra.Command {
-	var rf rangeFlags
+	var (
+		rf     rangeFlags
+		maxTTL time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Create the lease and history tables and pre-fill the node range",
-		Long: `Create the lease table and its history table if they are missing, insert the
-missing rows of the node range (existing rows, their epochs and horizons are
-never touched), and check that the role may use them. Running it again is
-harmless; run it with a wider range to add node IDs.`,
+		Short: "Create the lease tables, record their configuration and fill the node range",
+		Long: `Create the lease table, its history and its configuration if they are missing,
+record the node range and the maximum lease TTL, insert the rows of the range
+(existing rows, their epochs and horizons are never touched), analyse the
+table, and check that the role may use it. It must run as the table's owner.
+
+Running it again is harmless: with a wider range it adds node IDs, with a
+longer --max-ttl it raises the maximum; a range is never narrowed and a
+maximum never lowered. It also brings a table made by an earlier version of
+nodeid up to date. Without --nodes or --range it keeps the table's range
+(0-1023 for a new table); without --max-ttl, its maximum TTL (1m for a new
+table).
+
+The maximum TTL bounds the TTL of every lease of the table: a process asking
+for a longer one is refused. After a database failover that may have lost
+commits, node IDs last written before it stay unclaimable for this long plus
+a tenth: keep it close to the TTL your fleet uses.`,
 		Example: `  nodeid init
-  nodeid init --nodes 256
+  nodeid init --nodes 256 --max-ttl 30s
   nodeid init --table ids.snowflake_nodes --range 512-1023`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
@@ -26,26 +45,69 @@ harmless; run it with a wider range to add node IDs.`,
 			if err != nil {
 				return err
 			}
-			a.privileges = "CREATE on the table's schema, and SELECT, INSERT and UPDATE on " + a.table + " and " + a.table + "_history"
-			st, err := a.store(r)
+			ttlGiven := cmd.Flags().Changed("max-ttl")
+			if !ttlGiven {
+				maxTTL = postgres.DefaultMaxTTL
+			}
+			if maxTTL < postgres.MinTTL || maxTTL > postgres.MaxTTL {
+				return usagef("--max-ttl %s: it must be %s to %s", maxTTL, postgres.MinTTL, postgres.MaxTTL)
+			}
+			a.privileges = "ownership of " + a.table + " (or CREATE on its schema, for a new table)"
+			var tc store.TableConfig
+			var rows []store.Row
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				st, err := a.store(r)
+				if err != nil {
+					return err
+				}
+				if old, err := st.ReadConfig(ctx); err == nil { // an existing table keeps what is not asked
+					if ttlGiven && maxTTL < old.MaxTTL {
+						return usagef("--max-ttl %s: table %s records %s, and a maximum TTL is never lowered (a lease may already use it)",
+							maxTTL, a.table, old.MaxTTL)
+					}
+					if !ttlGiven {
+						maxTTL = old.MaxTTL
+					}
+					if !rf.given() {
+						if st, err = a.store(nodeRange{old.MinNode, old.MaxNode}); err != nil {
+							return err
+						}
+					}
+				}
+				if err := st.Apply(ctx, maxTTL); err != nil {
+					return err
+				}
+				if err := st.CheckSchema(ctx); err != nil {
+					return err
+				}
+				if tc, err = st.ReadConfig(ctx); err != nil {
+					return err
+				}
+				if st, err = a.store(nodeRange{tc.MinNode, tc.MaxNode}); err != nil {
+					return err
+				}
+				rows, _, err = st.List(ctx)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			if err := st.Apply(cmd.Context(), postgres.DefaultMaxTTL); err != nil {
-				return err
+			rec := nodeRange{tc.MinNode, tc.MaxNode}
+			if rf.given() && rec != r {
+				fmt.Fprintf(a.stderr, "nodeid: table %s keeps its range %s: a range is widened to include the one asked for (%s), never narrowed\n",
+					a.table, rec, r)
 			}
-			if err := st.CheckSchema(cmd.Context()); err != nil {
-				return err
+			if maxNode := int64(1)<<nodeid.DefaultNodeBits - 1; rec.hi > maxNode {
+				fmt.Fprintf(a.stderr, "nodeid: warning: node IDs above %d do not fit the default Snowflake layout (%d node bits): registries must use nodeid.WithNodeBits and generators a layout with as many node bits, or lease only a part of the range (--range, WithNodeRange)\n",
+					maxNode, nodeid.DefaultNodeBits)
 			}
-			rows, _, err := st.List(cmd.Context())
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(a.stdout, "table %s is ready (history: %s_history): node IDs %s, %d rows\n",
-				a.table, a.table, r, len(rows))
+			_, err = fmt.Fprintf(a.stdout, "table %s is ready (history %s, configuration %s): node IDs %s, %d rows, maximum TTL %s\n",
+				a.table, postgres.HistoryTable(a.table), postgres.ConfigTable(a.table), rec, len(rows), tc.MaxTTL)
 			return err
 		}),
 	}
 	rf.register(cmd)
+	cmd.Flags().Var(newRequiredDurationValue(&maxTTL), "max-ttl",
+		fmt.Sprintf("the longest lease TTL the table allows, %s to %s (default: the table's, 1m for a new table)", postgres.MinTTL, postgres.MaxTTL))
 	return cmd
 }

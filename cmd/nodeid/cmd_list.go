@@ -10,19 +10,19 @@ import (
 
 // listOptions are the flags of list and watch.
 type listOptions struct {
-	all    bool
-	state  string
-	output string
+	all       bool
+	state     string
+	output    outputFlag
+	noHeaders bool
 }
 
 func (o *listOptions) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.all, "all", false, "also show node IDs that were never claimed")
 	cmd.Flags().StringVar(&o.state, "state", "", "show only node IDs in this state: free, held or expired")
-	cmd.Flags().StringVarP(&o.output, "output", "o", outTable, "output format: table, wide (with exact times) or json")
+	o.output.register(cmd, outTable, outWide, outJSON, outYAML)
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print only the rows of the table: no header line, no summary line")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
 		[]string{string(store.Free), string(store.Held), string(store.Expired)}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(
-		[]string{outTable, outWide, outJSON}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (o *listOptions) validate() error {
@@ -31,7 +31,7 @@ func (o *listOptions) validate() error {
 	default:
 		return usagef("--state %q: the state must be free, held or expired", o.state)
 	}
-	return checkOutput(o.output, outTable, outWide, outJSON)
+	return o.output.check()
 }
 
 func (a *app) listCommand() *cobra.Command {
@@ -43,26 +43,39 @@ func (a *app) listCommand() *cobra.Command {
 never claimed or released; expired: lapsed and not yet claimed again), owner,
 epoch, when it was acquired, when its lease expires and its horizon (the
 latest millisecond its holder may stamp). Times are relative to the server's
-clock; -o wide adds exact times, -o json has exact RFC 3339 and unix-ms
-values. The last line counts the rows of the whole table: held / free /
-expired / total.`,
+clock; -o wide adds exact times, -o json and -o yaml have exact RFC 3339 and
+unix-ms values. The last line counts the rows of the whole table: held /
+free / expired / total. --no-headers prints only the rows; with no rows to
+show, the command says why (nothing with --no-headers).`,
 		Example: `  nodeid list
   nodeid list --state held -o wide
-  nodeid list --all -o json | jq '.nodes[] | select(.state == "expired")'`,
+  nodeid list --all -o json | jq '.nodes[] | select(.state == "expired")'
+  nodeid list --no-headers --state held | wc -l`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
 			}
-			n, err := a.snapshot(cmd.Context())
+			n, err := a.timedSnapshot(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return n.write(a.stdout, n.filter(o.all, store.State(o.state)), o.output)
+			return n.write(a.stdout, &o)
 		}),
 	}
 	o.register(cmd)
 	return cmd
+}
+
+// timedSnapshot is snapshot within --timeout.
+func (a *app) timedSnapshot(ctx context.Context) (nodes, error) {
+	var n nodes
+	err := a.timed(ctx, func(ctx context.Context) error {
+		var err error
+		n, err = a.snapshot(ctx)
+		return err
+	})
+	return n, err
 }
 
 // snapshot reads the whole lease table.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,15 +32,31 @@ trace an ID. Durations: 90s, 12h, 30d, 1d12h.`,
 			if err != nil {
 				return err
 			}
-			n, err := st.PruneHistory(cmd.Context(), olderThan)
+			var n int64
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				n, err = st.PruneHistory(ctx, olderThan)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(a.stdout, "deleted %d history rows of claims that ended more than %s ago\n",
-				n, cmd.Flags().Lookup("older-than").Value.String())
+			_, err = fmt.Fprintln(a.stdout, pruned(n, cmd.Flags().Lookup("older-than").Value.String()))
 			return err
 		}),
 	}
-	cmd.Flags().Var(newDurationValue(&olderThan, 0), "older-than", "delete claims that ended more than this long ago (required)")
+	cmd.Flags().Var(newRequiredDurationValue(&olderThan), "older-than", "delete claims that ended more than this long ago (required)")
 	return cmd
+}
+
+// pruned says how many history rows prune deleted, each the record of one
+// claim that ended more than age ago.
+func pruned(n int64, age string) string {
+	switch n {
+	case 0:
+		return fmt.Sprintf("deleted no history rows: no claim ended more than %s ago", age)
+	case 1:
+		return fmt.Sprintf("deleted 1 history row (a claim that ended more than %s ago)", age)
+	}
+	return fmt.Sprintf("deleted %d history rows (claims that ended more than %s ago)", n, age)
 }

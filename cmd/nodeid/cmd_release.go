@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +34,8 @@ holder learns of it at its next renewal and stops minting.
 Asks for confirmation on stdin unless --yes is given.`,
 		Example: `  nodeid release 7 --epoch 42
   nodeid release 7 --epoch 42 --yes`,
-		Args: exactArgs(1, "one node ID"),
+		Args:              exactArgs(1, "one node ID"),
+		ValidArgsFunction: a.completeNodes(true),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			node, err := parseNodeID(args[0])
 			if err != nil {
@@ -45,14 +48,28 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return usagef("--epoch %d: epochs start at 1", epoch)
 			}
 			a.privileges = "SELECT and UPDATE on " + a.table + " and " + a.table + "_history"
-			st, r, now, err := a.nodeRow(cmd.Context(), node, "")
+			var (
+				st  *store.Store
+				r   store.Row
+				now time.Time
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				st, r, now, err = a.nodeRow(ctx, node, "")
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			switch {
-			case r.Epoch != epoch:
-				return fmt.Errorf("node ID %d is at epoch %d, not %d: nothing released (the claim you mean has ended; a newer one must not be evicted by mistake)",
-					node, r.Epoch, epoch)
+			case r.Epoch == 0:
+				return fmt.Errorf("node ID %d was never claimed (it is at epoch 0): nothing to release", node)
+			case epoch > r.Epoch:
+				return fmt.Errorf("node ID %d has not reached epoch %d: its current claim is epoch %d (%s); nothing released",
+					node, epoch, r.Epoch, currentClaim(r, now))
+			case epoch < r.Epoch:
+				return fmt.Errorf("node ID %d is at epoch %d, not %d: the claim of epoch %d has ended, and the current one (%s) is not evicted by mistake; nothing released",
+					node, r.Epoch, epoch, epoch, currentClaim(r, now))
 			case r.State(now) == store.Free:
 				return fmt.Errorf("node ID %d (epoch %d) is already free: nothing to release", node, epoch)
 			}
@@ -68,7 +85,15 @@ Asks for confirmation on stdin unless --yes is given.`,
 					return errors.New("not released: the answer was not yes")
 				}
 			}
-			done, horizon, err := st.Evict(cmd.Context(), node, epoch)
+			var (
+				done    bool
+				horizon int64
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				var err error
+				done, horizon, err = st.Evict(ctx, node, epoch)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -82,7 +107,21 @@ Asks for confirmation on stdin unless --yes is given.`,
 	}
 	cmd.Flags().Int64Var(&epoch, "epoch", 0, "the epoch of the claim to evict (required)")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	_ = cmd.RegisterFlagCompletionFunc("epoch", a.completeEpoch)
 	return cmd
+}
+
+// currentClaim describes the claim a row holds: "owner web-1, held,
+// expires in 12m", "owner web-1, expired 3m ago" or "free".
+func currentClaim(r store.Row, now time.Time) string {
+	switch st := r.State(now); st {
+	case store.Held:
+		return fmt.Sprintf("owner %s, held, expires %s", orDash(r.Owner), relative(r.ExpiresAt, now))
+	case store.Expired:
+		return fmt.Sprintf("owner %s, expired %s", orDash(r.Owner), relative(r.ExpiresAt, now))
+	default:
+		return string(st)
+	}
 }
 
 // confirm reads one line and reports whether it says yes.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -9,23 +10,30 @@ import (
 )
 
 func (a *app) schemaCommand() *cobra.Command {
-	var rf rangeFlags
+	var (
+		rf     rangeFlags
+		maxTTL time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "schema",
-		Short: "Print the DDL of the lease and history tables, for a migration tool",
-		Long: `Print the SQL that creates the lease table, its history table and their
-indexes, and pre-fills the node range: the same DDL "nodeid init" and the
-library's first Acquire run. Give it to a migration tool where the
-application's role may not create tables. Needs no database.`,
+		Short: "Print the DDL of the lease tables, for a migration tool",
+		Long: `Print the SQL that creates the lease table, its history and its
+configuration, records the node range and the maximum lease TTL, fills the
+range and analyses the table: the same DDL "nodeid init" and the library's
+WithCreateTable run. Give it to a migration tool, to apply as the table's
+owner, where the application's role may not create tables. Applied again,
+with a wider range or a longer --max-ttl, it widens and raises, and never
+narrows or lowers; it also brings a table made by an earlier version of
+nodeid up to date. Needs no database.`,
 		Example: `  nodeid schema > migrations/0001_nodeid.sql
-  nodeid schema --table ids.snowflake_nodes --range 0-511`,
+  nodeid schema --table ids.snowflake_nodes --range 0-511 --max-ttl 30s`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(_ *cobra.Command, _ []string) error {
 			r, err := rf.resolve()
 			if err != nil {
 				return err
 			}
-			ddl, err := postgres.SchemaSQL(postgres.WithTable(a.table), postgres.WithNodeRange(r.lo, r.hi))
+			ddl, err := postgres.SchemaSQL(postgres.WithTable(a.table), postgres.WithNodeRange(r.lo, r.hi), postgres.WithMaxTTL(maxTTL))
 			if err != nil {
 				return usage(err)
 			}
@@ -34,5 +42,7 @@ application's role may not create tables. Needs no database.`,
 		}),
 	}
 	rf.register(cmd)
+	cmd.Flags().Var(newDurationValue(&maxTTL, postgres.DefaultMaxTTL), "max-ttl",
+		fmt.Sprintf("the longest lease TTL the table allows, %s to %s", postgres.MinTTL, postgres.MaxTTL))
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -42,17 +43,22 @@ type showJSON struct {
 func (a *app) showCommand() *cobra.Command {
 	var (
 		limit  int
-		output string
+		output outputFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "show NODE",
 		Short: "Show one node ID and its recent history of claims",
 		Long: `Show one node ID's row and its latest claims, newest first: owner, epoch,
 when each was acquired and ended and why (released, expired, evicted), and
-the milliseconds (FROM, TO] in which each holder may have stamped IDs.`,
+the milliseconds (FROM, TO] in which each holder may have stamped IDs. Times
+in the history are relative to the server's clock; -o wide adds them exactly,
+and FROM and TO as unix milliseconds; -o json and -o yaml have every value
+exactly.`,
 		Example: `  nodeid show 7
+  nodeid show 7 -o wide
   nodeid show 7 --limit 50 -o json`,
-		Args: exactArgs(1, "one node ID"),
+		Args:              exactArgs(1, "one node ID"),
+		ValidArgsFunction: a.completeNodes(false),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
 			node, err := parseNodeID(args[0])
 			if err != nil {
@@ -61,33 +67,42 @@ the milliseconds (FROM, TO] in which each holder may have stamped IDs.`,
 			if limit < 1 {
 				return usagef("--limit %d: show at least 1 claim", limit)
 			}
-			if err := checkOutput(output, outTable, outJSON); err != nil {
+			if err := output.check(); err != nil {
 				return err
 			}
 			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
-			st, row, now, err := a.nodeRow(cmd.Context(), node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
+			var (
+				row  store.Row
+				now  time.Time
+				hist []store.HistoryRow
+			)
+			err = a.timed(cmd.Context(), func(ctx context.Context) error {
+				st, r, t, err := a.nodeRow(ctx, node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
+				if err != nil {
+					return err
+				}
+				row, now = r, t
+				hist, err = st.History(ctx, node, limit)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			hist, err := st.History(cmd.Context(), node, limit)
-			if err != nil {
-				return err
-			}
-			return a.writeShow(row, hist, now, output)
+			return a.writeShow(row, hist, now, output.value)
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 10, "how many claims of the history to show")
-	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table or json")
+	output.register(cmd, outTable, outWide, outJSON, outYAML)
 	return cmd
 }
 
 func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, output string) error {
-	if output == outJSON {
+	if output == outJSON || output == outYAML {
 		doc := showJSON{Table: a.table, Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []claimJSON{}}
 		for _, c := range hist {
 			doc.History = append(doc.History, claimToJSON(c))
 		}
-		return writeJSON(a.stdout, doc)
+		return writeDoc(a.stdout, output, doc)
 	}
 	w := a.stdout
 	kv := newTable(w)
@@ -110,8 +125,13 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 		_, err := fmt.Fprintln(w, "no claims in the history")
 		return err
 	}
+	wide := output == outWide
 	t := newTable(w)
-	t.row("EPOCH", "OWNER", "ACQUIRED", "ENDED", "REASON", "STAMPS FROM (EXCL.)", "STAMPS TO")
+	head := []string{"EPOCH", "OWNER", "ACQUIRED", "ENDED", "REASON", "STAMPS FROM (EXCL.)", "STAMPS TO"}
+	if wide {
+		head = append(head, "ACQUIRED AT", "ENDED AT", "FROM MS", "TO MS")
+	}
+	t.row(head...)
 	for _, c := range hist {
 		ended, reason := relative(c.EndedAt, now), orDash(c.EndReason)
 		if c.EndedAt.IsZero() {
@@ -121,8 +141,12 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 		if c.FromMs != 0 {
 			from = exactMs(c.FromMs)
 		}
-		t.row(strconv.FormatInt(c.Epoch, 10), orDash(c.Owner), relative(c.AcquiredAt, now), ended, reason,
-			from, exactMs(c.HorizonMs))
+		cells := []string{strconv.FormatInt(c.Epoch, 10), orDash(c.Owner), relative(c.AcquiredAt, now), ended, reason,
+			from, exactMs(c.HorizonMs)}
+		if wide {
+			cells = append(cells, exact(c.AcquiredAt), exact(c.EndedAt), strconv.FormatInt(c.FromMs, 10), strconv.FormatInt(c.HorizonMs, 10))
+		}
+		t.row(cells...)
 	}
 	return t.flush()
 }

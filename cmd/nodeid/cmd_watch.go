@@ -26,10 +26,16 @@ func (a *app) watchCommand() *cobra.Command {
 		Long: `Show "nodeid list" and refresh it every --interval until interrupted
 (Ctrl-C), or --count times. On a terminal each refresh redraws the screen;
 otherwise the frames follow each other. A failed refresh shows the error and
-the next one tries again; only a failure of the first one ends the command.`,
+the next one tries again; only a failure of the first one ends the command.
+
+With -o json each refresh is one JSON document on one line, and nothing else
+is written to stdout (for jq and other readers of JSON streams); with -o yaml
+each is a YAML document that starts with "---". Errors of later refreshes go
+to stderr.`,
 		Example: `  nodeid watch
   nodeid watch --state held --interval 500ms
-  nodeid watch --count 3 -o wide > frames.txt`,
+  nodeid watch --count 3 -o wide > frames.txt
+  nodeid watch -o json | jq --unbuffered '.summary.held'`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -54,27 +60,18 @@ the next one tries again; only a failure of the first one ends the command.`,
 					case <-tick.C:
 					}
 				}
-				var frame bytes.Buffer
-				if tty {
-					frame.WriteString(clearScreen)
-				} else if i > 0 {
-					frame.WriteString("\n")
-				}
-				fmt.Fprintf(&frame, "Every %s: nodeid list --table %s    %s\n\n", interval, a.table, a.now().Format("15:04:05"))
-				n, err := a.snapshot(ctx)
+				n, err := a.timedSnapshot(ctx)
 				switch {
 				case err != nil && ctx.Err() != nil:
 					return nil
 				case err != nil && i == 0:
 					return err
-				case err != nil:
-					fmt.Fprintln(&frame, a.describe(err))
-				default:
-					if err := n.write(&frame, n.filter(o.all, store.State(o.state)), o.output); err != nil {
-						return err
-					}
 				}
-				if _, err := a.stdout.Write(frame.Bytes()); err != nil {
+				frame, err := a.watchFrame(n, err, &o, i, interval, tty)
+				if err != nil {
+					return err
+				}
+				if _, err := a.stdout.Write(frame); err != nil {
 					return err
 				}
 			}
@@ -85,6 +82,37 @@ the next one tries again; only a failure of the first one ends the command.`,
 	cmd.Flags().Var(newDurationValue(&interval, 2*time.Second), "interval", "time between refreshes")
 	cmd.Flags().IntVar(&count, "count", 0, "stop after this many refreshes (0: until interrupted)")
 	return cmd
+}
+
+// watchFrame renders refresh i of watch: the snapshot n, or the error of
+// the refresh if err is not nil. In a document format a frame is one
+// document (a JSON one on one line), and an error goes to stderr instead.
+func (a *app) watchFrame(n nodes, err error, o *listOptions, i int, interval time.Duration, tty bool) ([]byte, error) {
+	var frame bytes.Buffer
+	switch {
+	case o.output.document() && err != nil:
+		fmt.Fprintln(a.stderr, a.describe(err))
+		return nil, nil
+	case o.output.value == outJSON:
+		return marshalJSON(n.doc(n.filter(o.all, store.State(o.state))), "")
+	case o.output.value == outYAML:
+		frame.WriteString("---\n")
+		err := n.write(&frame, o)
+		return frame.Bytes(), err
+	case tty:
+		frame.WriteString(clearScreen)
+	case i > 0:
+		frame.WriteString("\n")
+	}
+	if !o.noHeaders {
+		fmt.Fprintf(&frame, "Every %s: nodeid list --table %s    %s\n\n", interval, a.table, a.now().Format("15:04:05"))
+	}
+	if err != nil {
+		fmt.Fprintln(&frame, a.describe(err))
+		return frame.Bytes(), nil
+	}
+	werr := n.write(&frame, o)
+	return frame.Bytes(), werr
 }
 
 // isTerminal reports whether w is a character device, such as a terminal.

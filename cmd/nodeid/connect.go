@@ -1,8 +1,15 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,8 +56,44 @@ func (a *app) connConfig() (*connection, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
+	if _, set := cfg.RuntimeParams["application_name"]; !set {
+		// Unique, so that a timed-out command finds its own statements.
+		a.appName = fmt.Sprintf("%s (pid %d, %08x)", strings.TrimSpace("nodeid "+a.cmdName), os.Getpid(), rand.Uint32())
+		cfg.RuntimeParams["application_name"] = a.appName
+	}
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err == nil {
+			a.dialed.add(addr)
+		}
+		return c, err
+	}
 	a.redact.add(cfg.Password, true)
 	return &connection{cfg: cfg, source: source}, nil
+}
+
+// dialLog records the addresses at which a TCP (or Unix) connection was
+// accepted, to tell a server that is not there from one that does not
+// answer.
+type dialLog struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (d *dialLog) add(addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !slices.Contains(d.addrs, addr) {
+		d.addrs = append(d.addrs, addr)
+	}
+}
+
+// accepted returns the addresses that accepted a connection.
+func (d *dialLog) accepted() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.addrs)
 }
 
 // openDB opens the database handle the command's statements run on; it is
@@ -65,7 +108,10 @@ func (a *app) openDB() (*sql.DB, error) {
 		return nil, err
 	}
 	a.conn = c
-	a.db = stdlib.OpenDB(*c.cfg)
+	a.db = stdlib.OpenDB(*c.cfg, stdlib.OptionAfterConnect(func(context.Context, *pgx.Conn) error {
+		a.connected.Store(true)
+		return nil
+	}))
 	a.db.SetMaxOpenConns(4)
 	return a.db, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,14 +27,18 @@ func mustEncode(l snowflake.Layout, p snowflake.Parts) bw.ID {
 }
 
 func TestDecodeGolden(t *testing.T) {
-	golden(t, "decode", mustCLI(t, "decode", defaultID.String(), defaultID.Base58(), defaultID.Base64(), "0"))
+	golden(t, "decode", mustCLI(t, "decode", defaultID.String(), "b58:"+defaultID.Base58(), defaultID.Base64(), "0"))
+	if out := mustCLI(t, "decode", "--format", "b58", defaultID.Base58(), "b64:"+defaultID.Base64()); !strings.Contains(out,
+		defaultID.String()+" (read as Base58 from "+defaultID.Base58()+"; ") || !strings.Contains(out, "(read as Base64 from b64:") {
+		t.Errorf("decode --format b58:\n%s", out)
+	}
 	golden(t, "decode_epoch_bits", mustCLI(t, "decode", "--layout-epoch", "2020-01-01T00:00:00Z",
 		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.String()))
 }
 
 func TestDecodeJSON(t *testing.T) {
 	out := mustCLI(t, "decode", "-o", "json", "--layout-epoch", "1577836800000",
-		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.Base58())
+		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", "--format", "b58", epochID.Base58())
 	var got []struct {
 		Input     string    `json:"input"`
 		Form      string    `json:"form"`
@@ -76,5 +81,10 @@ func TestDecodeBadInput(t *testing.T) {
 	wantExit(t, cli(t, "decode", "--epoch-bits", "12", "1"), exitUsage, "epoch bits")
 	wantExit(t, cli(t, "decode", "--layout-epoch", "yesterday", "1"), exitUsage, "--layout-epoch")
 	wantExit(t, cli(t, "decode", "--layout-epoch", "4000000000000000", "1"), exitUsage, "in the future")
-	wantExit(t, cli(t, "decode", "-o", "yaml", "1"), exitUsage, `-o "yaml"`)
+	wantExit(t, cli(t, "decode", "-o", "csv", "1"), exitUsage, `-o "csv"`, "table, json, yaml")
+	// A word is not read as Base58 unless asked for.
+	wantExit(t, cli(t, "decode", "notanumber"), exitUsage, `ID "notanumber" is neither decimal nor Base64`,
+		"write b58:notanumber or pass --format b58")
+	wantExit(t, cli(t, "decode", "--format", "hex", "1"), exitUsage, `"hex" is not a form: write auto, dec, b58 or b64`)
+	wantExit(t, cli(t, "decode", "--format", "dec", "5WoiFjbTMNG"), exitUsage, `ID "5WoiFjbTMNG" as decimal`)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"os"
 	"strings"
 	"testing"
 
@@ -89,5 +90,20 @@ func TestDemoRefusesExistingTable(t *testing.T) {
 	wantExit(t, r, exitUsage, "table mine already exists")
 	if !tableExists(t, db, "mine") || !tableExists(t, db, "mine_history") {
 		t.Error("the demo dropped a table it did not create")
+	}
+}
+
+// TestDemoDuration: the help and the README say the same of how long the
+// demo takes.
+func TestDemoDuration(t *testing.T) {
+	if out := mustCLI(t, "demo", "--help"); !strings.Contains(out, "Run the whole story in "+demoTakes+".") {
+		t.Errorf("demo --help does not say it takes %s:\n%s", demoTakes, out)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "It takes "+demoTakes+".") {
+		t.Errorf("README.md does not say the demo takes %s", demoTakes)
 	}
 }

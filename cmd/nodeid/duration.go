@@ -53,13 +53,21 @@ func parseDuration(s string) (time.Duration, error) {
 
 // durationValue is a pflag.Value for a flag parsed by parseDuration.
 type durationValue struct {
-	d    *time.Duration
-	text string // as given, once set
+	d        *time.Duration
+	text     string // as given, once set
+	required bool   // no default: help shows none
 }
 
 func newDurationValue(d *time.Duration, def time.Duration) *durationValue {
 	*d = def
 	return &durationValue{d: d}
+}
+
+// newRequiredDurationValue is a durationValue without a default, for a flag
+// that must be given: its help shows no "(default 0s)".
+func newRequiredDurationValue(d *time.Duration) *durationValue {
+	*d = 0
+	return &durationValue{d: d, required: true}
 }
 
 func (v *durationValue) Set(s string) error {
@@ -72,9 +80,9 @@ func (v *durationValue) Set(s string) error {
 }
 
 // String returns the duration as given on the command line, else the
-// default's Go rendering.
+// default's Go rendering ("" for a required flag not given).
 func (v *durationValue) String() string {
-	if v.text != "" {
+	if v.text != "" || v.required {
 		return v.text
 	}
 	return v.d.String()

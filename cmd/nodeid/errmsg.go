@@ -23,12 +23,17 @@ func (a *app) explain(err error) string {
 		ce *pgconn.ConnectError
 		pe *pgconn.PgError
 		se *postgres.StatementError
+		te *timeoutError
 	)
 	table := a.table
 	code := postgres.SQLSTATE(err)
 	switch {
+	case errors.As(err, &ce) && errors.As(err, &te):
+		return a.explainConnect(ce, code, fmt.Sprintf("%s (--timeout)", te.limit))
 	case errors.As(err, &ce):
-		return a.explainConnect(ce, code)
+		return a.explainConnect(ce, code, "")
+	case errors.As(err, &te):
+		return te.Error()
 	case code == "42P01":
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)
@@ -56,7 +61,9 @@ func (a *app) explain(err error) string {
 	return err.Error()
 }
 
-func (a *app) explainConnect(ce *pgconn.ConnectError, code string) string {
+// explainConnect explains a failure to connect. timedOut is the limit that
+// ended the attempt if --timeout did ("1s (--timeout)"), else "".
+func (a *app) explainConnect(ce *pgconn.ConnectError, code, timedOut string) string {
 	where := a.conn.where()
 	switch code {
 	case "28P01", "28000":
@@ -64,11 +71,21 @@ func (a *app) explainConnect(ce *pgconn.ConnectError, code string) string {
 	case "3D000":
 		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, a.connSource())
 	}
+	if timedOut == "" && pgconn.Timeout(ce) {
+		timedOut = fmt.Sprintf("%s (connect_timeout)", ce.Config.ConnectTimeout)
+	}
 	var (
 		de *net.DNSError
 		oe *net.OpError
 	)
+	accepted := a.dialed.accepted()
 	switch {
+	case timedOut != "" && len(accepted) > 0:
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): the server at %s accepted the connection but did not answer within %s: check that it is PostgreSQL and that it is not stuck (a proxy or pooler with no server behind it does the same)",
+			where, strings.Join(accepted, " and "), timedOut)
+	case timedOut != "":
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): no server accepted the connection within %s: check that %s points at the server (--dsn, DATABASE_URL or PGHOST/PGPORT) and that no firewall drops the packets",
+			where, timedOut, a.connSource())
 	case errors.As(ce, &de):
 		return fmt.Sprintf("cannot connect to PostgreSQL (%s): cannot resolve host %s (%s): fix the host in %s",
 			where, de.Name, de.Err, a.connSource())

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
@@ -101,9 +103,50 @@ func TestPasswordNeverPrinted(t *testing.T) {
 // TestUsageAndExitCodes: cobra's own errors are usage errors, on one line.
 func TestUsageAndExitCodes(t *testing.T) {
 	wantExit(t, cli(t, "frobnicate"), exitUsage, `unknown command "frobnicate"`, `see "nodeid --help"`)
+	if r := cli(t, "lst"); r.code != exitUsage || r.stderr != "nodeid: unknown command \"lst\" for \"nodeid\" (did you mean \"list\"?)\n" {
+		t.Errorf("nodeid lst: %+v", r)
+	}
+	wantExit(t, cli(t, "shw", "1"), exitUsage, `unknown command "shw" for "nodeid" (did you mean "show" or "who"?)`)
 	wantExit(t, cli(t, "list", "--no-such-flag"), exitUsage, "unknown flag: --no-such-flag", `see "nodeid list --help"`)
 	wantExit(t, cli(t, "show", "--limit", "many", "1"), exitUsage, "--limit")
 	if r := cli(t, "list", "--help"); r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 		t.Errorf("list --help: %+v", r)
 	}
+}
+
+// silentServer listens on 127.0.0.1, accepts every connection and never
+// answers, as a stuck server, or a proxy with no server behind it, does. It
+// returns its host:port, and stops when the test ends.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }

@@ -63,7 +63,14 @@ func oneLine(s string) string {
 // controls (among them the one-byte CSI, U+009B) and formatting characters
 // such as U+202E raw; inside strings they become escapes, which decode to
 // the same value.
-func jsonSafe(b []byte) []byte {
+func jsonSafe(b []byte) []byte { return escapeUnprintable(b, false) }
+
+// yamlSafe is jsonSafe for a JSON string written as a YAML double-quoted
+// scalar: YAML has no UTF-16 surrogate escapes, so a character beyond
+// U+FFFF becomes \UXXXXXXXX.
+func yamlSafe(b []byte) []byte { return escapeUnprintable(b, true) }
+
+func escapeUnprintable(b []byte, yaml bool) []byte {
 	if !needsJSONEscape(b) {
 		return b
 	}
@@ -73,6 +80,8 @@ func jsonSafe(b []byte) []byte {
 		switch {
 		case r == '\n' || r == '\t' || r == ' ' || r == '\r' || strconv.IsPrint(r):
 			out.Write(b[:size])
+		case r > 0xFFFF && yaml:
+			fmt.Fprintf(&out, `\U%08x`, r)
 		case r > 0xFFFF:
 			r1, r2 := utf16.EncodeRune(r)
 			fmt.Fprintf(&out, `\u%04x\u%04x`, r1, r2)

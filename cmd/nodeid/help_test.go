@@ -39,6 +39,31 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 }
 
+// TestFlagsInHelp: the flags of the command line's output, timing and ID
+// forms appear in the help of each command that takes them.
+func TestFlagsInHelp(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   []string
+		wants []string
+	}{
+		{[]string{"list"}, []string{"--no-headers", "table, wide (with exact times), json or yaml", "--timeout duration", "(default 10s)"}},
+		{[]string{"watch"}, []string{"--no-headers", "table, wide (with exact times), json or yaml", "--timeout duration"}},
+		{[]string{"show"}, []string{"table, wide (with exact times), json or yaml", "--timeout duration"}},
+		{[]string{"decode"}, []string{"--format form", "(default auto)", "table, json or yaml"}},
+		{[]string{"who"}, []string{"--format form", "--max-skew duration", "table, json or yaml", "--timeout duration"}},
+		{[]string{"release"}, []string{"--timeout duration"}},
+		{[]string{"prune"}, []string{"--timeout duration"}},
+		{[]string{"init"}, []string{"--timeout duration"}},
+	} {
+		out := mustCLI(t, append(tc.cmd, "--help")...)
+		for _, w := range tc.wants {
+			if !strings.Contains(out, w) {
+				t.Errorf("nodeid %s --help lacks %q", strings.Join(tc.cmd, " "), w)
+			}
+		}
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := cli(t, "completion", shell)
@@ -46,6 +71,9 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion %s: code %d, %d bytes", shell, r.code, len(r.stdout))
 		}
 	}
+	// An unknown shell, or none, is bad usage, not a request for help.
+	wantExit(t, cli(t, "completion", "ksh"), exitUsage, `unknown shell "ksh"`, "bash, fish, powershell or zsh")
+	wantExit(t, cli(t, "completion"), exitUsage, "needs a shell: bash, fish, powershell or zsh")
 	// Dynamic completion of flag values.
 	r := cli(t, "__complete", "list", "--state", "")
 	if r.code != 0 || !strings.Contains(r.stdout, "expired") {

@@ -7,20 +7,34 @@ import (
 	"strings"
 
 	bw "github.com/bwmarrin/snowflake"
+	"github.com/spf13/cobra"
 )
 
 // idForm is the string form an ID was written in.
 type idForm string
 
 // The string forms of an ID that the command reads: those of
-// github.com/bwmarrin/snowflake's ID.String, ID.Base58 and ID.Base64.
+// github.com/bwmarrin/snowflake's ID.String, ID.Base58 and ID.Base64; and
+// formAuto, which reads only the forms that cannot be mistaken.
 const (
 	formDecimal idForm = "decimal"
 	formBase58  idForm = "base58"
 	formBase64  idForm = "base64"
+	formAuto    idForm = "auto"
 )
 
-// Prefixes that force a form.
+// name is how messages and tables write the form.
+func (f idForm) name() string {
+	switch f {
+	case formBase58:
+		return "Base58"
+	case formBase64:
+		return "Base64"
+	}
+	return string(f)
+}
+
+// Prefixes that force a form, and the values of --format.
 var formPrefixes = []struct {
 	prefix string
 	form   idForm
@@ -29,29 +43,77 @@ var formPrefixes = []struct {
 // base58Alphabet is bwmarrin's (Flickr's): no 0, O, I or l.
 const base58Alphabet = "123456789abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ"
 
-// idFormRules documents parseID for help texts and errors.
+// idFormRules documents parseID for help texts.
 const idFormRules = `An ID may be written in any of the string forms of github.com/bwmarrin/snowflake:
 decimal (ID.String), Base58 (ID.Base58) or Base64 (ID.Base64, the standard
-Base64 of the decimal digits). The form is detected without guessing:
+Base64 of the decimal digits). --format auto, the default, reads only the
+forms that cannot be mistaken:
   - only digits 0-9: decimal;
-  - otherwise, the ID is read as Base58 (bwmarrin's alphabet, no leading "1")
-    and as Base64 (padded standard Base64 of a decimal ID); exactly one of
-    them must succeed, else the ID is refused as malformed or ambiguous;
-  - a prefix dec:, b58: or b64: forces the form, e.g. b58:123 (a Base58
-    string of digits only) or b64:MTEx (a string valid in both forms).
-IDs are non-negative 63-bit numbers.`
+  - padded standard Base64 of a decimal ID, as ID.Base64 writes it: Base64
+    (no word or typo is one by chance); a string that is also valid Base58
+    is refused as ambiguous;
+  - anything else is refused: Base58 reads almost any word of letters and
+    digits ("notanumber" included), so it is read only when asked for.
+--format dec, b58 or b64 reads every ID in that form; a prefix dec:, b58: or
+b64: reads one ID in that form, whatever --format says (b58:5WoiFjbTMNG).
+The output says which form each ID was read as. IDs are non-negative 63-bit
+numbers.`
 
-// parseID reads an ID in one of its string forms, by the rules of
-// idFormRules, and says which form it was.
-func parseID(s string) (bw.ID, idForm, error) {
+// formatFlag is the --format flag of decode and who.
+type formatFlag struct{ form idForm }
+
+func (f *formatFlag) register(cmd *cobra.Command) {
+	f.form = formAuto
+	cmd.Flags().Var(f, "format", "the form the IDs are written in: auto (decimal or Base64; Base58 only when asked for), dec, b58 or b64")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(
+		[]string{"auto", "dec", "b58", "b64"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// Set implements pflag.Value.
+func (f *formatFlag) Set(s string) error {
+	if s == string(formAuto) {
+		f.form = formAuto
+		return nil
+	}
 	for _, p := range formPrefixes {
-		if rest, ok := strings.CutPrefix(s, p.prefix); ok {
-			id, err := parseIDAs(rest, p.form)
-			if err != nil {
-				return 0, "", fmt.Errorf("ID %q: %w", s, err)
-			}
-			return id, p.form, nil
+		if s+":" == p.prefix {
+			f.form = p.form
+			return nil
 		}
+	}
+	return fmt.Errorf("%q is not a form: write auto, dec, b58 or b64", s)
+}
+
+// String implements pflag.Value.
+func (f *formatFlag) String() string {
+	for _, p := range formPrefixes {
+		if p.form == f.form {
+			return strings.TrimSuffix(p.prefix, ":")
+		}
+	}
+	return string(f.form)
+}
+
+// Type implements pflag.Value.
+func (f *formatFlag) Type() string { return "form" }
+
+// parseID reads an ID by the rules of idFormRules: in form def (formAuto,
+// or the one of --format) unless a prefix names another. It says which form
+// the ID was read as.
+func parseID(s string, def idForm) (bw.ID, idForm, error) {
+	form, rest := def, s
+	for _, p := range formPrefixes {
+		if r, ok := strings.CutPrefix(s, p.prefix); ok {
+			form, rest = p.form, r
+			break
+		}
+	}
+	if form != formAuto {
+		id, err := parseIDAs(rest, form)
+		if err != nil {
+			return 0, "", fmt.Errorf("ID %q as %s: %w", s, form.name(), err)
+		}
+		return id, form, nil
 	}
 	if s == "" {
 		return 0, "", fmt.Errorf("ID is empty")
@@ -71,10 +133,11 @@ func parseID(s string) (bw.ID, idForm, error) {
 	switch {
 	case err58 == nil && err64 == nil:
 		return 0, "", fmt.Errorf("ID %q is ambiguous: Base58 for %d and Base64 for %d; write b58:%s or b64:%s", s, id58, id64, s, s)
-	case err58 == nil:
-		return id58, formBase58, nil
 	case err64 == nil:
 		return id64, formBase64, nil
+	case err58 == nil:
+		return 0, "", fmt.Errorf("ID %q is neither decimal nor Base64; as Base58 it would be %d, but Base58 is read only when asked for: write b58:%s or pass --format b58",
+			s, id58, s)
 	}
 	return 0, "", fmt.Errorf("ID %q is not a Snowflake ID: not decimal digits, not Base58 (%v), not Base64 (%v)", s, err58, err64)
 }

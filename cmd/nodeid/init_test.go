@@ -16,12 +16,16 @@ func TestSchemaGolden(t *testing.T) {
 
 func TestInit(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	if out := mustCLI(t, "init", "--dsn", dsn, "--range", "10-13"); out != "table snowflake_nodes is ready (history: snowflake_nodes_history): node IDs 10-13, 4 rows\n" {
+	if out := mustCLI(t, "init", "--dsn", dsn, "--range", "10-13", "--max-ttl", "30s"); out != "table snowflake_nodes is ready (history snowflake_nodes_history, configuration snowflake_nodes_config): node IDs 10-13, 4 rows, maximum TTL 30s\n" {
 		t.Errorf("init: %q", out)
 	}
 	execSQL(t, db, `UPDATE snowflake_nodes SET epoch = 9, owner = 'keep', expires_at = now() + interval '1h' WHERE node_id = 10`)
+	// Again, without a range: the table keeps its own.
+	if out := mustCLI(t, "init", "--dsn", dsn); !strings.HasSuffix(out, "node IDs 10-13, 4 rows, maximum TTL 30s\n") {
+		t.Errorf("init without a range: %q", out)
+	}
 	// Again, wider: adds rows, touches none.
-	if out := mustCLI(t, "init", "--dsn", dsn, "--nodes", "16"); !strings.HasSuffix(out, "node IDs 0-15, 16 rows\n") {
+	if out := mustCLI(t, "init", "--dsn", dsn, "--nodes", "16", "--max-ttl", "1m"); !strings.HasSuffix(out, "node IDs 0-15, 16 rows, maximum TTL 1m0s\n") {
 		t.Errorf("second init: %q", out)
 	}
 	var (
@@ -35,6 +39,15 @@ func TestInit(t *testing.T) {
 	if n != 16 || owner != "keep" || epoch != 9 {
 		t.Errorf("after two inits: %d rows, owner %q, epoch %d; want 16 rows and node 10 untouched", n, owner, epoch)
 	}
+	// Narrower: never narrowed, and said so; a lower maximum TTL refused.
+	r := cli(t, "init", "--dsn", dsn, "--nodes", "8")
+	wantExit(t, r, exitOK, "keeps its range 0-15", "never narrowed")
+	if !strings.HasSuffix(r.stdout, "node IDs 0-15, 16 rows, maximum TTL 1m0s\n") {
+		t.Errorf("narrower init: %q", r.stdout)
+	}
+	wantExit(t, cli(t, "init", "--dsn", dsn, "--max-ttl", "10s"), exitUsage, "never lowered", "1m0s")
+	// Wider than the default layout: a warning.
+	wantExit(t, cli(t, "init", "--dsn", dsn, "--range", "0-2047"), exitOK, "do not fit the default Snowflake layout", "WithNodeBits")
 	// A schema-qualified table needs its schema.
 	wantExit(t, cli(t, "init", "--dsn", dsn, "--table", "nope.ids"), exitFailure, "schema", "nope")
 }
@@ -68,15 +81,33 @@ func TestPrune(t *testing.T) {
 		(0, 2, 'old', now() - interval '31 days', 1, now() - interval '30 days 1 hour', 'expired', 2),
 		(0, 3, 'recent', now() - interval '2 days', 2, now() - interval '1 day', 'released', 3),
 		(1, 1, 'open', now() - interval '90 days', 0, NULL, NULL, NULL)`)
-	if out := mustCLI(t, "prune", "--dsn", dsn, "--older-than", "30d"); out != "deleted 2 history rows of claims that ended more than 30d ago\n" {
-		t.Errorf("prune: %q", out)
+	owners := func() string {
+		t.Helper()
+		var s string
+		if err := db.QueryRowContext(ctxT(t), `SELECT string_agg(owner, ',' ORDER BY owner) FROM snowflake_nodes_history`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
-	var owners string
-	if err := db.QueryRowContext(ctxT(t), `SELECT string_agg(owner, ',' ORDER BY owner) FROM snowflake_nodes_history`).Scan(&owners); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ age, out, left string }{
+		{"30d", "deleted 2 history rows (claims that ended more than 30d ago)\n", "open,recent"},
+		{"30d", "deleted no history rows: no claim ended more than 30d ago\n", "open,recent"},
+		{"12h", "deleted 1 history row (a claim that ended more than 12h ago)\n", "open"},
+	} {
+		if out := mustCLI(t, "prune", "--dsn", dsn, "--older-than", tc.age); out != tc.out {
+			t.Errorf("prune --older-than %s: %q, want %q", tc.age, out, tc.out)
+		}
+		if got := owners(); got != tc.left {
+			t.Errorf("history after prune --older-than %s: %s; want %s kept", tc.age, got, tc.left)
+		}
 	}
-	if owners != "open,recent" {
-		t.Errorf("history after prune: %s; want open and recent kept", owners)
+}
+
+// TestPruneHelp: --older-than is required, so its help shows no default.
+func TestPruneHelp(t *testing.T) {
+	out := mustCLI(t, "prune", "--help")
+	if !strings.Contains(out, "ago (required)\n") || strings.Contains(out, "default 0s") {
+		t.Errorf("prune --help:\n%s", out)
 	}
 }
 

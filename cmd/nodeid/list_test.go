@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/nodeid/nodeid/internal/pgtest"
 )
 
@@ -160,7 +162,7 @@ func TestListThroughPgBouncer(t *testing.T) {
 
 func TestListBadInput(t *testing.T) {
 	wantExit(t, cli(t, "list", "--state", "busy"), exitUsage, `--state "busy"`)
-	wantExit(t, cli(t, "list", "-o", "yaml"), exitUsage, `-o "yaml"`)
+	wantExit(t, cli(t, "list", "-o", "csv"), exitUsage, `-o "csv"`, "table, wide, json, yaml")
 	wantExit(t, cli(t, "list", "extra"), exitUsage, "no arguments")
 	wantExit(t, cli(t, "list", "--table", "Bad-Name"), exitUsage, "--table")
 	wantExit(t, cli(t, "list", "--table", "select"), exitUsage, "reserved")
@@ -200,5 +202,97 @@ func TestLibpqEnvironment(t *testing.T) {
 	out := mustCLI(t, "list")
 	if !strings.Contains(out, "web-1") {
 		t.Fatalf("list from the libpq environment: %s", out)
+	}
+}
+
+// withoutNow reads a list document, JSON or YAML, and drops its time of
+// reading, which differs between two runs.
+func withoutNow(t *testing.T, doc string, isYAML bool) string {
+	t.Helper()
+	var v map[string]any
+	var err error
+	if isYAML {
+		err = yaml.Unmarshal([]byte(doc), &v)
+	} else {
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		err = dec.Decode(&v)
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+	delete(v, "now")
+	delete(v, "now_ms")
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestListYAML: -o yaml holds what -o json holds, and prints no control
+// character of an owner raw.
+func TestListYAML(t *testing.T) {
+	_, dsn := seedList(t)
+	y := mustCLI(t, "list", "--dsn", dsn, "--all", "-o", "yaml")
+	j := mustCLI(t, "list", "--dsn", dsn, "--all", "-o", "json")
+	noControls(t, y)
+	if a, b := withoutNow(t, y, true), withoutNow(t, j, false); a != b {
+		t.Errorf("-o yaml holds\n%s\n-o json holds\n%s", a, b)
+	}
+	if !strings.Contains(y, "\n  - node_id: 1\n    state: expired\n    owner: \"web-2\\u001b[2J\\u001b[31mred\\u202e\"\n") {
+		t.Errorf("list -o yaml:\n%s", y)
+	}
+}
+
+// TestListNoHeaders: --no-headers prints the rows of the table and nothing
+// else.
+func TestListNoHeaders(t *testing.T) {
+	_, dsn := seedList(t)
+	for _, o := range []string{"table", "wide"} {
+		full := strings.Split(strings.TrimSuffix(mustCLI(t, "list", "--dsn", dsn, "--all", "-o", o), "\n"), "\n")
+		rows := mustCLI(t, "list", "--dsn", dsn, "--all", "-o", o, "--no-headers")
+		// The columns' widths may differ without the header: compare cells.
+		got := strings.Split(strings.TrimSuffix(rows, "\n"), "\n")
+		want := full[1 : len(full)-1]
+		if len(got) != len(want) || len(got) != 4 {
+			t.Fatalf("-o %s --no-headers: %d lines, want the %d rows:\n%s", o, len(got), len(want), rows)
+		}
+		for i := range got {
+			if g, w := strings.Fields(got[i]), strings.Fields(want[i]); strings.Join(g, " ") != strings.Join(w, " ") {
+				t.Errorf("-o %s --no-headers: row %d is %q, want %q", o, i, got[i], want[i])
+			}
+		}
+	}
+	if out := mustCLI(t, "list", "--dsn", dsn, "--state", "held", "--no-headers"); out != "0  held  web-1  3  3h ago  in 12m  in 12m\n" {
+		t.Errorf("list --state held --no-headers: %q", out)
+	}
+	if out := mustCLI(t, "list", "--dsn", dsn, "--state", "held", "--no-headers", "-o", "json"); !strings.Contains(out, `"held": 1`) {
+		t.Errorf("--no-headers changed -o json: %s", out)
+	}
+}
+
+// TestListEmpty: a list with no rows to show says why, instead of a bare
+// header; with --no-headers it prints nothing.
+func TestListEmpty(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--nodes", "4")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no node IDs in use: the 4 of table snowflake_nodes were never claimed (--all lists them)\n"},
+		{[]string{"--state", "held"}, "no node ID is held; held 0 / free 4 / expired 0 / total 4\n"},
+		{[]string{"--state", "free"}, "no node ID in use is free; 4 were never claimed (--all lists them); held 0 / free 4 / expired 0 / total 4\n"},
+		{[]string{"--state", "expired", "--all"}, "no node ID is expired; held 0 / free 4 / expired 0 / total 4\n"},
+		{[]string{"--no-headers"}, ""},
+	} {
+		if out := mustCLI(t, append([]string{"list", "--dsn", dsn}, tc.args...)...); out != tc.want {
+			t.Errorf("list %v: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+	execSQL(t, db, "DELETE FROM snowflake_nodes")
+	if out := mustCLI(t, "list", "--dsn", dsn); out != "table snowflake_nodes has no rows: \"nodeid init\" adds the node range\n" {
+		t.Errorf("list of an empty table: %q", out)
 	}
 }

@@ -75,6 +75,11 @@ func (f *rangeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.rng, "range", "", fmt.Sprintf("node IDs FIRST-LAST, inclusive (default %s)", defaultRange))
 }
 
+// given reports whether --nodes or --range was set.
+func (f *rangeFlags) given() bool {
+	return f.cmd.Flags().Changed("range") || f.cmd.Flags().Changed("nodes")
+}
+
 // resolve returns the range the flags select, defaultRange if neither is
 // set.
 func (f *rangeFlags) resolve() (nodeRange, error) {

@@ -94,22 +94,40 @@ type listJSON struct {
 	Nodes   []nodeJSON `json:"nodes"`
 }
 
-// write prints rows of the snapshot in format out, then, for tables, the
-// summary line of the whole snapshot.
-func (n nodes) write(w io.Writer, rows []store.Row, out string) error {
-	if out == outJSON {
-		doc := listJSON{Table: n.table, Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
-		for _, r := range rows {
-			doc.Nodes = append(doc.Nodes, rowJSON(r, n.now))
+// doc is the document of list -o json and -o yaml: the rows, with the
+// summary of the whole snapshot.
+func (n nodes) doc(rows []store.Row) listJSON {
+	doc := listJSON{Table: n.table, Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
+	for _, r := range rows {
+		doc.Nodes = append(doc.Nodes, rowJSON(r, n.now))
+	}
+	return doc
+}
+
+// write prints the rows of the snapshot that o selects, in o's format:
+// a document, or a table followed by the summary line of the whole snapshot
+// (only the rows with --no-headers). A table with no rows says why instead.
+func (n nodes) write(w io.Writer, o *listOptions) error {
+	rows := n.filter(o.all, store.State(o.state))
+	if o.output.document() {
+		return writeDoc(w, o.output.value, n.doc(rows))
+	}
+	if len(rows) == 0 {
+		if o.noHeaders {
+			return nil
 		}
-		return writeJSON(w, doc)
+		_, err := fmt.Fprintln(w, n.empty(o))
+		return err
 	}
+	wide := o.output.value == outWide
 	t := newTable(w)
-	head := []string{"NODE", "STATE", "OWNER", "EPOCH", "ACQUIRED", "EXPIRES", "HORIZON"}
-	if out == outWide {
-		head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS")
+	if !o.noHeaders {
+		head := []string{"NODE", "STATE", "OWNER", "EPOCH", "ACQUIRED", "EXPIRES", "HORIZON"}
+		if wide {
+			head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS")
+		}
+		t.row(head...)
 	}
-	t.row(head...)
 	for _, r := range rows {
 		cells := []string{
 			strconv.FormatInt(r.NodeID, 10),
@@ -120,7 +138,7 @@ func (n nodes) write(w io.Writer, rows []store.Row, out string) error {
 			relative(r.ExpiresAt, n.now),
 			relHorizon(r.HorizonMs, n.now),
 		}
-		if out == outWide {
+		if wide {
 			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10))
 		}
 		t.row(cells...)
@@ -128,8 +146,26 @@ func (n nodes) write(w io.Writer, rows []store.Row, out string) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	if o.noHeaders {
+		return nil
+	}
 	_, err := fmt.Fprintln(w, n.summary())
 	return err
+}
+
+// empty says why o selects no row of the snapshot.
+func (n nodes) empty(o *listOptions) string {
+	s := n.summary()
+	never := len(n.filter(true, store.Free)) - len(n.filter(false, store.Free))
+	switch {
+	case s.Total == 0:
+		return fmt.Sprintf("table %s has no rows: \"nodeid init\" adds the node range", n.table)
+	case o.state == "":
+		return fmt.Sprintf("no node IDs in use: the %d of table %s were never claimed (--all lists them)", s.Total, n.table)
+	case o.state == string(store.Free) && !o.all && never > 0:
+		return fmt.Sprintf("no node ID in use is free; %d were never claimed (--all lists them); %s", never, s)
+	}
+	return fmt.Sprintf("no node ID is %s; %s", o.state, s)
 }
 
 // relHorizon describes a horizon: "-" if none was ever recorded.

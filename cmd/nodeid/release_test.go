@@ -31,9 +31,17 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("a declined release changed the row: owner %q, free %v", owner, free)
 	}
 
-	// Another epoch: refused, whatever the answer.
+	// Another epoch: refused, whatever the answer, with what the current
+	// claim is.
 	r = cliWith(t, "y\n", nil, "release", "0", "--epoch", "2", "--dsn", dsn)
-	wantExit(t, r, exitFailure, "node ID 0 is at epoch 3, not 2: nothing released")
+	wantExit(t, r, exitFailure, "node ID 0 is at epoch 3, not 2: the claim of epoch 2 has ended",
+		"the current one (owner web-1, held, expires in 12m) is not evicted", "nothing released")
+	r = cliWith(t, "y\n", nil, "release", "0", "--epoch", "7", "--dsn", dsn)
+	wantExit(t, r, exitFailure, "node ID 0 has not reached epoch 7: its current claim is epoch 3 (owner web-1, held, expires in 12m); nothing released")
+	r = cli(t, "release", "1", "--epoch", "9", "--yes", "--dsn", dsn)
+	wantExit(t, r, exitFailure, `its current claim is epoch 5 (owner "web-2\x1b[2J\x1b[31mred\u202e", expired 42m ago)`)
+	wantExit(t, cli(t, "release", "3", "--epoch", "1", "--yes", "--dsn", dsn), exitFailure, "node ID 3 was never claimed")
+	wantExit(t, cli(t, "release", "2", "--epoch", "1", "--yes", "--dsn", dsn), exitFailure, "is at epoch 2, not 1", "the current one (free)")
 
 	// Confirmed.
 	r = cliWith(t, "yes\n", nil, "release", "0", "--epoch", "3", "--dsn", dsn)

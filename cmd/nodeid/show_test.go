@@ -36,6 +36,18 @@ func TestShowGolden(t *testing.T) {
 	golden(t, "show", normalize(out))
 	golden(t, "show_limit", normalize(mustCLI(t, "show", "1", "--limit", "1", "--dsn", dsn)))
 	golden(t, "show_never", normalize(mustCLI(t, "show", "3", "--dsn", dsn)))
+	golden(t, "show_wide", normalize(mustCLI(t, "show", "1", "-o", "wide", "--dsn", dsn)))
+}
+
+// TestShowYAML: -o yaml holds what -o json holds.
+func TestShowYAML(t *testing.T) {
+	db, dsn := seedList(t)
+	seedHistory(t, db)
+	y := mustCLI(t, "show", "1", "-o", "yaml", "--dsn", dsn)
+	noControls(t, y)
+	if a, b := withoutNow(t, y, true), withoutNow(t, mustCLI(t, "show", "1", "-o", "json", "--dsn", dsn), false); a != b {
+		t.Errorf("-o yaml holds\n%s\n-o json holds\n%s", a, b)
+	}
 }
 
 func TestShowJSON(t *testing.T) {
@@ -87,6 +99,6 @@ func TestShowBadInput(t *testing.T) {
 	wantExit(t, cli(t, "show", "-3"), exitUsage)
 	wantExit(t, cli(t, "show", "1048576"), exitUsage, "out of range")
 	wantExit(t, cli(t, "show", "1", "--limit", "0"), exitUsage, "--limit")
-	wantExit(t, cli(t, "show", "1", "-o", "wide"), exitUsage, `-o "wide"`)
+	wantExit(t, cli(t, "show", "1", "-o", "csv"), exitUsage, `-o "csv"`, "table, wide, json, yaml")
 	wantExit(t, cli(t, "show", "900", "--dsn", dsn), exitFailure, "node ID 900 is not in table snowflake_nodes", "nodeid init --range 900-900")
 }

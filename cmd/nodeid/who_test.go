@@ -60,7 +60,7 @@ func TestWhoTwoHolders(t *testing.T) {
 	if epochB != epochA+1 {
 		t.Fatalf("epochs %d then %d", epochA, epochB)
 	}
-	out := mustCLI(t, "who", "--dsn", dsn, idA.String(), idB.Base58())
+	out := mustCLI(t, "who", "--dsn", dsn, idA.String(), "b58:"+idB.Base58())
 	blocks := strings.Split(out, "\n\n")
 	if len(blocks) != 3 {
 		t.Fatalf("who printed %d blocks, want the layout and 2 IDs:\n%s", len(blocks), out)
@@ -84,6 +84,7 @@ func TestWhoTwoHolders(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	sameAsJSON(t, mustCLI(t, "who", "--dsn", dsn, "-o", "yaml", idB.Base64(), idA.String()), out)
 	if len(doc) != 2 || len(doc[0].Claims) != 1 || len(doc[1].Claims) != 1 ||
 		doc[0].ID != idB.String() || doc[0].Claims[0].Owner != "beta" || doc[0].Claims[0].Epoch != epochB ||
 		doc[1].ID != idA.String() || doc[1].Claims[0].Owner != "alpha" || doc[1].Claims[0].Epoch != epochA {
@@ -127,9 +128,70 @@ func TestWhoNotCovered(t *testing.T) {
 	}
 }
 
+// TestWhoBoundedBelow: a claim's IDs are stamped no earlier than its
+// acquisition less --max-skew, so an ID stamped long before is nobody's,
+// even though the node ID's first claim has no previous horizon; an answer
+// that rests on the allowance says so.
+func TestWhoBoundedBelow(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	l := snowflake.DefaultLayout
+	holdAndMint(t, dsn, "alpha", l)
+	var acquired int64 // the millisecond in which the claim was acquired
+	if err := db.QueryRowContext(ctxT(t), `SELECT floor(extract(epoch FROM acquired_at) * 1000)::bigint
+		FROM snowflake_nodes_history WHERE node_id = 5 AND epoch = 1`).Scan(&acquired); err != nil {
+		t.Fatal(err)
+	}
+	at := func(ms int64) string { return mustEncode(l, snowflake.Parts{Ms: ms, Node: 5, Seq: 1}).String() }
+
+	// Stamped in 2020, years before node ID 5 was first claimed.
+	r := cli(t, "who", "--dsn", dsn, at(1577836800000))
+	wantExit(t, r, exitFailure, "1 of 1 IDs: no lease covers this ID")
+	if !strings.Contains(r.stdout, "held by     "+notCovered) {
+		t.Errorf("who of an ID stamped in 2020:\n%s", r.stdout)
+	}
+
+	// Within the allowance: alpha, with a note.
+	out := mustCLI(t, "who", "--dsn", dsn, at(acquired-5000))
+	if !strings.Contains(out, "held by     owner alpha, epoch 1") ||
+		!strings.Contains(out, "note        stamped 5s before the claim was acquired: the answer rests on the --max-skew allowance") {
+		t.Errorf("who of an ID stamped 5s before the claim:\n%s", out)
+	}
+	var doc []struct {
+		Claims []struct {
+			Owner            string `json:"owner"`
+			BeforeAcquiredMs int64  `json:"before_acquired_ms"`
+		} `json:"claims"`
+	}
+	out = mustCLI(t, "who", "--dsn", dsn, "-o", "json", at(acquired-5000), at(acquired))
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(doc) != 2 || len(doc[0].Claims) != 1 || doc[0].Claims[0].BeforeAcquiredMs != 5000 ||
+		len(doc[1].Claims) != 1 || doc[1].Claims[0].BeforeAcquiredMs != 0 {
+		t.Errorf("who -o json: %+v", doc)
+	}
+	if out := mustCLI(t, "who", "--dsn", dsn, at(acquired)); strings.Contains(out, "note") {
+		t.Errorf("who of an ID stamped in the claim's millisecond has a note:\n%s", out)
+	}
+
+	// Beyond the default allowance, within a wider one; and none at all.
+	wantExit(t, cli(t, "who", "--dsn", dsn, at(acquired-15000)), exitFailure, "no lease covers this ID")
+	if out := mustCLI(t, "who", "--dsn", dsn, "--max-skew", "20s", at(acquired-15000)); !strings.Contains(out, "owner alpha, epoch 1") ||
+		!strings.Contains(out, "stamped 15s before") {
+		t.Errorf("who --max-skew 20s:\n%s", out)
+	}
+	wantExit(t, cli(t, "who", "--dsn", dsn, "--max-skew", "0s", at(acquired-1)), exitFailure, "no lease covers this ID")
+}
+
 func TestWhoBadInput(t *testing.T) {
+	wantExit(t, cli(t, "who", "--max-skew", "-1s", "1"), exitUsage, "--max-skew", "negative")
+	wantExit(t, cli(t, "who", "--max-skew", "a bit", "1"), exitUsage, "--max-skew", "not a duration")
+	if out := mustCLI(t, "who", "--help"); !strings.Contains(out, "--max-skew duration") || !strings.Contains(out, "(default 10s)") {
+		t.Errorf("who --help does not show --max-skew:\n%s", out)
+	}
 	wantExit(t, cli(t, "who"), exitUsage, "one or more IDs")
 	wantExit(t, cli(t, "who", "1", "not-an-id"), exitUsage, `ID "not-an-id"`)
 	wantExit(t, cli(t, "who", "--step-bits", "0", "1"), exitUsage, "step bits")
 	wantExit(t, cli(t, "who", "--dsn", "postgres://u:hunter2@127.0.0.1:1/db", "-o", "csv", "1"), exitUsage, `-o "csv"`)
+	wantExit(t, cli(t, "who", "notanumber"), exitUsage, `ID "notanumber" is neither decimal nor Base64`, "--format b58")
 }

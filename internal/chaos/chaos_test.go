@@ -590,7 +590,8 @@ func (r *run) checkWho(ctx context.Context, rep *Report, h History) {
 		}
 		for _, s := range samples {
 			ms := f.Header.Layout.Decode(bw.ID(s.IDs[0])).Ms
-			cs, err := st.Who(ctx, s.Node, ms)
+			// The workers' clocks are within maxOffset of the database's.
+			cs, err := st.Who(ctx, s.Node, ms, maxOffset*time.Millisecond)
 			if err != nil {
 				r.failf("who %d %d: %v", s.Node, ms, err)
 				return

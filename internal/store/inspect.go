@@ -101,18 +101,25 @@ func (s *Store) History(ctx context.Context, node int64, limit int) ([]HistoryRo
 	return s.claims(ctx, "history", s.historySQL, node, limit)
 }
 
+// The millisecond of acquired_at is floored: a holder's clock reads that
+// millisecond during the part of it after the claim.
 const whoTemplate = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer AND h.from_ms < $2::bigint
+  AND $2::bigint >= floor(extract(epoch FROM h.acquired_at) * 1000)::bigint - $3::bigint
   AND COALESCE(h.horizon_ms, t.horizon_ms) >= $2::bigint
 ORDER BY h.epoch`
 
 // Who returns the claims of node ID node that may have stamped an ID in unix
-// millisecond ms. Horizons partition each node ID's time line, so for an ID
-// minted by a fenced generator there is exactly one; none means no claim
+// millisecond ms. A claim may have stamped the milliseconds after the
+// previous holder's horizon (FromMs) and no earlier than its own
+// acquisition less maxSkew, the clock skew allowed between a holder and the
+// database, up to its own horizon. Horizons partition each node ID's time
+// line, so for an ID minted by a fenced generator whose clock was within
+// maxSkew of the database's there is exactly one; none means no claim
 // recorded in the history covers it.
-func (s *Store) Who(ctx context.Context, node, ms int64) ([]HistoryRow, error) {
-	return s.claims(ctx, "who", s.whoSQL, node, ms)
+func (s *Store) Who(ctx context.Context, node, ms int64, maxSkew time.Duration) ([]HistoryRow, error) {
+	return s.claims(ctx, "who", s.whoSQL, node, ms, maxSkew.Milliseconds())
 }
 
 func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]HistoryRow, error) {
