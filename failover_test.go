@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -200,11 +201,27 @@ func testFailover(t *testing.T, c failoverCase) {
 		return
 	}
 
+	// The node ID is quarantined on the new primary, and shows so.
+	newDB := open(pair.DSN(dbName))
+	st, err := store.New(newDB, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, now, err := st.List(ctx)
+	if err != nil || len(rows) != 1 {
+		t.Fatal(rows, err)
+	}
+	if s := rows[0].State(now); s != store.Quarantined && s != store.Held {
+		t.Errorf("after the failover, node ID 0 is %s; want quarantined (or held, if the lost lease had not expired there yet)", s)
+	}
 	nw, err := newReg.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	claimedAfter := time.Since(promoted)
+	if h, err := st.History(ctx, 0, 1); err != nil || len(h) != 1 || h[0].Timeline != 2 || h[0].FromMs != nw.PreviousHorizon() {
+		t.Errorf("the history of the new claim: %+v, %v; want timeline 2, stamps from %d", h, err, nw.PreviousHorizon())
+	}
 	b := mint(t, nw)
 	select { // the old holder learns of the loss at its deadline at the latest
 	case <-old.Lost():

@@ -118,7 +118,7 @@ func (e *StatementError) Hint() string {
 	case code == "42P01":
 		return "the lease tables do not exist: create them with \"nodeid init\" or the DDL of SchemaSQL, or check the table name"
 	case code == "42703" || code == "42804":
-		return "the table does not have the expected columns: compare it with the DDL of SchemaSQL"
+		return "the table does not have the expected columns: bring it up to date with \"nodeid init\" or the DDL of SchemaSQL"
 	case code == "42501":
 		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
 			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // listOptions are the flags of list and watch.
@@ -18,18 +19,18 @@ type listOptions struct {
 
 func (o *listOptions) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.all, "all", false, "also show node IDs that were never claimed")
-	cmd.Flags().StringVar(&o.state, "state", "", "show only node IDs in this state: free, held or expired")
+	cmd.Flags().StringVar(&o.state, "state", "", "show only node IDs in this state: free, held, expired or quarantined")
 	o.output.register(cmd, outTable, outWide, outJSON, outYAML)
 	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print only the rows of the table: no header line, no summary line")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
-		[]string{string(store.Free), string(store.Held), string(store.Expired)}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{string(store.Free), string(store.Held), string(store.Expired), string(store.Quarantined)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (o *listOptions) validate() error {
 	switch store.State(o.state) {
-	case "", store.Free, store.Held, store.Expired:
+	case "", store.Free, store.Held, store.Expired, store.Quarantined:
 	default:
-		return usagef("--state %q: the state must be free, held or expired", o.state)
+		return usagef("--state %q: the state must be free, held, expired or quarantined", o.state)
 	}
 	return o.output.check()
 }
@@ -80,7 +81,7 @@ func (a *app) timedSnapshot(ctx context.Context) (nodes, error) {
 
 // snapshot reads the whole lease table.
 func (a *app) snapshot(ctx context.Context) (nodes, error) {
-	a.privileges = "SELECT on " + a.table
+	a.privileges = "SELECT on " + a.table + " and " + postgres.ConfigTable(a.table)
 	st, err := a.store(allNodes)
 	if err != nil {
 		return nodes{}, err

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // claimJSON is a history row in -o json.
@@ -22,11 +23,12 @@ type claimJSON struct {
 	EndReason    string     `json:"end_reason"`
 	FromMs       int64      `json:"from_ms"`
 	HorizonMs    int64      `json:"horizon_ms"`
+	Timeline     int64      `json:"timeline"`
 }
 
 func claimToJSON(c store.HistoryRow) claimJSON {
 	j := claimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
-		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs}
+		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs, Timeline: c.Timeline}
 	j.EndedAt, j.EndedAtMs = jsonTime(c.EndedAt)
 	return j
 }
@@ -70,7 +72,7 @@ exactly.`,
 			if err := output.check(); err != nil {
 				return err
 			}
-			a.privileges = "SELECT on " + a.table + " and " + a.table + "_history"
+			a.privileges = "SELECT on " + a.table + ", " + postgres.ConfigTable(a.table) + " and " + postgres.HistoryTable(a.table)
 			var (
 				row  store.Row
 				now  time.Time
@@ -117,6 +119,11 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 	} else {
 		kv.row("horizon", fmt.Sprintf("%d (%s, %s)", r.HorizonMs, exactMs(r.HorizonMs), relHorizon(r.HorizonMs, now)))
 	}
+	kv.row("timeline", strconv.FormatInt(r.Timeline, 10))
+	if r.QuarantinedUntil.After(now) {
+		kv.row("quarantine", fmt.Sprintf("until %s: last written before a database failover; the next holder stamps after it",
+			withRelative(r.QuarantinedUntil, now)))
+	}
 	if err := kv.flush(); err != nil {
 		return err
 	}
@@ -129,7 +136,7 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 	t := newTable(w)
 	head := []string{"EPOCH", "OWNER", "ACQUIRED", "ENDED", "REASON", "STAMPS FROM (EXCL.)", "STAMPS TO"}
 	if wide {
-		head = append(head, "ACQUIRED AT", "ENDED AT", "FROM MS", "TO MS")
+		head = append(head, "ACQUIRED AT", "ENDED AT", "FROM MS", "TO MS", "TIMELINE")
 	}
 	t.row(head...)
 	for _, c := range hist {
@@ -144,7 +151,8 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 		cells := []string{strconv.FormatInt(c.Epoch, 10), orDash(c.Owner), relative(c.AcquiredAt, now), ended, reason,
 			from, exactMs(c.HorizonMs)}
 		if wide {
-			cells = append(cells, exact(c.AcquiredAt), exact(c.EndedAt), strconv.FormatInt(c.FromMs, 10), strconv.FormatInt(c.HorizonMs, 10))
+			cells = append(cells, exact(c.AcquiredAt), exact(c.EndedAt), strconv.FormatInt(c.FromMs, 10), strconv.FormatInt(c.HorizonMs, 10),
+				strconv.FormatInt(c.Timeline, 10))
 		}
 		t.row(cells...)
 	}

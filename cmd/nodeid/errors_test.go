@@ -40,7 +40,7 @@ func TestMissingPrivilege(t *testing.T) {
 	rdsn := withUser(t, dsn, role, secret)
 
 	r := cli(t, "list", "--dsn", rdsn)
-	wantExit(t, r, exitFailure, "permission denied for table snowflake_nodes", `the role "`+role+`" needs SELECT on snowflake_nodes`)
+	wantExit(t, r, exitFailure, "permission denied for table snowflake_nodes", `the role "`+role+`" needs SELECT on snowflake_nodes and snowflake_nodes_config`)
 	r2 := cli(t, "prune", "--older-than", "1d", "--dsn", rdsn)
 	wantExit(t, r2, exitFailure, "permission denied", "DELETE on snowflake_nodes_history")
 	r3 := cli(t, "release", "0", "--epoch", "3", "--yes", "--dsn", rdsn)
@@ -51,7 +51,7 @@ func TestMissingPrivilege(t *testing.T) {
 		}
 	}
 
-	execSQL(t, db, "GRANT SELECT ON snowflake_nodes TO "+role)
+	execSQL(t, db, "GRANT SELECT ON snowflake_nodes, snowflake_nodes_config TO "+role)
 	if r := cli(t, "list", "--dsn", rdsn); r.code != 0 || !strings.Contains(r.stdout, "web-1") {
 		t.Errorf("list after GRANT SELECT: %+v", r)
 	}

@@ -18,10 +18,11 @@ type nodes struct {
 
 // summary counts the rows of a snapshot by state.
 type summary struct {
-	Held    int `json:"held"`
-	Free    int `json:"free"`
-	Expired int `json:"expired"`
-	Total   int `json:"total"`
+	Held        int `json:"held"`
+	Free        int `json:"free"`
+	Expired     int `json:"expired"`
+	Quarantined int `json:"quarantined"`
+	Total       int `json:"total"`
 }
 
 func (n nodes) summary() summary {
@@ -34,6 +35,8 @@ func (n nodes) summary() summary {
 			s.Free++
 		case store.Expired:
 			s.Expired++
+		case store.Quarantined:
+			s.Quarantined++
 		}
 	}
 	s.Total = len(n.rows)
@@ -41,7 +44,11 @@ func (n nodes) summary() summary {
 }
 
 func (s summary) String() string {
-	return fmt.Sprintf("held %d / free %d / expired %d / total %d", s.Held, s.Free, s.Expired, s.Total)
+	q := ""
+	if s.Quarantined > 0 {
+		q = fmt.Sprintf(" / quarantined %d", s.Quarantined)
+	}
+	return fmt.Sprintf("held %d / free %d / expired %d%s / total %d", s.Held, s.Free, s.Expired, q, s.Total)
 }
 
 // filter returns the rows to show: those ever claimed (epoch > 0) unless
@@ -68,12 +75,20 @@ type nodeJSON struct {
 	ExpiresAt    *time.Time `json:"expires_at"`
 	ExpiresAtMs  *int64     `json:"expires_at_ms"`
 	HorizonMs    int64      `json:"horizon_ms"`
+	Timeline     int64      `json:"timeline"`
+	// QuarantinedUntil is set while a row last written before a failover
+	// is not claimable.
+	QuarantinedUntil   *time.Time `json:"quarantined_until,omitempty"`
+	QuarantinedUntilMs *int64     `json:"quarantined_until_ms,omitempty"`
 }
 
 func rowJSON(r store.Row, now time.Time) nodeJSON {
-	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs}
+	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs, Timeline: r.Timeline}
 	j.AcquiredAt, j.AcquiredAtMs = jsonTime(r.AcquiredAt)
 	j.ExpiresAt, j.ExpiresAtMs = jsonTime(r.ExpiresAt)
+	if r.QuarantinedUntil.After(now) {
+		j.QuarantinedUntil, j.QuarantinedUntilMs = jsonTime(r.QuarantinedUntil)
+	}
 	return j
 }
 
@@ -124,22 +139,26 @@ func (n nodes) write(w io.Writer, o *listOptions) error {
 	if !o.noHeaders {
 		head := []string{"NODE", "STATE", "OWNER", "EPOCH", "ACQUIRED", "EXPIRES", "HORIZON"}
 		if wide {
-			head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS")
+			head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS", "TIMELINE")
 		}
 		t.row(head...)
 	}
 	for _, r := range rows {
+		state, horizon := r.State(n.now), relHorizon(r.HorizonMs, n.now)
+		if state == store.Quarantined { // the next holder stamps after the quarantine
+			horizon = relative(r.QuarantinedUntil, n.now)
+		}
 		cells := []string{
 			strconv.FormatInt(r.NodeID, 10),
-			string(r.State(n.now)),
+			string(state),
 			orDash(r.Owner),
 			strconv.FormatInt(r.Epoch, 10),
 			relative(r.AcquiredAt, n.now),
 			relative(r.ExpiresAt, n.now),
-			relHorizon(r.HorizonMs, n.now),
+			horizon,
 		}
 		if wide {
-			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10))
+			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10), strconv.FormatInt(r.Timeline, 10))
 		}
 		t.row(cells...)
 	}

@@ -11,9 +11,10 @@ type State string
 
 // The states of a row.
 const (
-	Free    State = "free"    // never claimed, or released
-	Held    State = "held"    // leased and unexpired
-	Expired State = "expired" // leased, lapsed, not yet claimed again
+	Free        State = "free"        // never claimed, or released
+	Held        State = "held"        // leased and unexpired
+	Expired     State = "expired"     // leased, lapsed, not yet claimed again
+	Quarantined State = "quarantined" // not held, last written before a failover, not claimable yet
 )
 
 // Row is one row of the lease table.
@@ -24,22 +25,43 @@ type Row struct {
 	AcquiredAt time.Time // zero if never claimed
 	ExpiresAt  time.Time // zero if free
 	HorizonMs  int64
+	// Timeline is the server timeline of the row's last write by a holder;
+	// QuarantinedUntil, when not zero, is when a row last written on an
+	// earlier timeline than the server's becomes claimable.
+	Timeline         int64
+	QuarantinedUntil time.Time
 }
 
 // State returns the row's state at the server time now.
 func (r Row) State(now time.Time) State {
 	switch {
+	case !r.ExpiresAt.IsZero() && !r.ExpiresAt.Before(now):
+		return Held
+	case r.QuarantinedUntil.After(now):
+		return Quarantined
 	case r.ExpiresAt.IsZero():
 		return Free
-	case r.ExpiresAt.Before(now):
-		return Expired
 	}
-	return Held
+	return Expired
 }
 
-const listTemplate = `SELECT node_id, owner, epoch, acquired_at,
-    CASE WHEN isfinite(expires_at) THEN expires_at END, horizon_ms, now()
-FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer ORDER BY node_id`
+// The list reads the server's timeline unless it is a standby, and marks
+// the rows last written on an earlier one as the claim does: quarantined
+// until one maximum TTL and a tenth after the timeline was first seen (or
+// from now, if no lease statement has seen it yet).
+const listTemplate = `WITH c AS (
+    SELECT timeline, timeline_seen_at, max_ttl_ms FROM {c}
+), cur AS (
+    SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE {tl} END AS tli
+)
+SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
+    CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.timeline,
+    CASE WHEN t.timeline < GREATEST(c.timeline, cur.tli)
+        THEN (CASE WHEN cur.tli > c.timeline THEN now() ELSE c.timeline_seen_at END)
+            + (c.max_ttl_ms + c.max_ttl_ms / 10) * interval '1 millisecond' END,
+    now()
+FROM {t} AS t LEFT JOIN c ON true CROSS JOIN cur
+WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
 
 // List returns every row of the range, ordered by node ID, and the server's
 // now() of the same statement.
@@ -55,13 +77,13 @@ func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
 	)
 	for rows.Next() {
 		var (
-			r                 Row
-			acquired, expires sql.NullTime
+			r                              Row
+			acquired, expires, quarantined sql.NullTime
 		)
-		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &now); err != nil {
+		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Timeline, &quarantined, &now); err != nil {
 			return nil, time.Time{}, s.wrapErr("list", err)
 		}
-		r.AcquiredAt, r.ExpiresAt = acquired.Time, expires.Time
+		r.AcquiredAt, r.ExpiresAt, r.QuarantinedUntil = acquired.Time, expires.Time, quarantined.Time
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -86,11 +108,12 @@ type HistoryRow struct {
 	EndedAt    time.Time // zero while the claim lasts
 	EndReason  string    // "released", "expired", "evicted"; "" while it lasts
 	HorizonMs  int64     // the claim's horizon: final when ended, else the current one
+	Timeline   int64     // the server timeline the claim was made on
 }
 
 // The open claim's horizon is the lease row's current one.
 const historyColumns = `h.node_id, h.epoch, h.owner, h.acquired_at, h.from_ms, h.ended_at,
-    COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms)`
+    COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms), h.timeline`
 
 const historyTemplate = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
@@ -134,7 +157,7 @@ func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Hi
 			c     HistoryRow
 			ended sql.NullTime
 		)
-		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs); err != nil {
+		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs, &c.Timeline); err != nil {
 			return nil, s.wrapErr(op, err)
 		}
 		c.EndedAt = ended.Time
