@@ -35,7 +35,8 @@ const (
 var errInterrupted = errors.New("interrupted")
 
 func (a *app) demoCommand() *cobra.Command {
-	return &cobra.Command{
+	var failover bool
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Show leasing, minting, a crash and a takeover, on a throwaway PostgreSQL",
 		Long: fmt.Sprintf(`Run the whole story in %s. Without --dsn or DATABASE_URL the demo
@@ -48,9 +49,20 @@ TTL of %s and mint an ID every %s with the fenced generator. The demo
 kills one with SIGKILL, shows its node ID lapsing (expired) and being taken
 over by a new worker with a higher epoch, traces an ID of each holder with
 "who", stops the workers (they release their node IDs) and cleans up:
-workers, tables or server, temporary files; also on Ctrl-C (exit code 130).`,
+workers, tables or server, temporary files; also on Ctrl-C (exit code 130).
+
+With --failover it shows a database failover instead, on a throwaway primary
+and asynchronous standby (local server binaries; not with --dsn): the
+workers follow the primary with a multi-host DSN; replication is cut, a
+worker claims a node ID on the primary alone, the primary crashes and the
+standby is promoted without that claim. The worker learns that its claim was
+lost, the node ID stays quarantined for the table's maximum TTL and a tenth,
+then a new worker claims it at an epoch of the new timeline, stamping after
+every ID the lost claim could have minted, while the others keep their
+leases. About 15 seconds.`,
 			demoTakes, demoTable, demoWorkers, demoTTL, demoMint),
 		Example: `  nodeid demo
+  nodeid demo --failover
   DATABASE_URL=postgres://me@localhost/scratch nodeid demo --table nodeid_demo_2`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
@@ -62,7 +74,15 @@ workers, tables or server, temporary files; also on Ctrl-C (exit code 130).`,
 			ctx, cancel := context.WithTimeout(ictx, demoTimeout)
 			defer cancel()
 			d := &demo{a: a, out: a.stdout, start: time.Now(), errw: &lockedWriter{w: a.stderr}, interrupted: ictx}
-			err := d.run(ctx)
+			var err error
+			if failover {
+				if dsn, source := a.dsnSource(); dsn != "" {
+					return usagef("--failover starts a primary and a standby of its own: it does not take a database (%s is set)", source)
+				}
+				err = d.failover(ctx)
+			} else {
+				err = d.run(ctx)
+			}
 			d.cleanup()
 			switch {
 			case errors.Is(err, errInterrupted) || ictx.Err() != nil:
@@ -74,6 +94,8 @@ workers, tables or server, temporary files; also on Ctrl-C (exit code 130).`,
 			return nil
 		}),
 	}
+	cmd.Flags().BoolVar(&failover, "failover", false, "show a database failover on a throwaway primary and standby")
+	return cmd
 }
 
 // demo is one run of the demo and what it must clean up.
@@ -187,20 +209,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.step("nodeid show %d: the history of node ID %d", vnode, vnode)
-	rows, now, err := st.List(ctx)
-	if err != nil {
-		return err
-	}
-	hist, err := st.History(ctx, vnode, 10)
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if r.NodeID == vnode {
-			return d.a.writeShow(r, hist, now, outTable)
-		}
-	}
-	return fmt.Errorf("node ID %d vanished from table %s", vnode, d.a.table)
+	return d.show(ctx, st, vnode)
 }
 
 // database sets up the database: a throwaway server and a fresh database,
@@ -259,11 +268,12 @@ func (d *demo) dropTables() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The name was validated by postgres.ValidateTable: it needs no quoting.
-	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.a.table+", "+d.a.table+"_history"); err != nil {
-		fmt.Fprintf(d.errw, "nodeid: could not drop the demo's tables %s and %s_history: %s\n", d.a.table, d.a.table, oneLine(err.Error()))
+	names := d.a.table + ", " + postgres.HistoryTable(d.a.table) + " and " + postgres.ConfigTable(d.a.table)
+	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+d.a.table+", "+postgres.HistoryTable(d.a.table)+", "+postgres.ConfigTable(d.a.table)); err != nil {
+		fmt.Fprintf(d.errw, "nodeid: could not drop the demo's tables %s: %s\n", names, oneLine(err.Error()))
 		return
 	}
-	fmt.Fprintf(d.out, "Dropped the scratch tables %s and %s_history.\n", d.a.table, d.a.table)
+	fmt.Fprintf(d.out, "Dropped the scratch tables %s.\n", names)
 }
 
 func (d *demo) startWorker(n int) (*worker, error) {

@@ -68,10 +68,10 @@ func TestDemoWithDSN(t *testing.T) {
 		t.Fatalf("demo: exit code %d, stderr %s", r.code, r.stderr)
 	}
 	checkDemoOutput(t, r.stdout)
-	if !strings.Contains(r.stdout, "Dropped the scratch tables nodeid_demo and nodeid_demo_history.") {
+	if !strings.Contains(r.stdout, "Dropped the scratch tables nodeid_demo, nodeid_demo_history and nodeid_demo_config.") {
 		t.Errorf("the demo does not say it dropped its tables:\n%s", r.stdout)
 	}
-	for _, name := range []string{"nodeid_demo", "nodeid_demo_history"} {
+	for _, name := range []string{"nodeid_demo", "nodeid_demo_history", "nodeid_demo_config"} {
 		if tableExists(t, db, name) {
 			t.Errorf("the demo left its table %s", name)
 		}
@@ -79,6 +79,31 @@ func TestDemoWithDSN(t *testing.T) {
 	if !tableExists(t, db, "snowflake_nodes") || !tableExists(t, db, "snowflake_nodes_history") {
 		t.Error("the demo dropped tables it did not create")
 	}
+}
+
+// TestDemoFailover: the failover demo runs its story to the end on a
+// throwaway primary and standby: the lost claim's holder learns of it, the
+// node ID is quarantined, then claimed on the new timeline.
+func TestDemoFailover(t *testing.T) {
+	t.Parallel()
+	r := cli(t, "demo", "--failover")
+	if r.code != 0 {
+		t.Fatalf("demo --failover: exit code %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"a claim the standby never received",
+		"on timeline 2",
+		"quarantined",
+		"lost: claim lost in a database failover",
+		"(timeline 2 times 2^32",
+		"stamped after the quarantine",
+		"Done in",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the failover demo does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	wantExit(t, cli(t, "demo", "--failover", "--dsn", "postgres://localhost/x"), exitUsage, "does not take a database")
 }
 
 // TestDemoRefusesExistingTable: the demo never works in, nor drops, a
