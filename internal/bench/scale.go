@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // ScaleResult is Acquire's latency against the fraction of node IDs held by
@@ -36,6 +37,10 @@ const (
 	// rather than released: holders that crashed, or with Fraction 0 the
 	// fleet-wide restart after a crash.
 	StateLapsed = "lapsed"
+	// StateFresh: a table just made by the DDL of postgres.SchemaSQL, as a
+	// fleet's first start finds it (Fraction 0): never vacuumed, with the
+	// statistics of the ANALYZE that the DDL ends with.
+	StateFresh = "fresh"
 )
 
 // ScalePoint is one repetition at one range size, fraction and state.
@@ -121,7 +126,7 @@ func (r *runner) scale(ctx context.Context) error {
 				f     float64
 				state string
 			}
-			var points []point
+			points := []point{{0, StateFresh}}
 			for _, f := range fracs {
 				points = append(points, point{f, StateHeld})
 			}
@@ -155,12 +160,32 @@ func (r *runner) scale(ctx context.Context) error {
 	return nil
 }
 
+// remake drops st's tables and makes them again from the DDL of SchemaSQL,
+// and returns their node IDs, all claimable.
+func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, error) {
+	t := st.Config().Table
+	if _, err := r.admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
+		return nil, 0, err
+	}
+	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
+		return nil, 0, err
+	}
+	free := make([]int64, st.Config().MaxNode+1)
+	for i := range free {
+		free[i] = int64(i)
+	}
+	return free, 0, nil
+}
+
 // setState makes a fraction f of st's node IDs, picked at random (seeded by
 // rep), held by live leases with open history rows, and the rest free or,
 // in StateLapsed, lapsed. It vacuums and analyses the tables unless the
 // state is StateUnvacuumed. It returns the claimable node IDs in ascending
 // order and how many are held.
 func (r *runner) setState(ctx context.Context, st *store.Store, f float64, state string, rep int) ([]int64, int, error) {
+	if state == StateFresh {
+		return r.remake(ctx, st)
+	}
 	if err := r.reset(ctx, st, false); err != nil {
 		return nil, 0, err
 	}

@@ -197,7 +197,7 @@ func (s *ScaleResult) Summary() []ScaleSummary {
 		sum.P50, sum.P90, sum.P99 = NewSpread(p50), NewSpread(p90), NewSpread(p99)
 		out = append(out, sum)
 	}
-	rank := map[string]int{StateHeld: 0, StateUnvacuumed: 1, StateLapsed: 2}
+	rank := map[string]int{StateFresh: -1, StateHeld: 0, StateUnvacuumed: 1, StateLapsed: 2}
 	slices.SortFunc(out, func(a, b ScaleSummary) int {
 		switch {
 		case a.IDs != b.IDs:
