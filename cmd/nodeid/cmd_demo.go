@@ -143,16 +143,10 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.step("Starting %d workers: separate processes, each leasing a node ID (TTL %s) and minting an ID every %s", demoWorkers, demoTTL, demoMint)
-	for i := 1; i <= demoWorkers; i++ {
-		if _, err := d.startWorker(i); err != nil {
-			return err
-		}
+	if err := d.startWorkers(ctx); err != nil {
+		return err
 	}
 	for _, w := range d.workers {
-		// Five IDs take a second: the leases have been renewed meanwhile.
-		if err := d.waitMinted(ctx, w, 5); err != nil {
-			return err
-		}
 		_, node, epoch, minted := w.state()
 		fmt.Fprintf(d.out, "%s (pid %d): node ID %d, epoch %d, IDs %d, %d, ...\n", w.owner, w.pid(), node, epoch, minted[0], minted[1])
 	}
@@ -274,6 +268,23 @@ func (d *demo) dropTables() {
 		return
 	}
 	fmt.Fprintf(d.out, "Dropped the scratch tables %s.\n", names)
+}
+
+// startWorkers starts demo workers 1 to demoWorkers and waits until each
+// has minted five IDs, which take a second: their leases have been renewed
+// meanwhile.
+func (d *demo) startWorkers(ctx context.Context) error {
+	for i := 1; i <= demoWorkers; i++ {
+		if _, err := d.startWorker(i); err != nil {
+			return err
+		}
+	}
+	for _, w := range d.workers {
+		if err := d.waitMinted(ctx, w, 5); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *demo) startWorker(n int) (*worker, error) {

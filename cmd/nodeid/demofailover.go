@@ -52,15 +52,8 @@ func (d *demo) failover(ctx context.Context) error {
 	}
 
 	d.step("Starting %d workers, each leasing a node ID (TTL %s) and minting an ID every %s, on a multi-host DSN", demoWorkers, demoTTL, demoMint)
-	for i := 1; i <= demoWorkers; i++ {
-		if _, err := d.startWorker(i); err != nil {
-			return err
-		}
-	}
-	for _, w := range d.workers {
-		if err := d.waitMinted(ctx, w, 5); err != nil {
-			return err
-		}
+	if err := d.startWorkers(ctx); err != nil {
+		return err
 	}
 	if err := pair.WaitReplayed(ctx); err != nil {
 		return err
