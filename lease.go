@@ -72,6 +72,13 @@ func (l *Lease) Epoch() int64 { return l.key.Epoch }
 // Owner returns the holder name recorded in the database.
 func (l *Lease) Owner() string { return l.key.Owner }
 
+// Table returns the lease table the lease was claimed from.
+func (l *Lease) Table() string { return l.reg.cfg.table.Table }
+
+// NodeRange returns the node range the lease was claimed from: the
+// Registry's (WithNodeRange), or the table's.
+func (l *Lease) NodeRange() (lo, hi int64) { return l.reg.lo, l.reg.hi }
+
 // PreviousHorizon returns, in unix milliseconds, the horizon left by the
 // previous holder of the node ID: IDs minted under this lease must be
 // stamped strictly after it.
