@@ -211,6 +211,7 @@ func WithWait(wait bool) Option {
 // "github.com/nodeid/nodeid". Default: the global one (otel.GetMeterProvider),
 // which records nothing until the application installs a provider
 // (otel.SetMeterProvider), and then records with it. nil is an error.
+// Close unregisters the Registry's callback from the provider.
 //
 // The instruments, each with the attributes nodeid.table and
 // nodeid.node_range (the node range, "lo-hi", absent from an Acquire that
