@@ -72,6 +72,13 @@ func (l *Lease) Epoch() int64 { return l.key.Epoch }
 // Owner returns the holder name recorded in the database.
 func (l *Lease) Owner() string { return l.key.Owner }
 
+// Table returns the lease table the lease was claimed from.
+func (l *Lease) Table() string { return l.reg.cfg.table.Table }
+
+// NodeRange returns the node range the lease was claimed from: the
+// Registry's (WithNodeRange), or the table's.
+func (l *Lease) NodeRange() (lo, hi int64) { return l.reg.lo, l.reg.hi }
+
 // PreviousHorizon returns, in unix milliseconds, the horizon left by the
 // previous holder of the node ID: IDs minted under this lease must be
 // stamped strictly after it.
@@ -118,7 +125,7 @@ func (l *Lease) release(ctx context.Context) error {
 
 	l.mu.Lock()
 	if l.passed(l.fence.Load()) {
-		l.loseLocked(ErrExpired) // the deadline passed before its timer fired
+		l.deadlinePassedLocked() // before its timer fired
 	}
 	prior := l.fence.Load().err
 	l.loseLocked(ErrReleased) // from here on nothing is minted, nor renewed
@@ -180,7 +187,18 @@ func (l *Lease) lose(cause error) {
 	l.loseLocked(cause)
 }
 
-func (l *Lease) loseLocked(cause error) {
+// loseLocked ends the lease with cause, unless it has ended already; l.mu
+// is held.
+func (l *Lease) loseLocked(cause error) { l.endLocked(cause, causeName(cause)) }
+
+// deadlinePassedLocked ends the lease because its local deadline passed,
+// unless it has ended already; l.mu is held. The error is ErrExpired, as
+// for an expiry the database found; the metrics tell them apart.
+func (l *Lease) deadlinePassedLocked() { l.endLocked(ErrExpired, causeDeadline) }
+
+// endLocked ends the lease with cause, counted under label (attrCause),
+// unless it has ended already; l.mu is held.
+func (l *Lease) endLocked(cause error, label string) {
 	f := l.fence.Load()
 	if f.err != nil {
 		return
@@ -193,7 +211,8 @@ func (l *Lease) loseLocked(cause error) {
 	lost.err = err
 	l.fence.Store(&lost)
 	l.timer.Stop()
-	l.cancel() // stops the renewal loop
+	l.cancel()         // stops the renewal loop
+	l.recordEnd(label) // counted by the time Lost closes
 	close(l.lost)
 	if cause == ErrReleased {
 		l.log.Debug("nodeid: lease ended", "err", err)

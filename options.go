@@ -11,6 +11,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -43,6 +46,7 @@ type config struct {
 	logger   *slog.Logger
 	create   bool
 	wait     bool
+	meters   metric.MeterProvider
 }
 
 func defaultConfig() config {
@@ -51,6 +55,7 @@ func defaultConfig() config {
 		table:    store.DefaultConfig(),
 		nodeBits: DefaultNodeBits,
 		logger:   slog.New(slog.DiscardHandler),
+		meters:   otel.GetMeterProvider(),
 	}
 }
 
@@ -197,6 +202,45 @@ func WithCreateTable(create bool) Option {
 func WithWait(wait bool) Option {
 	return func(c *config) error {
 		c.wait = wait
+		return nil
+	}
+}
+
+// WithMeterProvider sets the OpenTelemetry MeterProvider the Registry
+// records its metrics with, under the instrumentation scope
+// "github.com/nodeid/nodeid". Default: the global one (otel.GetMeterProvider),
+// which records nothing until the application installs a provider
+// (otel.SetMeterProvider), and then records with it. nil is an error.
+// Close unregisters the Registry's callback from the provider.
+//
+// The instruments, each with the attributes nodeid.table and
+// nodeid.node_range (the node range, "lo-hi", absent from an Acquire that
+// failed before the table's configuration was read):
+//
+//   - nodeid.lease.held (UpDownCounter, {lease}): leases held now.
+//   - nodeid.lease.time_left (observable Gauge, s): for each held lease, the
+//     time left until its local deadline, with nodeid.node_id: one series
+//     per held lease, at most one per node ID of the range. It stays above
+//     TTL·9/10 - TTL/3 less a round trip while renewals succeed.
+//   - nodeid.lease.lost (Counter, {lease}): leases that ended, by
+//     nodeid.cause: taken_over, expired (the database found the lease
+//     expired), deadline (the local deadline passed without a renewal;
+//     ErrExpired too), released, evicted, failover.
+//   - nodeid.lease.renewals (Counter, {renewal}) and
+//     nodeid.lease.renewal.duration (Histogram, s): renewal attempts, by
+//     nodeid.outcome: renewed, retried (failed; another attempt follows
+//     while the deadline allows), lost (the lease ended during the attempt).
+//     An attempt cut short by Release is not counted.
+//   - nodeid.acquire.duration (Histogram, s): Acquire calls, waiting
+//     included, by nodeid.outcome: acquired, none_available, error.
+//   - nodeid.acquire.waiting (UpDownCounter, {call}): Acquire calls waiting
+//     now for a node ID to free up (WithWait).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return invalid("meter provider is nil")
+		}
+		c.meters = mp
 		return nil
 	}
 }

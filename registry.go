@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/store"
@@ -33,7 +34,10 @@ type Registry struct {
 
 	ensureMu sync.Mutex // serialises the one-off check of the table
 	ensured  bool
-	lo, hi   int64 // the node range claimed from, once ensured
+	lo, hi   int64       // the node range claimed from, once ensured
+	ranged   atomic.Bool // lo and hi are set, for readers without ensureMu
+
+	metrics metrics
 
 	// bg counts the goroutines that run statements on behalf of callers
 	// who stopped waiting for them (see bounded).
@@ -74,7 +78,9 @@ func New(db *sql.DB, opts ...Option) (*Registry, error) {
 }
 
 func newRegistry(cfg config, st leaseStore) *Registry {
-	return &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}}
+	r := &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}}
+	r.metrics = newMetrics(r, cfg.meters)
+	return r
 }
 
 // Owner returns the holder name this Registry records on its leases.
@@ -131,6 +137,13 @@ func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
+	start := time.Now()
+	l, err := r.acquire(ctx)
+	r.recordAcquire(ctx, time.Since(start), err)
+	return l, err
+}
+
+func (r *Registry) acquire(ctx context.Context) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -138,10 +151,20 @@ func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	poll := backoff{next: waitMin, max: waitMax}
+	waiting := false
+	defer func() {
+		if waiting {
+			r.metrics.waiting.Add(ctx, -1, r.attrs())
+		}
+	}()
 	for {
 		l, err := r.claim(ctx)
 		if !r.cfg.wait || !errors.Is(err, ErrNoNodeIDAvailable) {
 			return l, err
+		}
+		if !waiting {
+			waiting = true
+			r.metrics.waiting.Add(ctx, 1, r.attrs())
 		}
 		if !poll.wait(ctx) {
 			return nil, fmt.Errorf("%w: stopped waiting: %w", err, context.Cause(ctx))
@@ -184,6 +207,7 @@ func (r *Registry) ensure(ctx context.Context) error {
 		}
 	}
 	r.lo, r.hi, r.ensured = lo, hi, true
+	r.ranged.Store(true)
 	return nil
 }
 
@@ -214,6 +238,7 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 		return nil, r.refusal(res.why)
 	}
 	l := newLease(r, res.c, t0)
+	r.metrics.held.Add(ctx, 1, r.attrs()) // until the lease ends (recordEnd)
 	l.start(t0)
 
 	r.mu.Lock()
@@ -309,6 +334,7 @@ func (r *Registry) Close() error {
 	case <-ctx.Done():
 		errs[len(leases)] = fmt.Errorf("nodeid: Close: statements still running in the driver after %s, which ignored their context", ReleaseTimeout)
 	}
+	r.metrics.unregister()
 	return errors.Join(errs...)
 }
 

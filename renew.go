@@ -121,20 +121,25 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 		return l.reg.st.Renew(ctx, l.key, l.ttl, horizonFor(t0, l.ttl))
 	}, nil)
 	if ctx.Err() != nil || l.Err() != nil {
-		return false, false // released or lost while the statement ran
+		l.recordEnded(t0) // released or lost while the statement ran
+		return false, false
 	}
 	if err != nil {
 		l.log.Warn("nodeid: renewal failed; retrying until the deadline", "err", err, "deadline_in", time.Until(deadline))
+		l.recordRenewal(t0, outcomeRetried)
 		return false, true
 	}
 	if !o.OK {
+		l.recordRenewal(t0, outcomeLost)
 		l.lose(l.causeOf(o))
 		return false, false
 	}
 	if !l.extend(localDeadline(t0, o.Expires, o.Now, l.ttl), o.Horizon) {
+		l.recordEnded(t0)
 		return false, false
 	}
 	l.log.Debug("nodeid: renewed", "expires", o.Expires, "horizon_ms", o.Horizon)
+	l.recordRenewal(t0, outcomeRenewed)
 	return true, false
 }
 
@@ -149,7 +154,7 @@ func (l *Lease) extend(deadline time.Time, horizon int64) bool {
 		return false
 	}
 	if l.passed(f) {
-		l.loseLocked(ErrExpired)
+		l.deadlinePassedLocked()
 		return false
 	}
 	l.setFence(deadline, max(horizon, f.horizon), nil)
@@ -170,7 +175,7 @@ func (l *Lease) onDeadline() {
 		l.timer.Reset(d)
 		return
 	}
-	l.loseLocked(ErrExpired)
+	l.deadlinePassedLocked()
 }
 
 func minTime(a, b time.Time) time.Time {

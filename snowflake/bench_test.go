@@ -7,18 +7,26 @@ package snowflake
 //	impl=open       this generator on a lease whose Check always admits
 //	impl=fenced     this generator on a fake lease whose Check is the real
 //	                one's: one atomic load and three comparisons
+//	impl=metered    fenced, with a real OpenTelemetry SDK meter provider (a
+//	                manual reader) instead of the global no-op one
+//	impl=counted    metered, and an SDK counter added to per ID: what
+//	                counting minted IDs would cost (the generator does not)
 //	impl=pglease    this generator on a real *nodeid.Lease from PostgreSQL
 //	                (skipped when no database is available)
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/metrictest"
 	"github.com/nodeid/nodeid/internal/pgtest"
 )
 
@@ -83,10 +91,24 @@ type impl struct {
 // lease per call, or is nil.
 func impls(b *testing.B, lay Layout, pg *nodeid.Lease) []impl {
 	raw := rawNode(b, 1, lay.NodeBits, lay.StepBits)
+	sdk := metrictest.New().Provider
+	counted := mustNew(b, newFake(1, 1, 0), WithLayout(lay), WithMeterProvider(sdk))
+	ids, err := sdk.Meter(scopeName).Int64Counter("nodeid.generator.ids")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, attrs := context.Background(), []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+		attribute.String(attrTable, fakeTable), attribute.String(attrNodeRange, "0-1023")))}
 	out := []impl{
 		{"bwmarrin", func() (bw.ID, error) { return raw.Generate(), nil }},
 		{"open", mustNew(b, newOpen(1, 1, 0), WithLayout(lay)).Generate},
 		{"fenced", mustNew(b, newFake(1, 1, 0), WithLayout(lay)).Generate},
+		{"metered", mustNew(b, newFake(1, 1, 0), WithLayout(lay), WithMeterProvider(sdk)).Generate},
+		{"counted", func() (bw.ID, error) {
+			id, err := counted.Generate()
+			ids.Add(ctx, 1, attrs...)
+			return id, err
+		}},
 	}
 	if pg != nil {
 		g, err := New(pg, WithLayout(lay))
@@ -154,6 +176,11 @@ func BenchmarkBelowCap(b *testing.B) {
 	}
 }
 
+// fencedAt returns the index of impl=fenced.
+func fencedAt(ims []impl) int {
+	return slices.IndexFunc(ims, func(im impl) bool { return im.name == "fenced" })
+}
+
 func itoa(n int) string {
 	if n < 10 {
 		return string(rune('0' + n))
@@ -171,7 +198,10 @@ func itoa(n int) string {
 //	           the median rate over the cap of 4,096,000 IDs/s
 //	g=1, g=8   belowCapLayout from 1 and 8 goroutines: "<impl>-ns/id" and
 //	           "<impl>/bwmarrin", the median ratio of chunks run back to
-//	           back (below 1: faster than the raw Node)
+//	           back (below 1: faster than the raw Node); "metered/fenced"
+//	           and "counted/fenced", the same ratio against the generator
+//	           without a meter provider: the cost of the metrics, and what
+//	           counting every ID would cost
 func BenchmarkSideBySide(b *testing.B) {
 	pg := pgLeases(b, 3)
 	lease := func(i int) *nodeid.Lease {
@@ -206,6 +236,11 @@ func BenchmarkSideBySide(b *testing.B) {
 					b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
 						return float64(r[i]) / float64(r[0])
 					}), im.name+"/bwmarrin")
+				}
+				if f := fencedAt(ims); im.name == "metered" || im.name == "counted" {
+					b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+						return float64(r[i]) / float64(r[f])
+					}), im.name+"/fenced")
 				}
 			}
 		})

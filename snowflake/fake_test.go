@@ -11,6 +11,9 @@ import (
 	"github.com/nodeid/nodeid"
 )
 
+// fakeTable is the table of the fake leases, whose node range is 0-1023.
+const fakeTable = "fake_nodes"
+
 // fakeLease behaves like *nodeid.Lease without a database: CheckSince reads
 // an immutable fence through one atomic pointer, as the real one does, and
 // release closes the fence before it calls the seal functions.
@@ -41,9 +44,11 @@ func newFake(node, epoch, prev int64) *fakeLease {
 	return l
 }
 
-func (l *fakeLease) NodeID() int64          { return l.node }
-func (l *fakeLease) Epoch() int64           { return l.epoch }
-func (l *fakeLease) PreviousHorizon() int64 { return l.prev }
+func (l *fakeLease) NodeID() int64             { return l.node }
+func (l *fakeLease) Epoch() int64              { return l.epoch }
+func (l *fakeLease) Table() string             { return fakeTable }
+func (l *fakeLease) NodeRange() (int64, int64) { return 0, 1023 }
+func (l *fakeLease) PreviousHorizon() int64    { return l.prev }
 
 func (l *fakeLease) Base() time.Time { return l.base }
 
@@ -134,6 +139,8 @@ func newOpen(node, epoch, prev int64) *openLease {
 }
 
 func (l *openLease) NodeID() int64                         { return l.node }
+func (l *openLease) Table() string                         { return fakeTable }
+func (l *openLease) NodeRange() (int64, int64)             { return 0, 1023 }
 func (l *openLease) Epoch() int64                          { return l.epoch }
 func (l *openLease) PreviousHorizon() int64                { return l.prev }
 func (l *openLease) Base() time.Time                       { return l.base }

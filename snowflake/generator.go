@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+	"go.opentelemetry.io/otel"
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/timefmt"
@@ -22,6 +23,8 @@ var ErrTimeOverflow = errors.New("snowflake: time beyond the end of the layout")
 type lease interface {
 	NodeID() int64
 	Epoch() int64
+	Table() string
+	NodeRange() (lo, hi int64)
 	PreviousHorizon() int64
 	Base() time.Time
 	CheckSince(d time.Duration, ms int64) error
@@ -51,9 +54,11 @@ type Generator struct {
 	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
 	// least value the next ID may take: the last minted plus one. sealedBit
 	// set means the generator is sealed and mints nothing more. Every call
-	// writes it, so it has a cache line of its own.
-	state atomic.Uint64
-	_     [56]byte
+	// writes it, so it shares its cache line only with metrics, which only
+	// waits and failures read.
+	state   atomic.Uint64
+	metrics *instruments
+	_       [48]byte
 
 	// The default stamping clock is base's wall clock plus the monotonic
 	// time since base plus corr, the wall clock's drift from that measured
@@ -88,7 +93,7 @@ func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
 }
 
 func newGenerator(l lease, opts ...Option) (*Generator, error) {
-	c := config{layout: DefaultLayout, maxWait: DefaultMaxWait}
+	c := config{layout: DefaultLayout, maxWait: DefaultMaxWait, meters: otel.GetMeterProvider()}
 	for i, o := range opts {
 		if o == nil {
 			return nil, invalid("option %d is nil", i)
@@ -133,6 +138,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	}
 	g.anchorAt.Store(int64(g.readAnchor() + anchorEvery)) // anchor the default clock now
 	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
+	g.metrics = newInstruments(c.meters, l)
 
 	if err := l.Bind(g.seal); err != nil { // refuses a second generator
 		return nil, fmt.Errorf("snowflake: no generator on node ID %d (epoch %d): %w", node, epoch, err)
@@ -193,7 +199,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// rest: a sealed generator, a stamp after the clock's, waits.
 	if tn := ms - g.epochMs; uint64(tn) < uint64(g.pk.maxT) {
 		if err := g.lease.CheckSince(d, ms); err != nil {
-			return 0, err
+			return 0, g.metrics.refused(err)
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
 			next := max(int64(s), tn<<(g.pk.seqBits&63))
@@ -210,11 +216,11 @@ func (g *Generator) Generate() (bw.ID, error) {
 func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 	tn := g.sinceEpoch(ms)
 	var start time.Time // when this call began waiting for the clock
-	spins := 0
+	spins, waited := 0, false
 	for {
 		s := g.state.Load()
 		if s&sealedBit != 0 {
-			return 0, g.sealedErr(now)
+			return 0, g.metrics.refused(g.sealedErr(now))
 		}
 		// The ID is the larger of the next free value and the first value of
 		// the current millisecond.
@@ -224,7 +230,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 		}
 		t := next >> (g.pk.seqBits & 63)
 		if t >= g.pk.maxT {
-			return 0, g.overflowErr(ms)
+			return 0, g.metrics.refused(g.overflowErr(ms))
 		}
 		if t > tn && next&g.pk.seqMask == 0 {
 			// The clock is behind a millisecond not stamped yet: the last
@@ -234,15 +240,23 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			if start.IsZero() {
 				start = now
 			}
+			// Waiting for the millisecond after the clock's, whose sequence
+			// is used up, rather than for a clock behind the previous
+			// holder's horizon or a stamp made before it stepped back.
+			exhausted := t == tn+1 && uint64(next) != g.initial
 			var err error
 			if now, ms, err = g.wait(start, now, t, &spins); err != nil {
-				return 0, err
+				return 0, g.metrics.refused(err)
+			}
+			if !waited {
+				waited = true
+				g.metrics.waited(exhausted)
 			}
 			tn = g.sinceEpoch(ms)
 			continue
 		}
 		if err := g.lease.CheckSince(now.Sub(g.base), t+g.epochMs); err != nil {
-			return 0, err
+			return 0, g.metrics.refused(err)
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
 			return g.pk.id(t, g.fields, next), nil

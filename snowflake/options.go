@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/nodeid/nodeid"
 )
 
@@ -29,6 +31,7 @@ type config struct {
 	layout  Layout
 	clock   func() time.Time
 	maxWait time.Duration
+	meters  metric.MeterProvider
 }
 
 // WithLayout sets the bit layout of the IDs. The layout must pass
@@ -73,6 +76,35 @@ func WithMaxWait(d time.Duration) Option {
 			return invalid("max wait %s is outside %s to %s", d, ShortestMaxWait, LongestMaxWait)
 		}
 		c.maxWait = d
+		return nil
+	}
+}
+
+// WithMeterProvider sets the OpenTelemetry MeterProvider the Generator
+// records its metrics with, under the instrumentation scope
+// "github.com/nodeid/nodeid/snowflake". Default: the global one
+// (otel.GetMeterProvider), which records nothing until the application
+// installs a provider, and then records with it. nil is an error.
+//
+// Only waits and refusals are counted, never a minted ID, so a successful
+// Generate costs the same with metrics as without. The instruments, each
+// with the attributes nodeid.table and nodeid.node_range of the lease (as
+// a Registry's measurements have them) and nodeid.reason:
+//
+//   - nodeid.generator.waits (Counter, {wait}): Generate calls that waited
+//     for the clock, by reason: sequence_exhausted (a millisecond's IDs
+//     were used up), clock_behind (the clock was behind the previous
+//     holder's horizon, or stepped back).
+//   - nodeid.generator.refusals (Counter, {refusal}): Generate calls that
+//     minted nothing, by reason: lease_lost (nodeid.ErrLeaseLost),
+//     beyond_horizon (nodeid.ErrClockAhead), clock_behind
+//     (nodeid.ErrClockBehind), time_overflow (ErrTimeOverflow).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) error {
+		if mp == nil {
+			return invalid("WithMeterProvider: the meter provider is nil")
+		}
+		c.meters = mp
 		return nil
 	}
 }

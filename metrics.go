@@ -1,0 +1,194 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// scopeName is the instrumentation scope of a Registry's metrics: the name
+// of the Meter it takes from its MeterProvider.
+const scopeName = "github.com/nodeid/nodeid"
+
+// The instruments of a Registry (WithMeterProvider documents them).
+const (
+	metricLeaseHeld            = "nodeid.lease.held"
+	metricLeaseTimeLeft        = "nodeid.lease.time_left"
+	metricLeaseLost            = "nodeid.lease.lost"
+	metricLeaseRenewals        = "nodeid.lease.renewals"
+	metricLeaseRenewalDuration = "nodeid.lease.renewal.duration"
+	metricAcquireDuration      = "nodeid.acquire.duration"
+	metricAcquireWaiting       = "nodeid.acquire.waiting"
+)
+
+// The attributes of the measurements. Every measurement has attrTable and,
+// once the table's configuration was read, attrNodeRange; only the time
+// left has attrNodeID, so that no counter or histogram has a series per
+// node ID.
+const (
+	attrTable     = "nodeid.table"      // as given to WithTable
+	attrNodeRange = "nodeid.node_range" // "lo-hi"
+	attrNodeID    = "nodeid.node_id"
+	attrOutcome   = "nodeid.outcome" // of an Acquire or a renewal attempt
+	attrCause     = "nodeid.cause"   // of a lease's end
+)
+
+// Values of attrOutcome.
+const (
+	outcomeAcquired      = "acquired"
+	outcomeNoneAvailable = "none_available" // ErrNoNodeIDAvailable
+	outcomeError         = "error"
+	outcomeRenewed       = "renewed" // the deadline moved
+	outcomeRetried       = "retried" // failed; another attempt follows if the deadline allows
+	outcomeLost          = "lost"    // the lease ended during the attempt
+)
+
+// Values of attrCause.
+const (
+	causeTakenOver = "taken_over" // ErrTakenOver
+	causeExpired   = "expired"    // ErrExpired: the database found the lease expired
+	causeDeadline  = "deadline"   // ErrExpired: the local deadline passed without a renewal
+	causeReleased  = "released"   // ErrReleased
+	causeEvicted   = "evicted"    // ErrEvicted
+	causeFailover  = "failover"   // ErrFailover
+)
+
+// durationBuckets are the histogram bounds, in seconds, advised for the
+// durations: from a millisecond up to a minute, the default TTL.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics are the instruments of a Registry.
+type metrics struct {
+	held       metric.Int64UpDownCounter
+	lost       metric.Int64Counter
+	renewals   metric.Int64Counter
+	renewalDur metric.Float64Histogram
+	acquireDur metric.Float64Histogram
+	waiting    metric.Int64UpDownCounter
+	timeLeft   metric.Float64ObservableGauge
+	reg        metric.Registration // of the time left's callback; nil if refused
+}
+
+// newMetrics creates the instruments of r from mp and registers the
+// callback of the time left. Errors of the meter (a provider that rejects
+// an instrument, which then records nothing) go to the OpenTelemetry error
+// handler: metrics never stop a Registry from working.
+func newMetrics(r *Registry, mp metric.MeterProvider) metrics {
+	m := mp.Meter(scopeName)
+	var ms metrics
+	errs := make([]error, 8)
+	ms.held, errs[0] = m.Int64UpDownCounter(metricLeaseHeld, metric.WithUnit("{lease}"),
+		metric.WithDescription("Leases held now."))
+	ms.lost, errs[1] = m.Int64Counter(metricLeaseLost, metric.WithUnit("{lease}"),
+		metric.WithDescription("Leases that ended, by cause."))
+	ms.renewals, errs[2] = m.Int64Counter(metricLeaseRenewals, metric.WithUnit("{renewal}"),
+		metric.WithDescription("Renewal attempts, by outcome."))
+	ms.renewalDur, errs[3] = m.Float64Histogram(metricLeaseRenewalDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of renewal attempts, by outcome."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	ms.acquireDur, errs[4] = m.Float64Histogram(metricAcquireDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of Acquire calls, waiting included, by outcome."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	ms.waiting, errs[5] = m.Int64UpDownCounter(metricAcquireWaiting, metric.WithUnit("{call}"),
+		metric.WithDescription("Acquire calls waiting for a node ID to free up."))
+	ms.timeLeft, errs[6] = m.Float64ObservableGauge(metricLeaseTimeLeft, metric.WithUnit("s"),
+		metric.WithDescription("Time left until the local deadline of each held lease."))
+	ms.reg, errs[7] = m.RegisterCallback(r.observeTimeLeft, ms.timeLeft)
+	if err := errors.Join(errs...); err != nil {
+		otel.Handle(fmt.Errorf("nodeid: metrics: %w", err))
+	}
+	return ms
+}
+
+// unregister stops the callback of the time left; Close calls it.
+func (ms *metrics) unregister() {
+	if ms.reg == nil {
+		return
+	}
+	if err := ms.reg.Unregister(); err != nil {
+		otel.Handle(fmt.Errorf("nodeid: metrics: %w", err))
+	}
+}
+
+// attrs returns the attributes of r's measurements with extra appended:
+// the table, and the node range once ensure has settled it.
+func (r *Registry) attrs(extra ...attribute.KeyValue) metric.MeasurementOption {
+	kv := make([]attribute.KeyValue, 0, 2+len(extra))
+	kv = append(kv, attribute.String(attrTable, r.cfg.table.Table))
+	if r.ranged.Load() {
+		kv = append(kv, attribute.String(attrNodeRange, strconv.FormatInt(r.lo, 10)+"-"+strconv.FormatInt(r.hi, 10)))
+	}
+	return metric.WithAttributes(append(kv, extra...)...)
+}
+
+// observeTimeLeft is the callback of the time left.
+func (r *Registry) observeTimeLeft(_ context.Context, o metric.Observer) error {
+	r.mu.Lock()
+	leases := make([]*Lease, 0, len(r.leases))
+	for l := range r.leases {
+		leases = append(leases, l)
+	}
+	r.mu.Unlock()
+	for _, l := range leases {
+		if l.Err() == nil {
+			o.ObserveFloat64(r.metrics.timeLeft, time.Until(l.Deadline()).Seconds(),
+				r.attrs(attribute.Int64(attrNodeID, l.NodeID())))
+		}
+	}
+	return nil
+}
+
+// recordAcquire records an Acquire that took d and returned err.
+func (r *Registry) recordAcquire(ctx context.Context, d time.Duration, err error) {
+	outcome := outcomeAcquired
+	switch {
+	case errors.Is(err, ErrNoNodeIDAvailable):
+		outcome = outcomeNoneAvailable
+	case err != nil:
+		outcome = outcomeError
+	}
+	r.metrics.acquireDur.Record(ctx, d.Seconds(), r.attrs(attribute.String(attrOutcome, outcome)))
+}
+
+// recordRenewal records a renewal attempt started at t0.
+func (l *Lease) recordRenewal(t0 time.Time, outcome string) {
+	attrs := l.reg.attrs(attribute.String(attrOutcome, outcome))
+	l.reg.metrics.renewals.Add(context.Background(), 1, attrs)
+	l.reg.metrics.renewalDur.Record(context.Background(), time.Since(t0).Seconds(), attrs)
+}
+
+// recordEnded records a renewal attempt, started at t0, during which the
+// lease ended: lost, unless its holder released it.
+func (l *Lease) recordEnded(t0 time.Time) {
+	if !errors.Is(l.Err(), ErrReleased) {
+		l.recordRenewal(t0, outcomeLost)
+	}
+}
+
+// recordEnd records the end of a held lease, for cause (attrCause).
+func (l *Lease) recordEnd(cause string) {
+	l.reg.metrics.held.Add(context.Background(), -1, l.reg.attrs())
+	l.reg.metrics.lost.Add(context.Background(), 1, l.reg.attrs(attribute.String(attrCause, cause)))
+}
+
+// causeName names the cause of a lease's end for attrCause; the local
+// deadline, which is ErrExpired too, is named by its callers.
+func causeName(cause error) string {
+	switch cause {
+	case ErrTakenOver:
+		return causeTakenOver
+	case ErrReleased:
+		return causeReleased
+	case ErrEvicted:
+		return causeEvicted
+	case ErrFailover:
+		return causeFailover
+	}
+	return causeExpired
+}

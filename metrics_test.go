@@ -1,0 +1,544 @@
+package nodeid
+
+// Tests of the metrics: each instrument moves in the scenario that should
+// move it, on the fake store where timing matters and against a real
+// PostgreSQL otherwise, read with the OpenTelemetry SDK's manual reader.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/nodeid/nodeid/internal/metrictest"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
+)
+
+// metricNames are the instruments of a Registry.
+var metricNames = []string{metricLeaseHeld, metricLeaseTimeLeft, metricLeaseLost, metricLeaseRenewals,
+	metricLeaseRenewalDuration, metricAcquireDuration, metricAcquireWaiting}
+
+// wantSum fails the test unless the points of name that match the
+// key-value pairs add up to want.
+func wantSum(t *testing.T, ms map[string]metrictest.Metric, name string, want float64, match ...string) {
+	t.Helper()
+	if got := ms[name].Sum(match...); got != want {
+		t.Errorf("%s%v = %v, want %v (points %v)", name, match, got, want, ms[name].Points)
+	}
+}
+
+// A scenario that records every instrument of a Registry: the reader sees
+// exactly the documented ones, with the documented kinds and units.
+func TestMetricsAreTheDocumentedOnes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(0, 0)
+		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer r.Close()
+		l := mustAcquire(t, r)
+		waiting := fakeRegistry(t, st, WithWait(true), WithMeterProvider(rd.Provider))
+		defer waiting.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := waiting.Acquire(ctx); !errors.Is(err, ErrNoNodeIDAvailable) {
+			t.Fatalf("waiting Acquire on a full range = %v", err)
+		}
+		time.Sleep(testTTL / 3) // one renewal
+		synctest.Wait()
+		seen := rd.Collect(t, scopeName)
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for name, m := range rd.Collect(t, scopeName) {
+			if _, ok := seen[name]; !ok {
+				seen[name] = m
+			}
+		}
+
+		docs := metrictest.Documented(t, "Registry")
+		for name, m := range seen {
+			d, ok := docs[name]
+			switch {
+			case !ok:
+				t.Errorf("instrument %s is not documented in %s", name, metrictest.DocPath)
+			case d.Kind != m.Kind || d.Unit != m.Unit:
+				t.Errorf("instrument %s is a %s in %s, documented as a %s in %s", name, m.Kind, m.Unit, d.Kind, d.Unit)
+			}
+			if m.Description == "" {
+				t.Errorf("instrument %s has no description", name)
+			}
+		}
+		for name := range docs {
+			if _, ok := seen[name]; !ok {
+				t.Errorf("documented instrument %s was not recorded", name)
+			}
+		}
+		for _, name := range metricNames {
+			if _, ok := docs[name]; !ok {
+				t.Errorf("instrument %s is not documented", name)
+			}
+		}
+	})
+}
+
+// Renewals count their outcomes and durations; the time left is the local
+// deadline less now; a deadline that passes is told from the database's
+// expiry, though both are ErrExpired.
+func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(0, 0)
+		st.latency = 100 * time.Millisecond
+		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer r.Close()
+		l := mustAcquire(t, r)
+		const failures = 4
+		st.set(func() {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+				if n <= failures {
+					return store.Outcome{}, errors.New("connection reset")
+				}
+				st.set(func() { st.renewHook = nil })
+				return st.Renew(ctx, k, testTTL, 0)
+			}
+		})
+		time.Sleep(testTTL * 6 / 10) // the failures and one success, as in TestRenewRetriesTransientErrors
+		synctest.Wait()
+		ms := rd.Collect(t, scopeName)
+		scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "0-0"}
+		wantSum(t, ms, metricLeaseRenewals, failures, append(scope, attrOutcome, outcomeRetried)...)
+		wantSum(t, ms, metricLeaseRenewals, 1, append(scope, attrOutcome, outcomeRenewed)...)
+		wantSum(t, ms, metricLeaseRenewalDuration, failures+1, scope...)
+		wantSum(t, ms, metricLeaseHeld, 1, scope...)
+		left := ms[metricLeaseTimeLeft].Select(append(scope, attrNodeID, "0")...)
+		if want := time.Until(l.Deadline()).Seconds(); len(left) != 1 || left[0].Value != want {
+			t.Errorf("time left = %v, want one point of %v s", left, want)
+		}
+		// The failures came at once; the success took the store's latency.
+		for outcome, want := range map[string]float64{outcomeRetried: 0, outcomeRenewed: st.latency.Seconds()} {
+			if p := ms[metricLeaseRenewalDuration].Select(attrOutcome, outcome); len(p) != 1 || p[0].Sum != want {
+				t.Errorf("renewal durations %s: %v, want %v s in all", outcome, p, want)
+			}
+		}
+
+		// The database stops answering: the lease is lost at its deadline.
+		st.set(func() {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+				<-ctx.Done()
+				return store.Outcome{}, ctx.Err()
+			}
+		})
+		<-l.Lost()
+		synctest.Wait()
+		if !errors.Is(l.Err(), ErrExpired) {
+			t.Fatalf("Err = %v, want ErrExpired", l.Err())
+		}
+		ms = rd.Collect(t, scopeName)
+		wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, causeDeadline)...)
+		wantSum(t, ms, metricLeaseLost, 1, scope...) // and no other cause
+		wantSum(t, ms, metricLeaseRenewals, 1, append(scope, attrOutcome, outcomeLost)...)
+		wantSum(t, ms, metricLeaseHeld, 0, scope...)
+		if p := ms[metricLeaseTimeLeft].Points; len(p) != 0 {
+			t.Errorf("time left of a lost lease: %v", p)
+		}
+	})
+}
+
+// A renewal that finds the lease gone counts the loss with the cause the
+// row shows.
+func TestMetricsLossCauses(t *testing.T) {
+	for _, c := range []struct {
+		cause string
+		row   func(k store.Key) store.Outcome
+	}{
+		{causeTakenOver, func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
+		}},
+		{causeEvicted, func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Epoch: k.Epoch, EndReason: "evicted"}
+		}},
+		{causeExpired, func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
+		}},
+		{causeFailover, func(k store.Key) store.Outcome {
+			return store.Outcome{Exists: true, Epoch: k.Epoch - 1, EndReason: "released"}
+		}},
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rd := metrictest.New()
+				st := newFakeStore(0, 0)
+				r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+				defer r.Close()
+				l := mustAcquire(t, r)
+				st.set(func() {
+					st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+						o := c.row(k)
+						o.Now = time.Now()
+						return o, nil
+					}
+				})
+				<-l.Lost()
+				synctest.Wait()
+				ms := rd.Collect(t, scopeName)
+				wantSum(t, ms, metricLeaseLost, 1, attrCause, c.cause)
+				wantSum(t, ms, metricLeaseLost, 1)
+				wantSum(t, ms, metricLeaseRenewals, 1, attrOutcome, outcomeLost)
+				wantSum(t, ms, metricLeaseRenewals, 1)
+				wantSum(t, ms, metricLeaseHeld, 0)
+			})
+		})
+	}
+}
+
+// Acquire calls waiting with WithWait are counted while they wait; every
+// Acquire's duration is recorded with its outcome.
+func TestMetricsWaitingAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(0, 0)
+		holder := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer holder.Close()
+		plain := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer plain.Close()
+		waiting := fakeRegistry(t, st, WithWait(true), WithMeterProvider(rd.Provider))
+		defer waiting.Close()
+		held := mustAcquire(t, holder)
+		if _, err := plain.Acquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {
+			t.Fatalf("Acquire on a full range = %v", err)
+		}
+
+		got := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			l, err := waiting.Acquire(context.Background())
+			if err == nil {
+				err = l.Release(context.Background())
+			}
+			got <- err
+		}()
+		time.Sleep(10 * time.Second)
+		synctest.Wait() // the Acquire is polling
+		ms := rd.Collect(t, scopeName)
+		wantSum(t, ms, metricAcquireWaiting, 1, attrTable, "snowflake_nodes", attrNodeRange, "0-0")
+		unused(t, held)
+		if err := held.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		waited := time.Since(start)
+		ms = rd.Collect(t, scopeName)
+		wantSum(t, ms, metricAcquireWaiting, 0)
+		wantSum(t, ms, metricAcquireDuration, 2, attrOutcome, outcomeAcquired)
+		wantSum(t, ms, metricAcquireDuration, 1, attrOutcome, outcomeNoneAvailable)
+		wantSum(t, ms, metricAcquireDuration, 3)
+		// The waiting Acquire's duration includes the wait: it fell in a
+		// bucket above 10 s, which only it can have reached.
+		if waited < 10*time.Second {
+			t.Fatalf("the waiting Acquire returned after %s", waited)
+		}
+		wantSum(t, ms, metricLeaseLost, 2, attrCause, causeReleased)
+	})
+}
+
+// countingProvider wraps a MeterProvider and counts the callbacks
+// registered, unregistered and called.
+type countingProvider struct {
+	metric.MeterProvider
+	registered, unregistered, calls atomic.Int64
+}
+
+func (p *countingProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return &countingMeter{Meter: p.MeterProvider.Meter(name, opts...), p: p}
+}
+
+type countingMeter struct {
+	metric.Meter
+	p *countingProvider
+}
+
+func (m *countingMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	reg, err := m.Meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		m.p.calls.Add(1)
+		return f(ctx, o)
+	}, insts...)
+	if err != nil {
+		return nil, err
+	}
+	m.p.registered.Add(1)
+	return &countingRegistration{Registration: reg, p: m.p}, nil
+}
+
+type countingRegistration struct {
+	metric.Registration
+	p *countingProvider
+}
+
+func (r *countingRegistration) Unregister() error {
+	r.p.unregistered.Add(1)
+	return r.Registration.Unregister()
+}
+
+// Close unregisters the callback of the time left: the provider no longer
+// calls into a closed Registry.
+func TestMetricsCallbackUnregisteredOnClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		p := &countingProvider{MeterProvider: rd.Provider}
+		r := fakeRegistry(t, newFakeStore(0, 0), WithMeterProvider(p))
+		mustAcquire(t, r)
+		if ms := rd.Collect(t, scopeName); len(ms[metricLeaseTimeLeft].Points) != 1 || p.calls.Load() != 1 {
+			t.Fatalf("before Close: time left %v, %d calls of the callback", ms[metricLeaseTimeLeft].Points, p.calls.Load())
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rd.Collect(t, scopeName)
+		if p.calls.Load() != 1 {
+			t.Errorf("the callback was called %d times after Close", p.calls.Load()-1)
+		}
+		_ = r.Close()
+		if p.registered.Load() != 1 || p.unregistered.Load() != 1 {
+			t.Errorf("%d callbacks registered, %d unregistered; want 1 and 1", p.registered.Load(), p.unregistered.Load())
+		}
+	})
+}
+
+func TestWithMeterProviderNil(t *testing.T) {
+	r, err := New(&sql.DB{}, WithMeterProvider(nil))
+	if r != nil || !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "meter provider is nil") {
+		t.Fatalf("New(WithMeterProvider(nil)) = %v, %v; want ErrInvalidOption naming it", r, err)
+	}
+}
+
+// globalReader installs, once per process, the global MeterProvider.
+var globalReader = sync.OnceValue(func() *metrictest.Reader {
+	rd := metrictest.New()
+	otel.SetMeterProvider(rd.Provider)
+	return rd
+})
+
+var globalRuns atomic.Int64
+
+// Without WithMeterProvider a Registry records with the global provider,
+// also one installed after the Registry was made (tested by the first run
+// in a process; later runs find it installed).
+func TestMetricsGlobalProviderByDefault(t *testing.T) {
+	table := fmt.Sprintf("global_provider_%d", globalRuns.Add(1))
+	r := fakeRegistry(t, newFakeStore(0, 0), WithTable(table))
+	defer r.Close()
+	rd := globalReader()
+	l := mustAcquire(t, r)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms := rd.Collect(t, scopeName)
+	wantSum(t, ms, metricAcquireDuration, 1, attrTable, table, attrOutcome, outcomeAcquired)
+	wantSum(t, ms, metricLeaseLost, 1, attrTable, table, attrCause, causeReleased)
+}
+
+// Against PostgreSQL: an acquire, a none-available, a failed Acquire, the
+// time left of the held lease, and its release.
+func TestMetricsAcquireAndReleaseOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := connect(t, "direct").db
+	ctx := testContext(t)
+	rd := metrictest.New()
+	const ttl = time.Minute
+	r := newTestRegistry(t, db, WithNodeRange(5, 5), WithTTL(ttl), WithMeterProvider(rd.Provider))
+	before := time.Now()
+	l := acquire(t, r)
+	other := newTestRegistry(t, db, WithNodeRange(5, 5), WithMeterProvider(rd.Provider))
+	if _, err := other.Acquire(ctx); !errors.Is(err, ErrNoNodeIDAvailable) {
+		t.Fatalf("second Acquire of node ID 5 = %v", err)
+	}
+	missing, err := New(db, WithTable("no_such_table"), WithMeterProvider(rd.Provider))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer missing.Close()
+	if _, err := missing.Acquire(ctx); err == nil {
+		t.Fatal("Acquire on a missing table succeeded")
+	}
+
+	scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "5-5"}
+	most := time.Until(l.Deadline()).Seconds()
+	ms := rd.Collect(t, scopeName)
+	least := time.Until(l.Deadline()).Seconds()
+	wantSum(t, ms, metricAcquireDuration, 1, append(scope, attrOutcome, outcomeAcquired)...)
+	wantSum(t, ms, metricAcquireDuration, 1, append(scope, attrOutcome, outcomeNoneAvailable)...)
+	failed := ms[metricAcquireDuration].Select(attrTable, "no_such_table", attrOutcome, outcomeError)
+	if len(failed) != 1 || failed[0].Value != 1 {
+		t.Errorf("failed Acquire: %v, want one", failed)
+	} else if r, ok := failed[0].Attrs[attrNodeRange]; ok {
+		t.Errorf("an Acquire that never read the table's range recorded range %q", r)
+	}
+	wantSum(t, ms, metricLeaseHeld, 1, scope...)
+	left := ms[metricLeaseTimeLeft].Points
+	if len(left) != 1 || left[0].Attrs[attrNodeID] != "5" || left[0].Value > most || left[0].Value < least {
+		t.Errorf("time left = %v, want one point for node ID 5 within [%v, %v]", left, least, most)
+	}
+	if most > (ttl - ttl/10).Seconds() {
+		t.Errorf("deadline %v s away, more than TTL - TTL/10 after a claim at most %s ago", most, time.Since(before))
+	}
+
+	unused(t, l)
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms = rd.Collect(t, scopeName)
+	wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, causeReleased)...)
+	wantSum(t, ms, metricLeaseLost, 1)
+	wantSum(t, ms, metricLeaseHeld, 0, scope...)
+	if p := ms[metricLeaseTimeLeft].Points; len(p) != 0 {
+		t.Errorf("time left after Release: %v", p)
+	}
+}
+
+// expireRow makes the database find node's lease expired, and its horizon
+// passed, as a forward step of its clock would.
+func expireRow(t *testing.T, db *sql.DB, node int64) {
+	t.Helper()
+	if _, err := db.ExecContext(testContext(t), `UPDATE snowflake_nodes SET `+clockJump+` WHERE node_id = $1`, node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Against PostgreSQL: a takeover, a lapse the database reports, and an
+// operator's eviction each end the lease at its next renewal, counted with
+// its cause.
+func TestMetricsLossCausesOnPostgres(t *testing.T) {
+	t.Parallel()
+	// Long enough that the renewal after TTL/3 reports the cause well
+	// before the local deadline, on a loaded machine too.
+	const ttl = 15 * time.Second
+	for _, c := range []struct {
+		cause string
+		want  error
+		end   func(t *testing.T, ep endpoint, l *Lease)
+	}{
+		{causeEvicted, ErrEvicted, func(t *testing.T, ep endpoint, l *Lease) {
+			st, err := store.New(ep.db, store.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, _, err := st.Evict(testContext(t), l.NodeID(), l.Epoch()); !ok || err != nil {
+				t.Fatalf("Evict = %v, %v", ok, err)
+			}
+		}},
+		{causeExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {
+			expireRow(t, ep.db, l.NodeID())
+		}},
+		{causeTakenOver, ErrTakenOver, nil}, // through a proxy, below
+	} {
+		t.Run(c.cause, func(t *testing.T) {
+			t.Parallel()
+			ep := connect(t, "direct")
+			rd := metrictest.New()
+			holderDB := ep.db
+			var proxy *pgtest.Proxy
+			if c.end == nil {
+				// The holder reaches the database through a proxy, so that the
+				// takeover cannot race its renewals.
+				var err error
+				if proxy, err = pgtest.NewProxy(ep.addr); err != nil {
+					t.Fatal(err)
+				}
+				defer proxy.Close()
+				if holderDB, err = sql.Open("pgx", pgtest.WithAddr(ep.dsn, proxy.Addr())); err != nil {
+					t.Fatal(err)
+				}
+				defer holderDB.Close()
+			}
+			r := newTestRegistry(t, holderDB, WithNodeRange(2, 2), WithTTL(ttl), WithMeterProvider(rd.Provider), WithOwner("holder"))
+			l := acquire(t, r)
+			if c.end != nil {
+				c.end(t, ep, l)
+			} else {
+				proxy.Blackhole()
+				expireRow(t, ep.db, 2)
+				newer := newTestRegistry(t, ep.db, WithNodeRange(2, 2), WithTTL(ttl), WithOwner("newer"))
+				acquire(t, newer)
+				proxy.Restore()
+			}
+			waitLost(t, l, ttl)
+			if !errors.Is(l.Err(), c.want) {
+				t.Fatalf("Err = %v, want %v", l.Err(), c.want)
+			}
+			scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "2-2"}
+			ms := rd.Collect(t, scopeName)
+			wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, c.cause)...)
+			wantSum(t, ms, metricLeaseLost, 1)
+			wantSum(t, ms, metricLeaseRenewals, 1, append(scope, attrOutcome, outcomeLost)...)
+			wantSum(t, ms, metricLeaseHeld, 0, scope...)
+			for _, p := range ms[metricLeaseRenewals].Points {
+				if o := p.Attrs[attrOutcome]; !slices.Contains([]string{outcomeLost, outcomeRetried, outcomeRenewed}, o) {
+					t.Errorf("renewal outcome %q", o)
+				}
+			}
+		})
+	}
+}
+
+// The attributes of a lease's measurements are the documented ones and
+// nothing that grows with the fleet: no owner, no node ID on counters or
+// histograms.
+func TestMetricsAttributesStayLowCardinality(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(0, 9)
+		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer r.Close()
+		for range 5 {
+			mustAcquire(t, r)
+		}
+		time.Sleep(testTTL / 2)
+		synctest.Wait()
+		ms := rd.Collect(t, scopeName)
+		allowed := map[string][]string{
+			metricLeaseTimeLeft:        {attrNodeID},
+			metricLeaseLost:            {attrCause},
+			metricLeaseRenewals:        {attrOutcome},
+			metricLeaseRenewalDuration: {attrOutcome},
+			metricAcquireDuration:      {attrOutcome},
+		}
+		for name, m := range ms {
+			for _, p := range m.Points {
+				for k := range p.Attrs {
+					if k != attrTable && k != attrNodeRange && !slices.Contains(allowed[name], k) {
+						t.Errorf("%s has attribute %s=%s", name, k, p.Attrs[k])
+					}
+				}
+			}
+		}
+		if got := len(ms[metricLeaseTimeLeft].Points); got != 5 {
+			t.Errorf("%d time-left series for 5 leases", got)
+		}
+		var nodes []string
+		for _, p := range ms[metricLeaseTimeLeft].Points {
+			nodes = append(nodes, p.Attrs[attrNodeID])
+		}
+		slices.Sort(nodes)
+		if want := []string{"0", "1", "2", "3", "4"}; !slices.Equal(nodes, want) {
+			t.Errorf("time left for node IDs %v, want %v", nodes, want)
+		}
+		if got := len(ms[metricLeaseRenewals].Points); got != 1 {
+			t.Errorf("renewals of 5 leases in %d series, want 1: %v", got, ms[metricLeaseRenewals].Points)
+		}
+		wantSum(t, ms, metricLeaseRenewals, 5, attrOutcome, outcomeRenewed)
+		wantSum(t, ms, metricLeaseHeld, 5, attrNodeRange, "0-9")
+	})
+}
