@@ -30,6 +30,8 @@ const (
 	CauseExpired  = 1
 	CauseTakeover = 2
 	CauseReleased = 3
+	CauseEvicted  = 4 // by an operator: never, in a chaos run
+	CauseFailover = 5 // the claim was lost in a failover of the database
 )
 
 // CauseName returns the name of a recorded cause.
@@ -41,6 +43,10 @@ func CauseName(c int64) string {
 		return "taken over"
 	case CauseReleased:
 		return "released"
+	case CauseEvicted:
+		return "evicted"
+	case CauseFailover:
+		return "failover"
 	}
 	return fmt.Sprintf("unknown cause %d", c)
 }
@@ -71,7 +77,7 @@ type IDs struct {
 // Lost records the end of a lease the worker did not release itself.
 type Lost struct {
 	Node, Epoch int64
-	Cause       int64 // CauseExpired, CauseTakeover, CauseReleased
+	Cause       int64 // CauseExpired, CauseTakeover, CauseReleased, CauseEvicted, CauseFailover
 	DeadlineNs  int64 // the last local deadline, as wall time
 	LostAtNs    int64 // when the Lost channel was seen closed; 0 if it never closed
 	NoticedNs   int64 // when the minting loop noticed

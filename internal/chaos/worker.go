@@ -21,7 +21,7 @@ import (
 // environment variable.
 type WorkerConfig struct {
 	Worker, Incarnation int
-	DSN                 string // through the fault proxy
+	DSN                 string // through the fault proxy, or a cluster's multi-host DSN
 	Table               string
 	Out                 string // the output file; must not exist
 	OffsetMs            int64  // the wall-clock offset of the generator's clock
@@ -130,6 +130,10 @@ func causeOf(err error) int64 {
 		return CauseTakeover
 	case errors.Is(err, nodeid.ErrReleased):
 		return CauseReleased
+	case errors.Is(err, nodeid.ErrEvicted):
+		return CauseEvicted
+	case errors.Is(err, nodeid.ErrFailover):
+		return CauseFailover
 	}
 	return CauseUnknown
 }
