@@ -153,7 +153,7 @@ func TestChaos(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan := Plan(seed, d, workers, ttl)
+	plan := Plan(seed, d, workers, ttl, ServerKinds())
 	began := time.Now()
 	r.nemesis(plan, began, began.Add(d))
 	r.stopAll()
@@ -180,7 +180,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	var fk []string
-	for _, k := range Kinds() {
+	for _, k := range ServerKinds() {
 		fk = append(fk, fmt.Sprintf("%s=%d", k, r.faults[k]))
 	}
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d nodes=%d ids=%d faults=[%s] duplicates=%d violations=%d"+

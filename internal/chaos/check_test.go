@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func goodHistory(t *testing.T) History {
 	lb.EpochBits = 2
 	a := &File{Header: Header{Worker: 0, Owner: "a", OffsetMs: 100, Layout: la}}
 	a.Records = []any{
-		Acquired{Node: 1, Epoch: 1, PrevHorizon: 0, AtNs: ms(t0 + 1), DeadlineNs: ms(t0 + 2700)},
+		Acquired{Node: 1, Epoch: 1, PrevHorizon: 0, AtNs: ms(t0 + 1), DeadlineNs: ms(t0 + 2700), ClaimedBeforeNs: ms(t0 - 5)},
 		IDs{Node: 1, Epoch: 1, IDs: []uint64{
 			mustID(t, la, t0+1000+100, 1, 0, 0),
 			mustID(t, la, t0+1000+100, 1, 0, 1),
@@ -46,7 +47,7 @@ func goodHistory(t *testing.T) History {
 	}
 	b := &File{Header: Header{Worker: 1, Owner: "b", OffsetMs: -100, Layout: lb}}
 	b.Records = []any{
-		Acquired{Node: 1, Epoch: 2, PrevHorizon: t0 + 5000, AtNs: ms(t0 + 5002), DeadlineNs: ms(t0 + 7700)},
+		Acquired{Node: 1, Epoch: 2, PrevHorizon: t0 + 5000, AtNs: ms(t0 + 5002), DeadlineNs: ms(t0 + 7700), ClaimedBeforeNs: ms(t0 + 4000)},
 		IDs{Node: 1, Epoch: 2, IDs: []uint64{
 			mustID(t, lb, t0+6000-100, 1, 2, 0),
 			mustID(t, lb, t0+7000-100, 1, 2, 0),
@@ -389,29 +390,71 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	const ttl = 3 * time.Second
-	p := Plan(42, time.Minute, 6, ttl)
-	if !reflect.DeepEqual(p, Plan(42, time.Minute, 6, ttl)) {
+	for _, kinds := range [][]FaultKind{ServerKinds(), ClusterKinds()} {
+		p := Plan(42, time.Minute, 6, ttl, kinds)
+		if !reflect.DeepEqual(p, Plan(42, time.Minute, 6, ttl, kinds)) {
+			t.Fatal("the same seed gave two plans")
+		}
+		if reflect.DeepEqual(p, Plan(43, time.Minute, 6, ttl, kinds)) {
+			t.Fatal("two seeds gave the same plan")
+		}
+		seen := map[FaultKind]bool{}
+		for i, f := range p {
+			if i < len(kinds) {
+				seen[f.Kind] = true
+			}
+			if !slices.Contains(kinds, f.Kind) {
+				t.Errorf("fault %s is not of the kinds %v", f, kinds)
+			}
+			if f.At < 3*time.Second || f.At >= time.Minute-3*time.Second {
+				t.Errorf("fault %s is outside the window", f)
+			}
+			if f.Worker < 0 || f.Worker >= 6 {
+				t.Errorf("fault %s aims at no worker", f)
+			}
+			if f.Kind == Stop && f.For <= ttl {
+				t.Errorf("fault %s: a pause must outlast the TTL", f)
+			}
+		}
+		if len(seen) != len(kinds) {
+			t.Fatalf("the first %d faults are not one of each kind %v: %v", len(kinds), kinds, p[:len(kinds)])
+		}
+	}
+}
+
+func TestFailoverPlan(t *testing.T) {
+	p := FailoverPlan(42, 12)
+	if !reflect.DeepEqual(p, FailoverPlan(42, 12)) {
 		t.Fatal("the same seed gave two plans")
 	}
-	if reflect.DeepEqual(p, Plan(43, time.Minute, 6, ttl)) {
-		t.Fatal("two seeds gave the same plan")
+	if len(p) != 12 {
+		t.Fatalf("%d failovers, want 12", len(p))
 	}
-	seen := map[FaultKind]bool{}
-	for i, f := range p {
-		if i < int(numKinds) {
-			seen[f.Kind] = true
+	firstKinds := map[FaultKind]bool{}
+	for i, s := range p {
+		if !slices.Contains(FailoverKinds(), s.Kind) {
+			t.Errorf("step %d: %s is not a kind of failover", i, s)
 		}
-		if f.At < 3*time.Second || f.At >= time.Minute-3*time.Second {
-			t.Errorf("fault %s is outside the window", f)
+		if i < 3 {
+			firstKinds[s.Kind] = true
 		}
-		if f.Worker < 0 || f.Worker >= 6 {
-			t.Errorf("fault %s aims at no worker", f)
+		lo, hi := time.Second, 5*time.Second
+		if i == 0 {
+			lo, hi = 4*time.Second, 8*time.Second
 		}
-		if f.Kind == Stop && f.For <= ttl {
-			t.Errorf("fault %s: a pause must outlast the TTL", f)
+		if s.After < lo || s.After >= hi {
+			t.Errorf("step %d: %s: the pause is outside [%s, %s)", i, s, lo, hi)
 		}
 	}
-	if len(seen) != int(numKinds) {
-		t.Fatalf("the first %d faults are not one of each kind: %v", numKinds, p[:numKinds])
+	if len(firstKinds) != 3 {
+		t.Fatalf("the first three failovers are not one of each kind: %v", p[:3])
+	}
+	// The one failover of a short run is whichever kind the seed draws.
+	kinds := map[FaultKind]bool{}
+	for seed := range uint64(40) {
+		kinds[FailoverPlan(seed, 1)[0].Kind] = true
+	}
+	if len(kinds) != 3 {
+		t.Fatalf("40 seeds drew only %v as the first failover", kinds)
 	}
 }
