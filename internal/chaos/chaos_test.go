@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -158,9 +159,20 @@ func TestChaos(t *testing.T) {
 // to dsn; the history is read through adminDSN. It draws the workers'
 // clock offsets from the seed.
 func newRun(t *testing.T, seed uint64, dsn, adminDSN string) *run {
+	dir, err := os.MkdirTemp("", "nodeid-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run's worker files and logs, and the history it checked (history.json), are kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
 	rng := rand.New(rand.NewPCG(seed, 0x776f726b657273)) // "workers"
 	r := &run{
-		t: t, dir: t.TempDir(), seed: seed, dsn: dsn, adminDSN: adminDSN,
+		t: t, dir: dir, seed: seed, dsn: dsn, adminDSN: adminDSN,
 		procs:  make([]*proc, workers),
 		incs:   make([]int, workers),
 		deaths: map[Incarnation]int64{},
@@ -224,15 +236,20 @@ func (r *run) finish(ctx context.Context, elapsed time.Duration, kinds []FaultKi
 			len(h.Failovers), rep.LostInFailover, strings.Join(firsts, " "))
 	}
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d nodes=%d ids=%d faults=[%s]%s duplicates=%d violations=%d"+
-		" (leases=%d losses=%d releases=%d claims=%d processes=%d clock-retries ahead=%d behind=%d; check took %s)",
+		" (leases=%d losses=%d releases=%d claims=%d processes=%d clock-retries ahead=%d behind=%d; late losses excused by the control timer=%d; check took %s)",
 		r.seed, elapsed.Round(time.Second), workers, maxNode-minNode+1, rep.IDs, strings.Join(fk, " "), fo,
 		rep.Duplicates, rep.Violations, rep.Leases, rep.Losses, rep.Releases, rep.Claims, len(h.Files),
-		ahead, behind, checkTook.Round(time.Millisecond))
+		ahead, behind, rep.LateExcused, checkTook.Round(time.Millisecond))
 	fmt.Println(summary)
 	t.Log(summary)
 
 	for _, f := range r.failures {
 		t.Error(f)
+	}
+	if rep.Duplicates > 0 || rep.Violations > 0 || len(r.failures) > 0 {
+		if err := keep(filepath.Join(r.dir, "history.json"), h); err != nil {
+			t.Errorf("keep the history: %v", err)
+		}
 	}
 	if rep.Duplicates > 0 || rep.Violations > 0 {
 		t.Errorf("the history breaks the rules (%v); replay with %s=%d:\n%s", rep.ByRule, envSeed, r.seed, strings.Join(rep.Details, "\n"))
@@ -240,6 +257,32 @@ func (r *run) finish(ctx context.Context, elapsed time.Duration, kinds []FaultKi
 	if rep.IDs == 0 || rep.Leases == 0 {
 		t.Errorf("the workers minted %d IDs under %d leases: the run proves nothing", rep.IDs, rep.Leases)
 	}
+}
+
+// keep writes what the history holds besides the worker files, as JSON,
+// to path.
+func keep(path string, h History) error {
+	type death struct {
+		Incarnation
+		AtNs int64
+	}
+	var deaths []death
+	for inc, at := range h.Deaths {
+		deaths = append(deaths, death{inc, at})
+	}
+	b, err := json.MarshalIndent(struct {
+		Claims    []Claim
+		Rows      []Row
+		Pauses    []Pause
+		Deaths    []death
+		Failovers []FailoverEvent
+		Timeline  int64
+		TTL       time.Duration
+	}{h.Claims, h.Rows, h.Pauses, deaths, h.Failovers, h.Timeline, h.TTL}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // run is the state of one run of TestChaos or TestChaosFailover.
@@ -305,6 +348,7 @@ func (r *run) startWorker(w int) error {
 	cfg := WorkerConfig{
 		Worker: w, Incarnation: inc, DSN: r.dsn, Table: table,
 		Out:      filepath.Join(r.dir, fmt.Sprintf("w%d.%d.rec", w, inc)),
+		LateOut:  filepath.Join(r.dir, fmt.Sprintf("w%d.%d.late", w, inc)),
 		OffsetMs: r.offsets[w], TTL: ttl, MinNode: minNode, MaxNode: maxNode,
 		Batch: batch, BatchEvery: batchEvery, MaxHold: maxHold, Seed: r.seed,
 	}
@@ -596,6 +640,14 @@ func (r *run) history(ctx context.Context) (History, error) {
 			}
 		}
 		if err != nil {
+			return h, err
+		}
+		// The control timer's late firings, in a file of their own.
+		late, err := ReadFile(strings.TrimSuffix(path, ".rec") + ".late")
+		switch {
+		case err == nil:
+			f.Records = append(f.Records, late.Records...)
+		case !errors.Is(err, ErrNoHeader) && !errors.Is(err, fs.ErrNotExist): // none if killed at once
 			return h, err
 		}
 		h.Files = append(h.Files, f)

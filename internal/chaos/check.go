@@ -117,6 +117,10 @@ type Report struct {
 	// LostInFailover counts the leases that the workers recorded and the
 	// history lacks: claims lost in a failover.
 	LostInFailover int
+	// LateExcused counts the losses whose Lost closed more than LostBound
+	// after the deadline, but within it of the firing of the worker's
+	// control timer, which was late across the deadline too.
+	LateExcused int
 	// FirstClaim is, for each failover, the time from its start to the
 	// first claim made on its new primary; -1 if there was none.
 	FirstClaim []time.Duration
@@ -211,7 +215,10 @@ func (f *File) name() string {
 //     next began, and each began from the horizon the previous one left;
 //   - every lease row agrees with the latest claim of its node ID;
 //   - Lost closed no later than LostBound after the local deadline, or, for
-//     a worker paused across the deadline, after SIGCONT;
+//     a worker paused across the deadline, after SIGCONT; or, if the
+//     worker's control timer (due every ControlEvery) was due before that
+//     instant and fired after it, no later than LostBound after it fired:
+//     the loaded machine delayed every timer of the process as much;
 //   - every worker paused for longer than the TTL saw each lease it held
 //     lost, within LostBound after SIGCONT, as expired or taken over (or
 //     lost in a failover, if one came after the claim);
@@ -593,8 +600,8 @@ func checkLoss(r *Report, h *History, f *File, l *lease, c *Claim, stale bool) {
 			f.name(), v.Node, v.Epoch, CauseName(v.Cause), v.ProbeID)
 	}
 	if v.LostAtNs == 0 {
-		r.violate("lost", "%s: node %d epoch %d: the generator refused to mint, but Lost did not close within a second",
-			f.name(), v.Node, v.Epoch)
+		r.violate("lost", "%s: node %d epoch %d: the generator refused to mint, but Lost did not close within %s",
+			f.name(), v.Node, v.Epoch, LostWait)
 	}
 	switch {
 	case v.Cause == CauseUnknown:
@@ -721,9 +728,9 @@ func checkPauses(r *Report, h History, leases map[key]*lease) {
 				// reported by checkLoss
 			case l.lost.LostAtNs < p.ContNs-int64(time.Millisecond):
 				r.violate("pause", "%s: Lost closed at %s, before SIGCONT", what, fmtNs(l.lost.LostAtNs))
-			case l.lost.LostAtNs > p.ContNs+int64(LostBound):
-				r.violate("pause", "%s: Lost closed at %s, %s after SIGCONT", what, fmtNs(l.lost.LostAtNs),
-					time.Duration(l.lost.LostAtNs-p.ContNs).Round(time.Millisecond))
+			case l.lost.LostAtNs > p.ContNs+int64(LostBound) && l.lost.LostAtNs > stalledUntil(l.file, p.ContNs)+int64(LostBound):
+				r.violate("pause", "%s: Lost closed at %s, %s after SIGCONT%s", what, fmtNs(l.lost.LostAtNs),
+					time.Duration(l.lost.LostAtNs-p.ContNs).Round(time.Millisecond), stallNote(p.ContNs, stalledUntil(l.file, p.ContNs)))
 			case l.lost.Cause != CauseExpired && l.lost.Cause != CauseTakeover &&
 				(l.lost.Cause != CauseFailover || !h.promotedAfter(l.acq.ClaimedBeforeNs)):
 				r.violate("pause", "%s: the lease was lost as %s, not expired or taken over", what, CauseName(l.lost.Cause))
@@ -735,8 +742,10 @@ func checkPauses(r *Report, h History, leases map[key]*lease) {
 }
 
 // checkLostInTime checks that Lost closed at the local deadline at the
-// latest (within LostBound), or, for a worker paused across its deadline,
-// within LostBound of SIGCONT.
+// latest (within LostBound, counted from the end of a stall of the
+// worker's timers across the deadline, if the control timer shows one),
+// or, for a worker paused across its deadline, within LostBound of
+// SIGCONT.
 func checkLostInTime(r *Report, h History, leases map[key]*lease) {
 	for _, l := range leases {
 		v := l.lost
@@ -750,12 +759,40 @@ func checkLostInTime(r *Report, h History, leases map[key]*lease) {
 				late = false // checked by checkPauses
 			}
 		}
-		if late {
-			r.violate("lost", "%s: node %d epoch %d: Lost closed at %s, %s after the local deadline %s",
+		if !late {
+			continue
+		}
+		if resumed := stalledUntil(l.file, v.DeadlineNs); v.LostAtNs > resumed+int64(LostBound) {
+			r.violate("lost", "%s: node %d epoch %d: Lost closed at %s, %s after the local deadline %s%s",
 				l.file.name(), v.Node, v.Epoch, fmtNs(v.LostAtNs),
-				time.Duration(v.LostAtNs-v.DeadlineNs).Round(time.Millisecond), fmtNs(v.DeadlineNs))
+				time.Duration(v.LostAtNs-v.DeadlineNs).Round(time.Millisecond), fmtNs(v.DeadlineNs), stallNote(v.DeadlineNs, resumed))
+		} else {
+			r.LateExcused++
 		}
 	}
+}
+
+// stalledUntil returns when the timers of the worker of f ran again after
+// instant at: the firing of its control timer if that was due at or before
+// at and fired after it (the process ran no timer in between: a loaded
+// machine), else at itself.
+func stalledUntil(f *File, at int64) int64 {
+	until := at
+	for _, rec := range f.Records {
+		if v, ok := rec.(Late); ok && v.DueNs <= at && v.FiredNs > until {
+			until = v.FiredNs
+		}
+	}
+	return until
+}
+
+// stallNote describes a stall of a worker's timers from at to resumed, if
+// there was one.
+func stallNote(at, resumed int64) string {
+	if resumed == at {
+		return " (the control timer ran in time)"
+	}
+	return fmt.Sprintf(" (the control timer, late across it, fired at %s)", fmtNs(resumed))
 }
 
 // checkDuplicates sorts all and counts the IDs minted more than once; it

@@ -301,6 +301,45 @@ func TestCheckLostLate(t *testing.T) {
 	if r := Check(h); r.Violations != 0 {
 		t.Fatalf("Lost closed within the bound: %v", r.Details)
 	}
+
+	// 3.3 s after the deadline (4700), while the worker's control timer,
+	// due at 4690, fired 3.1 s late: the process ran no timer meanwhile.
+	h = goodHistory(t)
+	h.Pauses = nil
+	h.Files[0].Records = append(h.Files[0].Records, Late{DueNs: ms(t0 + 4690), FiredNs: ms(t0 + 7800)})
+	if r := Check(h); r.Violations != 0 || r.LateExcused != 1 {
+		t.Fatalf("Lost late as the control timer: %d violations, %d excused: %v", r.Violations, r.LateExcused, r.Details)
+	}
+	// The control timer fired more than LostBound before Lost closed; or
+	// was late only after the deadline, or only before it.
+	for _, late := range []Late{
+		{DueNs: ms(t0 + 4690), FiredNs: ms(t0 + 6900)},
+		{DueNs: ms(t0 + 4710), FiredNs: ms(t0 + 7900)},
+		{DueNs: ms(t0 + 4000), FiredNs: ms(t0 + 4690)},
+	} {
+		h = goodHistory(t)
+		h.Pauses = nil
+		h.Files[0].Records = append(h.Files[0].Records, late)
+		r := checkRule(t, h, "lost")
+		if r.LateExcused != 0 {
+			t.Fatalf("%+v excused the late Lost", late)
+		}
+	}
+}
+
+// A worker whose control timer was late across SIGCONT ran no timer until
+// it fired: Lost may close up to LostBound after that.
+func TestCheckPauseStalled(t *testing.T) {
+	h := goodHistory(t)
+	lost := h.Files[0].Records[2].(Lost)
+	lost.LostAtNs = ms(t0 + 9500) // 1.5 s after SIGCONT
+	h.Files[0].Records[2] = lost
+	checkRule(t, h, "pause")
+
+	h.Files[0].Records = append(h.Files[0].Records, Late{DueNs: ms(t0 + 2990), FiredNs: ms(t0 + 8700)})
+	if r := Check(h); r.Violations != 0 {
+		t.Fatalf("Lost closed 0.8 s after the control timer fired: %v", r.Details)
+	}
 }
 
 func TestCheckLeaseNotInHistory(t *testing.T) {
@@ -336,6 +375,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		IDs{Node: 3, Epoch: 7, IDs: []uint64{1, 2, 1 << 63}},
 		Lost{Node: 3, Epoch: 7, Cause: CauseTakeover, DeadlineNs: 1, LostAtNs: 2, NoticedNs: 3, ProbeMinted: 1, ProbeID: 9, Ahead: 10, Behind: 11},
 		Released{Node: 3, Epoch: 8, StartNs: 1, AtNs: 2, Failed: 1, Ahead: 3, Behind: 4},
+		Late{DueNs: 5, FiredNs: 6},
 		End{AtNs: 77},
 	}
 	for _, rec := range want {
@@ -348,6 +388,8 @@ func TestRecordRoundTrip(t *testing.T) {
 			err = w.Lost(v)
 		case Released:
 			err = w.Released(v)
+		case Late:
+			err = w.Late(v)
 		case End:
 			err = w.End(v)
 		}
