@@ -224,15 +224,17 @@ func (r *run) finish(ctx context.Context, elapsed time.Duration, kinds []FaultKi
 	}
 	var fo string
 	if len(h.Failovers) > 0 {
+		secs := func(d time.Duration) string {
+			if d < 0 {
+				return "none"
+			}
+			return fmt.Sprintf("%.2fs", d.Seconds())
+		}
 		var firsts []string
 		for i, f := range h.Failovers {
-			first := "none"
-			if d := rep.FirstClaim[i]; d >= 0 {
-				first = d.Round(10 * time.Millisecond).String()
-			}
-			firsts = append(firsts, fmt.Sprintf("%s:%s", f.Kind, first))
+			firsts = append(firsts, fmt.Sprintf("%s:%s/%s", f.Kind, secs(rep.FirstClaim[i]), secs(rep.FirstQuarantined[i])))
 		}
-		fo = fmt.Sprintf(" failovers=%d lost-in-failover=%d first-claim-after=[%s]",
+		fo = fmt.Sprintf(" failovers=%d lost-in-failover=%d first-claim-after(any/quarantined)=[%s]",
 			len(h.Failovers), rep.LostInFailover, strings.Join(firsts, " "))
 	}
 	summary := fmt.Sprintf("chaos: seed=%d duration=%s workers=%d nodes=%d ids=%d faults=[%s]%s duplicates=%d violations=%d"+

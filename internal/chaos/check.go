@@ -122,12 +122,16 @@ type Report struct {
 	// control timer, which was late across the deadline too.
 	LateExcused int
 	// FirstClaim is, for each failover, the time from its start to the
-	// first claim made on its new primary; -1 if there was none.
-	FirstClaim []time.Duration
-	Duplicates int64
-	Violations int            // every broken rule but duplicates
-	ByRule     map[string]int // violations (and duplicates) per rule
-	Details    []string       // the first maxDetails violations, described
+	// first claim made on its new primary, and FirstQuarantined to the
+	// first of a row last written before the failover, which waited for the
+	// quarantine; -1 if there was none. A claim comes sooner than the
+	// quarantine only on a row whose lease lived on through the failover,
+	// renewed on the new primary, and was released.
+	FirstClaim, FirstQuarantined []time.Duration
+	Duplicates                   int64
+	Violations                   int            // every broken rule but duplicates
+	ByRule                       map[string]int // violations (and duplicates) per rule
+	Details                      []string       // the first maxDetails violations, described
 }
 
 const maxDetails = 40
@@ -284,29 +288,41 @@ func Check(h History) Report {
 	checkPauses(&r, h, leases)
 	checkLostInTime(&r, h, leases)
 	checkDuplicates(&r, h.Files, all)
-	r.FirstClaim = firstClaims(&h)
+	r.FirstClaim, r.FirstQuarantined = firstClaims(&h)
 	return r
 }
 
 // firstClaims returns, for each failover, the time from its start to the
-// first claim of the history made on its timeline or a later one, and
-// after its start; -1 if there is none.
-func firstClaims(h *History) []time.Duration {
-	var out []time.Duration
-	for _, f := range h.Failovers {
-		first := int64(0)
+// first claim of the history made on its new primary, and to the first
+// such claim of a row last written before the failover (an epoch jumped to
+// the new timeline): the end of the quarantine; -1 if there is none.
+func firstClaims(h *History) (first, quarantined []time.Duration) {
+	since := func(f FailoverEvent, ns int64) time.Duration {
+		if ns == 0 {
+			return -1
+		}
+		return time.Duration(ns - f.StartNs)
+	}
+	for i, f := range h.Failovers {
+		next := int64(1<<63 - 1) // the next failover's new timeline
+		if i+1 < len(h.Failovers) {
+			next = h.Failovers[i+1].Timeline
+		}
+		var any, jumped int64
 		for _, c := range h.Claims {
-			if c.Timeline >= f.Timeline && c.AcquiredNs > f.StartNs && (first == 0 || c.AcquiredNs < first) {
-				first = c.AcquiredNs
+			if c.Timeline < f.Timeline || c.Timeline >= next || c.AcquiredNs < f.StartNs {
+				continue
+			}
+			if any == 0 || c.AcquiredNs < any {
+				any = c.AcquiredNs
+			}
+			if c.Epoch>>32 == c.Timeline && (jumped == 0 || c.AcquiredNs < jumped) {
+				jumped = c.AcquiredNs
 			}
 		}
-		d := time.Duration(-1)
-		if first != 0 {
-			d = time.Duration(first - f.StartNs)
-		}
-		out = append(out, d)
+		first, quarantined = append(first, since(f, any)), append(quarantined, since(f, jumped))
 	}
-	return out
+	return first, quarantined
 }
 
 // jumped reports whether epoch e follows epoch prev across a failover: on a

@@ -93,9 +93,29 @@ func TestCheckGoodFailoverHistory(t *testing.T) {
 		t.Fatalf("report %+v: want 9 IDs, 5 leases, 1 lost in failover, 4 claims", r)
 	}
 	// The first claim on timeline 2, c's at t0+7301, came 4.201 s after
-	// the failover began.
-	if len(r.FirstClaim) != 1 || r.FirstClaim[0] != 4201*time.Millisecond {
-		t.Fatalf("FirstClaim = %v, want [4.201s]", r.FirstClaim)
+	// the failover began, and it waited for the quarantine.
+	if len(r.FirstClaim) != 1 || r.FirstClaim[0] != 4201*time.Millisecond ||
+		len(r.FirstQuarantined) != 1 || r.FirstQuarantined[0] != 4201*time.Millisecond {
+		t.Fatalf("FirstClaim = %v, FirstQuarantined = %v, want [4.201s] and [4.201s]", r.FirstClaim, r.FirstQuarantined)
+	}
+}
+
+// A claim on the new primary of a row whose lease lived on through the
+// failover comes before the quarantine's end: it counts as the first
+// claim, not as the first quarantined one.
+func TestCheckFirstClaims(t *testing.T) {
+	h := failoverHistory(t)
+	h.Claims = append(h.Claims, Claim{Node: 3, Epoch: 1, Owner: "x", AcquiredNs: ms(t0 + 1000), HorizonMs: t0 + 4500,
+		EndedNs: ms(t0 + 4500), EndReason: "released", Timeline: 1},
+		Claim{Node: 3, Epoch: 2, Owner: "y", AcquiredNs: ms(t0 + 4600), FromMs: t0 + 4500, HorizonMs: t0 + 5000,
+			EndedNs: ms(t0 + 5000), EndReason: "released", Timeline: 2})
+	h.Rows = append(h.Rows, Row{Node: 3, Epoch: 2, HorizonMs: t0 + 5000, Timeline: 2})
+	r := Check(h)
+	if r.Violations != 0 {
+		t.Fatal(r.Details)
+	}
+	if r.FirstClaim[0] != 1500*time.Millisecond || r.FirstQuarantined[0] != 4201*time.Millisecond {
+		t.Fatalf("FirstClaim = %v, FirstQuarantined = %v, want [1.5s] and [4.201s]", r.FirstClaim, r.FirstQuarantined)
 	}
 }
 

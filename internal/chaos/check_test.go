@@ -477,8 +477,11 @@ func TestFailoverPlan(t *testing.T) {
 		if !slices.Contains(FailoverKinds(), s.Kind) {
 			t.Errorf("step %d: %s is not a kind of failover", i, s)
 		}
-		if i < 3 {
+		if i < 4 {
 			firstKinds[s.Kind] = true
+		}
+		if (s.Kind == KillLaggingLeader) != (s.Lag > 0) || s.Lag >= 3*time.Second {
+			t.Errorf("step %d: %s: a lag of 0.3 to 3 s is for a lagging leader alone", i, s)
 		}
 		lo, hi := time.Second, 5*time.Second
 		if i == 0 {
@@ -488,15 +491,15 @@ func TestFailoverPlan(t *testing.T) {
 			t.Errorf("step %d: %s: the pause is outside [%s, %s)", i, s, lo, hi)
 		}
 	}
-	if len(firstKinds) != 3 {
-		t.Fatalf("the first three failovers are not one of each kind: %v", p[:3])
+	if len(firstKinds) != 4 {
+		t.Fatalf("the first four failovers are not one of each kind: %v", p[:4])
 	}
 	// The one failover of a short run is whichever kind the seed draws.
 	kinds := map[FaultKind]bool{}
 	for seed := range uint64(40) {
 		kinds[FailoverPlan(seed, 1)[0].Kind] = true
 	}
-	if len(kinds) != 3 {
+	if len(kinds) != 4 {
 		t.Fatalf("40 seeds drew only %v as the first failover", kinds)
 	}
 }

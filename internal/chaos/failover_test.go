@@ -209,6 +209,16 @@ func (r *run) failover(ctx context.Context, s FailoverStep) error {
 	switch s.Kind {
 	case KillLeader:
 		err = r.cluster.KillLeader(ctx)
+	case KillLaggingLeader:
+		var crash func() error
+		if crash, err = r.cluster.StallReplication(ctx); err != nil {
+			break
+		}
+		// The failover starts with the crash: the stall alone is none,
+		// and the commits it loses come before.
+		sleepUntil(time.Now().Add(s.Lag), nil)
+		startNs = time.Now().UnixNano()
+		err = crash()
 	case Switchover:
 		err = r.cluster.Switchover(ctx)
 	case Failover:

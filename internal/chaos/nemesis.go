@@ -21,11 +21,14 @@ const (
 	KillLeader                        // SIGKILL the cluster leader's postmaster: Patroni fails over to a standby
 	Switchover                        // patronictl switchover: the leader hands over to a standby
 	Failover                          // patronictl failover to a running standby
+	// KillLaggingLeader stops the leader's WAL senders for Lag, then
+	// kills the leader: the new primary lacks every commit of the lag.
+	KillLaggingLeader
 	numKinds
 )
 
 var kindNames = [numKinds]string{"kill", "stop", "terminate", "restart-fast", "restart-immediate", "cut", "blackhole",
-	"kill-leader", "switchover", "failover"}
+	"kill-leader", "switchover", "failover", "kill-lagging-leader"}
 
 func (k FaultKind) String() string {
 	if k >= 0 && k < numKinds {
@@ -47,7 +50,9 @@ func ClusterKinds() []FaultKind { return []FaultKind{Kill, Stop, Terminate} }
 
 // FailoverKinds returns the kinds of failover, in the order of the summary
 // line.
-func FailoverKinds() []FaultKind { return []FaultKind{KillLeader, Switchover, Failover} }
+func FailoverKinds() []FaultKind {
+	return []FaultKind{KillLeader, Switchover, Failover, KillLaggingLeader}
+}
 
 // Fault is one step of the nemesis's plan.
 type Fault struct {
@@ -121,22 +126,31 @@ func Plan(seed uint64, d time.Duration, workers int, ttl time.Duration, kinds []
 
 // FailoverStep is one failover of a FailoverPlan.
 type FailoverStep struct {
-	Kind FaultKind // KillLeader, Switchover or Failover
+	Kind FaultKind // KillLeader, Switchover, Failover or KillLaggingLeader
 	// After is the pause before the failover: since the start of the run
 	// for the first, since the cluster recovered from the previous one (see
 	// the package doc) for the others.
 	After time.Duration
+	// Lag is, for KillLaggingLeader, how long the leader's replication
+	// stalls before it is killed.
+	Lag time.Duration
 }
 
 func (s FailoverStep) String() string {
-	return fmt.Sprintf("%s after %s", s.Kind, s.After.Round(time.Millisecond))
+	str := fmt.Sprintf("%s after %s", s.Kind, s.After.Round(time.Millisecond))
+	if s.Lag > 0 {
+		str += fmt.Sprintf(" (lag %s)", s.Lag.Round(time.Millisecond))
+	}
+	return str
 }
 
-// FailoverPlan returns n failovers drawn from seed alone. The first three
+// FailoverPlan returns n failovers drawn from seed alone. The first four
 // are one of each kind (FailoverKinds) in a random order, the rest any
 // kind. The first comes 4 to 8 s after the start, once the workers hold
 // leases; each other 1 to 5 s after the cluster recovered from the one
-// before.
+// before. The replication of a lagging leader stalls for 0.3 to 3 s (the
+// TTL of the chaos runs): long enough to lose claims and renewals, short
+// enough that Patroni still promotes a standby.
 func FailoverPlan(seed uint64, n int) []FailoverStep {
 	rng := rand.New(rand.NewPCG(seed, 0x6661696c6f766572)) // "failover"
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo))) }
@@ -153,6 +167,9 @@ func FailoverPlan(seed uint64, n int) []FailoverStep {
 			out[i].After = dur(4*time.Second, 8*time.Second)
 		} else {
 			out[i].After = dur(time.Second, 5*time.Second)
+		}
+		if out[i].Kind == KillLaggingLeader {
+			out[i].Lag = dur(300*time.Millisecond, 3*time.Second)
 		}
 	}
 	return out
