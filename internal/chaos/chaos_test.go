@@ -324,11 +324,27 @@ type run struct {
 type proc struct {
 	worker, inc int
 	cmd         *exec.Cmd
-	log         string
+	out, log    string        // its record file and its log
 	done        chan struct{} // closed when the process has exited
 	err         error         // its exit, once done
 	paused      bool
 	killed      bool // by the test: its exit is expected
+}
+
+// termedAtStart reports whether p died of SIGTERM before it created its
+// record file: a process started just before the end of the run gets
+// SIGTERM before it can handle it, and had nothing to release.
+func (p *proc) termedAtStart() bool {
+	var ee *exec.ExitError
+	if !errors.As(p.err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		return false
+	}
+	_, err := os.Stat(p.out)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (r *run) failf(format string, args ...any) {
@@ -361,7 +377,7 @@ func (r *run) startWorker(w int) error {
 	if err != nil {
 		return err
 	}
-	p := &proc{worker: w, inc: inc, log: filepath.Join(r.dir, fmt.Sprintf("w%d.%d.log", w, inc)), done: make(chan struct{})}
+	p := &proc{worker: w, inc: inc, out: cfg.Out, log: filepath.Join(r.dir, fmt.Sprintf("w%d.%d.log", w, inc)), done: make(chan struct{})}
 	logf, err := os.Create(p.log)
 	if err != nil {
 		return err
@@ -593,7 +609,7 @@ func (r *run) stopAll() {
 			<-p.done
 			continue
 		}
-		if !p.killed && p.err != nil {
+		if !p.killed && p.err != nil && !p.termedAtStart() {
 			r.failf("worker %d.%d failed: %v:\n%s", p.worker, p.inc, p.err, tail(p.log))
 		}
 	}
@@ -800,4 +816,39 @@ func tail(path string) string {
 		b = b[len(b)-3000:]
 	}
 	return string(b)
+}
+
+// A worker that dies of SIGTERM before it creates its record file is no
+// failure of the run; one that dies of it later, or exits with an error,
+// is.
+func TestTermedAtStart(t *testing.T) {
+	run := func(sig syscall.Signal) error {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no sleep to run: %v", err)
+		}
+		_ = cmd.Process.Signal(sig)
+		return cmd.Wait()
+	}
+	dir := t.TempDir()
+	missing, present := filepath.Join(dir, "missing.rec"), filepath.Join(dir, "present.rec")
+	if err := os.WriteFile(present, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	termed, killed := run(syscall.SIGTERM), run(syscall.SIGKILL)
+	for _, c := range []struct {
+		err  error
+		out  string
+		want bool
+	}{
+		{termed, missing, true},
+		{termed, present, false},
+		{killed, missing, false},
+		{errors.New("exit status 1"), missing, false},
+	} {
+		p := &proc{err: c.err, out: c.out}
+		if got := p.termedAtStart(); got != c.want {
+			t.Errorf("termedAtStart(%v, %s) = %v, want %v", c.err, filepath.Base(c.out), got, c.want)
+		}
+	}
 }
