@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func goodHistory(t *testing.T) History {
 	lb.EpochBits = 2
 	a := &File{Header: Header{Worker: 0, Owner: "a", OffsetMs: 100, Layout: la}}
 	a.Records = []any{
-		Acquired{Node: 1, Epoch: 1, PrevHorizon: 0, AtNs: ms(t0 + 1), DeadlineNs: ms(t0 + 2700)},
+		Acquired{Node: 1, Epoch: 1, PrevHorizon: 0, AtNs: ms(t0 + 1), DeadlineNs: ms(t0 + 2700), ClaimedBeforeNs: ms(t0 - 5)},
 		IDs{Node: 1, Epoch: 1, IDs: []uint64{
 			mustID(t, la, t0+1000+100, 1, 0, 0),
 			mustID(t, la, t0+1000+100, 1, 0, 1),
@@ -46,7 +47,7 @@ func goodHistory(t *testing.T) History {
 	}
 	b := &File{Header: Header{Worker: 1, Owner: "b", OffsetMs: -100, Layout: lb}}
 	b.Records = []any{
-		Acquired{Node: 1, Epoch: 2, PrevHorizon: t0 + 5000, AtNs: ms(t0 + 5002), DeadlineNs: ms(t0 + 7700)},
+		Acquired{Node: 1, Epoch: 2, PrevHorizon: t0 + 5000, AtNs: ms(t0 + 5002), DeadlineNs: ms(t0 + 7700), ClaimedBeforeNs: ms(t0 + 4000)},
 		IDs{Node: 1, Epoch: 2, IDs: []uint64{
 			mustID(t, lb, t0+6000-100, 1, 2, 0),
 			mustID(t, lb, t0+7000-100, 1, 2, 0),
@@ -300,6 +301,45 @@ func TestCheckLostLate(t *testing.T) {
 	if r := Check(h); r.Violations != 0 {
 		t.Fatalf("Lost closed within the bound: %v", r.Details)
 	}
+
+	// 3.3 s after the deadline (4700), while the worker's control timer,
+	// due at 4690, fired 3.1 s late: the process ran no timer meanwhile.
+	h = goodHistory(t)
+	h.Pauses = nil
+	h.Files[0].Records = append(h.Files[0].Records, Late{DueNs: ms(t0 + 4690), FiredNs: ms(t0 + 7800)})
+	if r := Check(h); r.Violations != 0 || r.LateExcused != 1 {
+		t.Fatalf("Lost late as the control timer: %d violations, %d excused: %v", r.Violations, r.LateExcused, r.Details)
+	}
+	// The control timer fired more than LostBound before Lost closed; or
+	// was late only after the deadline, or only before it.
+	for _, late := range []Late{
+		{DueNs: ms(t0 + 4690), FiredNs: ms(t0 + 6900)},
+		{DueNs: ms(t0 + 4710), FiredNs: ms(t0 + 7900)},
+		{DueNs: ms(t0 + 4000), FiredNs: ms(t0 + 4690)},
+	} {
+		h = goodHistory(t)
+		h.Pauses = nil
+		h.Files[0].Records = append(h.Files[0].Records, late)
+		r := checkRule(t, h, "lost")
+		if r.LateExcused != 0 {
+			t.Fatalf("%+v excused the late Lost", late)
+		}
+	}
+}
+
+// A worker whose control timer was late across SIGCONT ran no timer until
+// it fired: Lost may close up to LostBound after that.
+func TestCheckPauseStalled(t *testing.T) {
+	h := goodHistory(t)
+	lost := h.Files[0].Records[2].(Lost)
+	lost.LostAtNs = ms(t0 + 9500) // 1.5 s after SIGCONT
+	h.Files[0].Records[2] = lost
+	checkRule(t, h, "pause")
+
+	h.Files[0].Records = append(h.Files[0].Records, Late{DueNs: ms(t0 + 2990), FiredNs: ms(t0 + 8700)})
+	if r := Check(h); r.Violations != 0 {
+		t.Fatalf("Lost closed 0.8 s after the control timer fired: %v", r.Details)
+	}
 }
 
 func TestCheckLeaseNotInHistory(t *testing.T) {
@@ -335,6 +375,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		IDs{Node: 3, Epoch: 7, IDs: []uint64{1, 2, 1 << 63}},
 		Lost{Node: 3, Epoch: 7, Cause: CauseTakeover, DeadlineNs: 1, LostAtNs: 2, NoticedNs: 3, ProbeMinted: 1, ProbeID: 9, Ahead: 10, Behind: 11},
 		Released{Node: 3, Epoch: 8, StartNs: 1, AtNs: 2, Failed: 1, Ahead: 3, Behind: 4},
+		Late{DueNs: 5, FiredNs: 6},
 		End{AtNs: 77},
 	}
 	for _, rec := range want {
@@ -347,6 +388,8 @@ func TestRecordRoundTrip(t *testing.T) {
 			err = w.Lost(v)
 		case Released:
 			err = w.Released(v)
+		case Late:
+			err = w.Late(v)
 		case End:
 			err = w.End(v)
 		}
@@ -389,29 +432,74 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	const ttl = 3 * time.Second
-	p := Plan(42, time.Minute, 6, ttl)
-	if !reflect.DeepEqual(p, Plan(42, time.Minute, 6, ttl)) {
+	for _, kinds := range [][]FaultKind{ServerKinds(), ClusterKinds()} {
+		p := Plan(42, time.Minute, 6, ttl, kinds)
+		if !reflect.DeepEqual(p, Plan(42, time.Minute, 6, ttl, kinds)) {
+			t.Fatal("the same seed gave two plans")
+		}
+		if reflect.DeepEqual(p, Plan(43, time.Minute, 6, ttl, kinds)) {
+			t.Fatal("two seeds gave the same plan")
+		}
+		seen := map[FaultKind]bool{}
+		for i, f := range p {
+			if i < len(kinds) {
+				seen[f.Kind] = true
+			}
+			if !slices.Contains(kinds, f.Kind) {
+				t.Errorf("fault %s is not of the kinds %v", f, kinds)
+			}
+			if f.At < 3*time.Second || f.At >= time.Minute-3*time.Second {
+				t.Errorf("fault %s is outside the window", f)
+			}
+			if f.Worker < 0 || f.Worker >= 6 {
+				t.Errorf("fault %s aims at no worker", f)
+			}
+			if f.Kind == Stop && f.For <= ttl {
+				t.Errorf("fault %s: a pause must outlast the TTL", f)
+			}
+		}
+		if len(seen) != len(kinds) {
+			t.Fatalf("the first %d faults are not one of each kind %v: %v", len(kinds), kinds, p[:len(kinds)])
+		}
+	}
+}
+
+func TestFailoverPlan(t *testing.T) {
+	p := FailoverPlan(42, 12)
+	if !reflect.DeepEqual(p, FailoverPlan(42, 12)) {
 		t.Fatal("the same seed gave two plans")
 	}
-	if reflect.DeepEqual(p, Plan(43, time.Minute, 6, ttl)) {
-		t.Fatal("two seeds gave the same plan")
+	if len(p) != 12 {
+		t.Fatalf("%d failovers, want 12", len(p))
 	}
-	seen := map[FaultKind]bool{}
-	for i, f := range p {
-		if i < int(numKinds) {
-			seen[f.Kind] = true
+	firstKinds := map[FaultKind]bool{}
+	for i, s := range p {
+		if !slices.Contains(FailoverKinds(), s.Kind) {
+			t.Errorf("step %d: %s is not a kind of failover", i, s)
 		}
-		if f.At < 3*time.Second || f.At >= time.Minute-3*time.Second {
-			t.Errorf("fault %s is outside the window", f)
+		if i < 4 {
+			firstKinds[s.Kind] = true
 		}
-		if f.Worker < 0 || f.Worker >= 6 {
-			t.Errorf("fault %s aims at no worker", f)
+		if (s.Kind == KillLaggingLeader) != (s.Lag > 0) || s.Lag >= 3*time.Second {
+			t.Errorf("step %d: %s: a lag of 0.3 to 3 s is for a lagging leader alone", i, s)
 		}
-		if f.Kind == Stop && f.For <= ttl {
-			t.Errorf("fault %s: a pause must outlast the TTL", f)
+		lo, hi := time.Second, 5*time.Second
+		if i == 0 {
+			lo, hi = 4*time.Second, 8*time.Second
+		}
+		if s.After < lo || s.After >= hi {
+			t.Errorf("step %d: %s: the pause is outside [%s, %s)", i, s, lo, hi)
 		}
 	}
-	if len(seen) != int(numKinds) {
-		t.Fatalf("the first %d faults are not one of each kind: %v", numKinds, p[:numKinds])
+	if len(firstKinds) != 4 {
+		t.Fatalf("the first four failovers are not one of each kind: %v", p[:4])
+	}
+	// The one failover of a short run is whichever kind the seed draws.
+	kinds := map[FaultKind]bool{}
+	for seed := range uint64(40) {
+		kinds[FailoverPlan(seed, 1)[0].Kind] = true
+	}
+	if len(kinds) != 4 {
+		t.Fatalf("40 seeds drew only %v as the first failover", kinds)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	kindLost     = 'L'
 	kindReleased = 'R'
 	kindEnd      = 'E'
+	kindLate     = 'T'
 )
 
 // Causes of a loss, as recorded.
@@ -30,6 +31,8 @@ const (
 	CauseExpired  = 1
 	CauseTakeover = 2
 	CauseReleased = 3
+	CauseEvicted  = 4 // by an operator: never, in a chaos run
+	CauseFailover = 5 // the claim was lost in a failover of the database
 )
 
 // CauseName returns the name of a recorded cause.
@@ -41,6 +44,10 @@ func CauseName(c int64) string {
 		return "taken over"
 	case CauseReleased:
 		return "released"
+	case CauseEvicted:
+		return "evicted"
+	case CauseFailover:
+		return "failover"
 	}
 	return fmt.Sprintf("unknown cause %d", c)
 }
@@ -71,9 +78,9 @@ type IDs struct {
 // Lost records the end of a lease the worker did not release itself.
 type Lost struct {
 	Node, Epoch int64
-	Cause       int64 // CauseExpired, CauseTakeover, CauseReleased
+	Cause       int64 // CauseExpired, CauseTakeover, CauseReleased, CauseEvicted, CauseFailover
 	DeadlineNs  int64 // the last local deadline, as wall time
-	LostAtNs    int64 // when the Lost channel was seen closed; 0 if it never closed
+	LostAtNs    int64 // when the Lost channel was seen closed; 0 if it did not close within LostWait
 	NoticedNs   int64 // when the minting loop noticed
 	ProbeMinted int64 // 1 if a Generate after the loss returned an ID (it must not)
 	ProbeID     uint64
@@ -93,6 +100,14 @@ type Released struct {
 
 // End marks a worker that stopped cleanly.
 type End struct{ AtNs int64 }
+
+// Late records a control timer of the worker that fired late: a timer of
+// no lease, whose lateness is the machine's (a loaded CPU, a stopped
+// process), which every timer of the process suffers alike.
+type Late struct {
+	DueNs   int64 // wall clock when it was due
+	FiredNs int64 // wall clock when it fired
+}
 
 // Writer appends records to a worker's file.
 type Writer struct {
@@ -162,6 +177,11 @@ func (w *Writer) Released(r Released) error {
 	return w.finish(appendInts(w.start(kindReleased), r.Node, r.Epoch, r.StartNs, r.AtNs, r.Failed, r.Ahead, r.Behind))
 }
 
+// Late appends a record of a late control timer.
+func (w *Writer) Late(l Late) error {
+	return w.finish(appendInts(w.start(kindLate), l.DueNs, l.FiredNs))
+}
+
 // End appends the clean-stop record.
 func (w *Writer) End(e End) error {
 	return w.finish(appendInts(w.start(kindEnd), e.AtNs))
@@ -184,7 +204,7 @@ func (w *Writer) Close() error {
 type File struct {
 	Path      string
 	Header    Header
-	Records   []any // Acquired, IDs, Lost, Released, End
+	Records   []any // Acquired, IDs, Lost, Released, Late, End
 	Truncated bool  // the last record was cut short (the worker was killed)
 }
 
@@ -301,6 +321,12 @@ func parseRecord(kind byte, p []byte) (any, error) {
 			return nil, err
 		}
 		return Released{Node: v[0], Epoch: v[1], StartNs: v[2], AtNs: v[3], Failed: v[4], Ahead: v[5], Behind: v[6]}, nil
+	case kindLate:
+		v, err := ints(2)
+		if err != nil {
+			return nil, err
+		}
+		return Late{DueNs: v[0], FiredNs: v[1]}, nil
 	case kindEnd:
 		v, err := ints(1)
 		if err != nil {

@@ -21,9 +21,10 @@ import (
 // environment variable.
 type WorkerConfig struct {
 	Worker, Incarnation int
-	DSN                 string // through the fault proxy
+	DSN                 string // through the fault proxy, or a cluster's multi-host DSN
 	Table               string
 	Out                 string // the output file; must not exist
+	LateOut             string // the control timer's output file; must not exist
 	OffsetMs            int64  // the wall-clock offset of the generator's clock
 	TTL                 time.Duration
 	MinNode, MaxNode    int64
@@ -53,7 +54,8 @@ func (c WorkerConfig) Layout() snowflake.Layout {
 }
 
 // RunWorker acquires node IDs and mints IDs under them until ctx ends,
-// recording every lease, ID, loss and release in cfg.Out. On a loss it stops
+// recording every lease, ID, loss and release in cfg.Out, and every late
+// firing of a control timer in cfg.LateOut. On a loss it stops
 // minting, records the loss and acquires again. When ctx ends it releases
 // its lease (Registry.Close) and records the end. It returns an error only
 // for failures that are not faults (a bad configuration, a full disk, an ID
@@ -62,15 +64,29 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	pid := os.Getpid()
 	owner := cfg.Owner(pid)
 	layout := cfg.Layout()
-	w, err := Create(cfg.Out, Header{
+	hdr := Header{
 		Worker: int64(cfg.Worker), Incarnation: int64(cfg.Incarnation), PID: int64(pid),
 		Owner: owner, OffsetMs: cfg.OffsetMs, Layout: layout,
-	})
+	}
+	w, err := Create(cfg.Out, hdr)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	lw, err := Create(cfg.LateOut, hdr)
+	if err != nil {
+		return err
+	}
+	cctx, stopControl := context.WithCancel(ctx)
+	controlled := make(chan error, 1)
+	go func() { controlled <- control(cctx, lw) }()
+	defer func() {
+		stopControl()
+		if cerr := <-controlled; err == nil {
 			err = cerr
 		}
 	}()
@@ -113,6 +129,48 @@ type minter struct {
 	ahead, behind int64 // clock retries under the lease being minted under
 }
 
+// LostWait is how long a worker that finds its generator refusing waits
+// for the lease's Lost to close before it records that it never did.
+const LostWait = 10 * time.Second
+
+// Of the control timer: it is due every ControlEvery; a firing LateMin late
+// or more is recorded.
+const (
+	ControlEvery = 50 * time.Millisecond
+	LateMin      = 20 * time.Millisecond
+)
+
+// control runs the control timer until ctx ends, and closes w: a timer of
+// no lease, due every ControlEvery, whose late firings it records in w at
+// once (a worker killed later loses none). They show how late the loaded
+// machine made the process's timers fire.
+func control(ctx context.Context, w *Writer) (err error) {
+	defer func() {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for {
+		due := time.Now().Add(ControlEvery)
+		t := time.NewTimer(ControlEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		if late := time.Since(due); late >= LateMin {
+			fired := wallNs()
+			if err := w.Late(Late{DueNs: fired - int64(late), FiredNs: fired}); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 func wallNs() int64 { return time.Now().UnixNano() }
 
 // wallOf converts a monotonic instant (a lease deadline) to wall-clock unix
@@ -130,6 +188,10 @@ func causeOf(err error) int64 {
 		return CauseTakeover
 	case errors.Is(err, nodeid.ErrReleased):
 		return CauseReleased
+	case errors.Is(err, nodeid.ErrEvicted):
+		return CauseEvicted
+	case errors.Is(err, nodeid.ErrFailover):
+		return CauseFailover
 	}
 	return CauseUnknown
 }
@@ -267,9 +329,12 @@ func (m *minter) batch(gen *snowflake.Generator) (lost bool, err error) {
 // to mint.
 func (m *minter) lost(lease *nodeid.Lease, gen *snowflake.Generator, lostAt *atomic.Int64) error {
 	noticed := wallNs()
-	// Lost must close at once; give it a moment in case the minting loop saw
-	// the deadline pass before the deadline timer ran.
-	t := time.NewTimer(time.Second)
+	// Lost must close at once, but the minting loop may see the deadline
+	// pass before the deadline timer runs, and a loaded machine may delay
+	// that timer for seconds: wait for it up to LostWait, and leave the
+	// judgment of its lateness to the checker, which knows how late the
+	// process's control timer was.
+	t := time.NewTimer(LostWait)
 	select {
 	case <-lease.Lost():
 	case <-t.C:
