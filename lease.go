@@ -86,11 +86,13 @@ func (l *Lease) PreviousHorizon() int64 { return l.prev }
 
 // Lost returns a channel that is closed exactly once, when the lease ends:
 // taken over, expired (the local deadline passed without a successful
-// renewal), or released. Err then says why.
+// renewal, or the database found the lease expired), evicted by an
+// operator, lost in a database failover, or released. Err then says why.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns nil while the lease is held; after that an error matching
-// ErrLeaseLost and one of ErrTakenOver, ErrExpired or ErrReleased.
+// ErrLeaseLost and one of ErrTakenOver, ErrExpired, ErrEvicted, ErrFailover
+// or ErrReleased.
 func (l *Lease) Err() error {
 	f := l.fence.Load()
 	if f.err == nil && l.passed(f) {
