@@ -62,7 +62,7 @@ func TestBenchRun(t *testing.T) {
 	}
 	for _, want := range []string{"command:    nodeid bench --held=0,0.5 --herd=4 --herd-ids=8 --only=herd,scale --samples=3 --scale-ids=16",
 		"machine:", "server:", "settings:", "Herd start: 4 concurrent Acquires", "library", "sql-advisory-lock",
-		"Scale:", "Targets:", "lowest-free order holds", "(dropped)"} {
+		"Scale:", "fresh", "Targets:", "lowest-free order holds", "(dropped)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the report lacks %q", want)
 		}
@@ -75,7 +75,7 @@ func TestBenchRun(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Herd == nil || len(res.Herd.Runs) != len(bench.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 5 ||
+	if res.Herd == nil || len(res.Herd.Runs) != len(bench.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 6 ||
 		res.Overhead != nil || !res.Env.Dropped || len(res.Env.Tables) != 2 {
 		t.Errorf("results: herd %v, scale %v, overhead %v, tables %v dropped %v", res.Herd != nil, res.Scale != nil, res.Overhead != nil, res.Env.Tables, res.Env.Dropped)
 	}
