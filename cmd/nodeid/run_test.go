@@ -46,6 +46,7 @@ func startCLI(t *testing.T, args ...string) *background {
 	b := &background{done: make(chan struct{})}
 	a := newApp(strings.NewReader(""), &b.stdout, &b.stderr)
 	a.getenv = func(string) string { return "" }
+	a.self = testSelf
 	go func() {
 		defer close(b.done)
 		b.code = a.main(args)
