@@ -158,7 +158,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	}
 	opts := []nodeid.Option{
 		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi), nodeid.WithWait(o.wait),
-		nodeid.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		nodeid.WithLogger(slog.New(newLineHandler(a.stderr, slog.LevelWarn))),
 	}
 	if o.owner != "" {
 		opts = append(opts, nodeid.WithOwner(o.owner))

@@ -222,11 +222,12 @@ while :; do sleep 0.05; done
 	if r.code != 128+9 {
 		t.Errorf("exit code %d, want 137 (SIGKILL)", r.code)
 	}
-	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child} {
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not say %q: %s", want, r.stderr)
 		}
 	}
+	checkLineFormat(t, r.stderr)
 	// Released, or, if the release reached the database after the expiry,
 	// lapsed: either way no longer held, and by no one else.
 	var held bool
@@ -284,5 +285,16 @@ func TestRunBadInput(t *testing.T) {
 	wantExit(t, r, exitFailure, "cannot start /no/such/command")
 	if row := readLease(t, db, 0); !row.free || row.reason != "released" {
 		t.Errorf("the lease of a command that could not start: %+v", row)
+	}
+}
+
+// checkLineFormat fails the test unless every line of stderr, the
+// library's log lines included, is a "nodeid: " line.
+func checkLineFormat(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if !strings.HasPrefix(line, "nodeid: ") || strings.Contains(line, "level=") {
+			t.Errorf("a line of stderr is not in the format of the others: %q", line)
+		}
 	}
 }
