@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,12 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // The environment of a command started by "nodeid run".
@@ -28,12 +31,22 @@ const (
 	EnvLeaseFile  = "NODEID_LEASE_FILE"         // the lease file, rewritten at every renewal
 )
 
+// dbSecretEnv are the variables that may hold the database's password:
+// the command does not get them unless --keep-db-env is given.
+var dbSecretEnv = []string{EnvDatabaseURL, "PGPASSWORD", "PGSSLPASSWORD"}
+
+// waitReportEvery is how often run --wait says it is still waiting.
+var waitReportEvery = 30 * time.Second
+
 // runOptions are the flags of run.
 type runOptions struct {
-	ttl, grace time.Duration
-	owner      string
-	wait       bool
-	rf         rangeFlags
+	ttl, grace, timeout time.Duration
+	graceSet            bool
+	owner               string
+	wait                bool
+	create              bool
+	keepDBEnv           bool
+	rf                  rangeFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -65,6 +78,8 @@ The command's environment gets:
                              deadline_ms, deadline_boottime_ns (the deadline on
                              CLOCK_BOOTTIME, which no clock step moves) and
                              horizon_ceiling_ms
+DATABASE_URL, PGPASSWORD and PGSSLPASSWORD are removed from it unless
+--keep-db-env is given.
 
 The contract: on SIGTERM the command must stop minting IDs at once; it may
 spend up to NODEID_DEADLINE_GRACE milliseconds on a shutdown that mints
@@ -114,14 +129,24 @@ What still needs the command's cooperation:
     runs as another user (a setuid program).
   - Stamps must come from this host's wall clock.
 
+Passwords: a password in --dsn is visible to every user of this host (ps,
+/proc); give it in PGPASSWORD, in a password file (~/.pgpass, or the file
+PGPASSFILE names) or in DATABASE_URL, which only the same user and root can
+read.
+
+Exit codes: the command's; 1 if it could not start or the database failed;
+2 bad usage; 3 no node ID available (or --timeout passed); 130 if
+interrupted while waiting for a node ID.
+
 Test hook: NODEID_RUN_TEST_CLOCK_FILE names a file holding an offset in
 milliseconds that nodeid run and its fence add to the wall clock; a change
 of the offset counts as a clock step. It is for tests only.`,
 		Example: `  nodeid run -- python3 service.py
   nodeid run --ttl 30s --grace 5s --owner billing-7 -- java -jar billing.jar
-  nodeid run --wait --range 0-63 -- ./worker --flag`,
+  nodeid run --wait --timeout 5m --range 0-63 -- ./worker --flag`,
 		Args: minArgs(1, "a command to run, after --"),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			o.graceSet = cmd.Flags().Changed("grace")
 			return a.runUnderLease(cmd, o, args)
 		}),
 	}
@@ -129,20 +154,42 @@ of the offset counts as a clock step. It is for tests only.`,
 	fl.SetInterspersed(false) // flags after COMMAND are the command's
 	fl.Var(newDurationValue(&o.ttl, nodeid.DefaultTTL), "ttl",
 		fmt.Sprintf("lease TTL, %s to %s; a crashed holder's node ID frees up after it", nodeid.MinTTL, nodeid.MaxTTL))
-	fl.Var(newDurationValue(&o.grace, 0), "grace", "time between SIGTERM and the deadline; at most TTL/2 (default TTL/6)")
+	fl.Var(&defaultedDuration{durationValue: newDurationValue(&o.grace, 0), def: "TTL/6"}, "grace",
+		"time between SIGTERM and the deadline; at most TTL/2")
 	fl.StringVar(&o.owner, "owner", "", "holder name recorded in the table (default host-pid-random)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a node ID to free up instead of exiting with code 3")
+	fl.Var(&defaultedDuration{durationValue: newDurationValue(&o.timeout, 0)}, "timeout",
+		"with --wait: give up after this long, with exit code 3 (default: wait as long as it takes)")
+	fl.BoolVar(&o.create, "create", false, "create the lease table if it is missing (else a missing table is an error)")
+	fl.BoolVar(&o.keepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
 	o.rf.register(cmd)
 	return cmd
 }
 
+// defaultedDuration is a duration flag whose default is described in words
+// ("TTL/6"), or not shown if def is empty.
+type defaultedDuration struct {
+	*durationValue
+	def string
+}
+
+func (d *defaultedDuration) String() string {
+	if d.durationValue == nil || d.text == "" {
+		return d.def
+	}
+	return d.durationValue.String()
+}
+
 func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) error {
 	grace := o.grace
-	if !cmd.Flags().Changed("grace") {
+	if !o.graceSet {
 		grace = o.ttl / 6
 	}
 	if grace <= 0 || grace > o.ttl/2 {
 		return usagef("--grace %s: it must be positive and at most half the TTL (%s)", grace, o.ttl/2)
+	}
+	if o.timeout > 0 && !o.wait {
+		return usagef("--timeout %s: it bounds --wait, which is not given", o.timeout)
 	}
 	r, err := o.rf.resolve()
 	if err != nil {
@@ -157,7 +204,8 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 	opts := []nodeid.Option{
-		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi), nodeid.WithWait(o.wait),
+		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi),
+		nodeid.WithCreateTable(o.create),
 		nodeid.WithLogger(slog.New(newLineHandler(a.stderr, slog.LevelWarn))),
 	}
 	if o.owner != "" {
@@ -165,18 +213,25 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	}
 	a.privileges = "SELECT, INSERT and UPDATE on " + a.table + " and " + a.table + "_history"
 
-	reg, err := nodeid.New(db, opts...)
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
-	ctx, stop := a.interrupted(cmd.Context())
+	ictx, stop := a.interrupted(cmd.Context())
 	defer stop()
-	lease, err := reg.Acquire(ctx)
-	if errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
-		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
+	ctx := ictx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ictx, o.timeout, fmt.Errorf("gave up after --timeout %s", o.timeout))
+		defer cancel()
 	}
-	if err != nil {
+	lease, closeReg, err := a.acquire(ctx, db, opts, o, r)
+	defer closeReg()
+	switch {
+	case err == nil:
+	case ictx.Err() != nil:
+		return &exitCodeError{code: 130, msg: "interrupted while waiting for a node ID"}
+	case !o.create && postgres.SQLSTATE(err) == "42P01":
+		return fmt.Errorf("%s; or add --create", a.explain(err))
+	case errors.Is(err, nodeid.ErrNoNodeIDAvailable) && !o.wait:
+		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
+	default:
 		return err
 	}
 
@@ -188,6 +243,9 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	defer steps.Close()
 	if err := a.waitPastHorizon(ctx, lease, clock, o); err != nil {
 		releaseUnused(lease)
+		if ictx.Err() != nil {
+			return &exitCodeError{code: 130, msg: "interrupted while waiting for the clock to pass the node ID's horizon"}
+		}
 		return err
 	}
 	// From here on, these signals are for the supervisor to pass on.
@@ -197,9 +255,55 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	stop()
 	s := &supervisor{
 		a: a, lease: lease, grace: grace, ttl: o.ttl, argv: args, name: printable(args[0]),
-		clock: clock, steps: steps, sigs: sigs,
+		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs,
 	}
 	return s.run()
+}
+
+// acquire claims a node ID; with --wait, when none is free, it says so and
+// waits for one, saying every waitReportEvery that it still waits. The
+// returned function closes the registries.
+func (a *app) acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, o runOptions, r nodeRange) (*nodeid.Lease, func(), error) {
+	reg, err := nodeid.New(db, append(opts, nodeid.WithWait(false))...)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	lease, err := reg.Acquire(ctx)
+	if err == nil || !o.wait || !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		return lease, func() { _ = reg.Close() }, err
+	}
+	waitReg, werr := nodeid.New(db, append(opts, nodeid.WithWait(true))...)
+	closeBoth := func() { _ = reg.Close(); _ = waitReg.Close() }
+	if werr != nil {
+		return nil, func() { _ = reg.Close() }, werr
+	}
+	until := ""
+	if o.timeout > 0 {
+		until = ", for at most " + o.timeout.String()
+	}
+	fmt.Fprintf(a.stderr, "nodeid: %s; waiting for one to free up (--wait%s)\n", strings.TrimPrefix(err.Error(), "nodeid: "), until)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(waitReportEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(a.stderr, "nodeid: still waiting for a node ID of %d-%d in table %s (%s so far)\n",
+					r.lo, r.hi, a.table, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	lease, err = waitReg.Acquire(ctx)
+	close(done)
+	wg.Wait()
+	return lease, closeBoth, err
 }
 
 // releaseUnused releases a lease under which nothing ran: the node ID
@@ -264,12 +368,17 @@ func leaseCeiling(l *nodeid.Lease) (ceiling int64, ok bool) {
 	return lo, true
 }
 
-// commandEnv returns the command's environment: this process's, with the
-// lease's variables.
-func commandEnv(lease map[string]string) []string {
+// commandEnv returns the command's environment: this process's, without
+// the database's secrets (unless keepDB) and with the lease's variables.
+func commandEnv(keepDB bool, lease map[string]string) []string {
 	drop := map[string]bool{}
 	for k := range lease {
 		drop[k] = true
+	}
+	if !keepDB {
+		for _, k := range dbSecretEnv {
+			drop[k] = true
+		}
 	}
 	var env []string
 	for _, kv := range os.Environ() {

@@ -269,7 +269,7 @@ func (s *fenceSetup) setClock(t *testing.T, offset int64) {
 
 // holderArgs are the arguments of "nodeid run" on node ID 0 with ttl.
 func (s *fenceSetup) holderArgs(ttl string, wait bool, command ...string) []string {
-	args := []string{"--dsn", s.dsn, "--range", "0-0", "--ttl", ttl}
+	args := []string{"--dsn", s.dsn, "--create", "--range", "0-0", "--ttl", ttl}
 	if wait {
 		args = append(args, "--wait")
 	}
@@ -578,7 +578,7 @@ func TestRunFenceForwardStep(t *testing.T) {
 // ID's horizon where it was, so that the next run starts at once.
 func TestRunFenceStartFailure(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	mustCLI(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true")
+	mustCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "true")
 	before := readLease(t, db, 0)
 	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "/no/such/binary")
 	wantExit(t, r, exitFailure, "cannot start /no/such/binary")

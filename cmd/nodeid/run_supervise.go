@@ -30,6 +30,7 @@ type supervisor struct {
 	name       string // argv[0], printable
 	clock      *wallClock
 	steps      *stepWatch
+	keepDBEnv  bool
 	sigs       <-chan os.Signal
 
 	leaseDir    string
@@ -116,7 +117,7 @@ func (s *supervisor) startFence() error {
 	if env == nil {
 		env = os.Environ()
 	}
-	c.Env = env
+	c.Env = withoutKeys(env, dbSecretEnv)
 	c.ExtraFiles = []*os.File{ctlR, statusW} // descriptors 3 and 4
 	c.Stdin, c.Stdout, c.Stderr = s.a.stdin, s.a.stdout, s.a.rawStderr
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the command's process group
@@ -167,7 +168,7 @@ func (s *supervisor) startFence() error {
 	}
 	// Should this fail, the fence exits and the loop sees it.
 	_ = s.ctl.send(fenceMsg{
-		Op: opStart, Argv: s.argv, Env: commandEnv(lease),
+		Op: opStart, Argv: s.argv, Env: commandEnv(s.keepDBEnv, lease),
 		Grace: s.grace, TTL: s.ttl, LeaseDir: s.leaseDir,
 		Deadline: bootDeadline(s.deadline), Ceiling: s.ceiling,
 	})
@@ -395,4 +396,20 @@ func (s *supervisor) finish() error {
 		return &exitCodeError{code: 128 + int(syscall.SIGKILL)}
 	}
 	return &exitCodeError{code: exitFailure, msg: fmt.Sprintf("the fence of %s exited without reporting its exit status; its processes were killed", s.name)}
+}
+
+// withoutKeys returns env without the variables named in keys.
+func withoutKeys(env, keys []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := false
+		for _, d := range keys {
+			drop = drop || k == d
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
