@@ -93,6 +93,7 @@ func (a *app) runFence() error {
 	}
 	clock, err := newWallClock(a.getenv)
 	if err != nil {
+		_ = (&jsonLines{w: status}).send(fenceEvent{Ev: evFailed, Err: err.Error()})
 		return err
 	}
 	f := &fence{
