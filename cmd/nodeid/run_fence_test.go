@@ -503,7 +503,10 @@ func TestRunFenceBackwardStep(t *testing.T) {
 	s := newFenceSetup(t)
 	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
-	s.setClock(t, -2500)
+	// Far enough back that the next holder, however slow to start, would
+	// stamp again what the first stamped before the step, were it not
+	// made to wait.
+	s.setClock(t, -10_000)
 	pollUntil(t, 30*time.Second, "the stamper seeing the step", func() bool {
 		_, pids := readStamps(t, s.dir1)
 		b, _ := os.ReadFile(filepath.Join(s.dir1, strconv.Itoa(pids[0])))
@@ -569,6 +572,12 @@ func TestRunFenceForwardStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	h1.wait(t, 60*time.Second)
+	pollUntil(t, 30*time.Second, "the first holder's stampers gone", func() bool { return len(stampersAlive(t, s.dir1)) == 0 })
+	// Released or lapsing, the node ID keeps a horizon past every stamp.
+	s1, _ := readStamps(t, s.dir1)
+	if _, l1 := stampSpan(s1); horizon() < l1 {
+		t.Errorf("the node ID's horizon %s is before the first holder's last stamp %s", exactMs(horizon()), exactMs(l1))
+	}
 	s.setClock(t, 0) // the clock is set right
 	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, nil)
