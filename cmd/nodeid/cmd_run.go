@@ -98,7 +98,8 @@ by a running nodeid run moves the deadline, so a stopped (SIGSTOP, Ctrl-Z)
 or killed nodeid run does not extend it; and the deadline precedes the
 lease's expiry in the database: nothing the command started still runs
 when another process can claim the node ID. Should the fence itself be
-stopped or killed, nodeid run kills the command's processes at the deadline.
+killed, nodeid run adopts the command's processes and kills them at once;
+should it be stopped, nodeid run kills them at the deadline.
 
 When the command exits, whatever it left running is killed, and the node ID
 is released with an exact horizon: the wall-clock time read once every
@@ -118,10 +119,11 @@ interactive programs.
 What still needs the command's cooperation:
   - After a forward step of the wall clock straight past the ceiling less
     TTL/20, the command may stamp IDs after the ceiling for as long as the
-    fence needs to kill it (its scheduling latency: well under a millisecond
-    on an idle host, more on a loaded one). A command that reads
-    horizon_ceiling_ms from NODEID_LEASE_FILE, and stamps nothing after it,
-    makes none.
+    fence takes to kill it: the time the kernel takes to wake it, one read
+    of /proc and a SIGKILL to each process, which a loaded host lengthens.
+    (A step that lands short of the ceiling less TTL/20 leaves TTL/20 for
+    that.) A command that reads horizon_ceiling_ms from NODEID_LEASE_FILE,
+    and stamps nothing after it, makes none.
   - The fence kills the processes of its own tree only: a process the
     command has started through another (a systemd unit, a container
     runtime, ssh, a job queue) is outside it.
