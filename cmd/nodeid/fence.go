@@ -253,16 +253,12 @@ func (f *fence) guard(msgs <-chan fenceMsg) error {
 				f.send(fenceEvent{Ev: evTerm, Why: whyDeadline, In: max(time.Duration(f.killAt-bootNow()), 0)})
 			}
 		case <-killA.C:
-			if bootNow() >= f.killAt {
-				why := whyDeadline
-				if f.killAt < f.deadline {
-					why = whyGrace
-				}
+			if why := f.due(); why != "" {
 				return f.killAll(why, nil)
 			}
 		case <-ceilA.C:
-			if f.clock.nowMs() >= f.ceilingKillMs() {
-				return f.killAll(whyCeiling, nil)
+			if why := f.due(); why != "" {
+				return f.killAll(why, nil)
 			}
 		case <-hookTick:
 			if o := f.clock.offset(); o != offset {
@@ -281,6 +277,22 @@ func (f *fence) guard(msgs <-chan fenceMsg) error {
 			}
 		}
 	}
+}
+
+// due returns why every process of the command must be killed now, if it
+// must: the deadline (or the grace after SIGTERM), else the ceiling. Both
+// alarms may be found expired at once on a loaded host; the deadline is
+// the reason to report then.
+func (f *fence) due() string {
+	switch {
+	case bootNow() >= f.killAt && f.killAt < f.deadline:
+		return whyGrace
+	case bootNow() >= f.killAt:
+		return whyDeadline
+	case f.clock.nowMs() >= f.ceilingKillMs():
+		return whyCeiling
+	}
+	return ""
 }
 
 // handle applies a message of the supervisor.

@@ -26,7 +26,9 @@ import (
 // milliseconds read from the wall clock of the test hook into files. A
 // second "nodeid run --wait" takes the node ID over; no millisecond may be
 // stamped under both leases, and every stamp of the second holder must come
-// after every stamp of the first.
+// after every stamp of the first. The TTL is 10s, not the least allowed, 3s:
+// on a loaded host a 3s lease can expire before its command has started,
+// which is safe, but leaves nothing to test.
 
 // stamperArg as the first argument makes the test binary a stamper.
 const stamperArg = "nodeid-test-stamper"
@@ -322,18 +324,18 @@ func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 // before a second holder can take the node ID over.
 func TestRunFenceSupervisorStopped(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	if err := syscall.Kill(h1.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("3s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
 	}
-	if !strings.Contains(h1.stderr.String(), "deadline") {
-		t.Errorf("the first holder does not say that the deadline stopped its command: %s", h1.stderr.String())
+	if !strings.Contains(h1.stderr.String(), "sending SIGTERM to") && !strings.Contains(h1.stderr.String(), "sending SIGKILL to") {
+		t.Errorf("the first holder does not say that its command was stopped: %s", h1.stderr.String())
 	}
 }
 
@@ -343,7 +345,7 @@ func TestRunFenceSupervisorStopped(t *testing.T) {
 // node ID over.
 func TestRunFenceCtrlZ(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	_, pids := readStamps(t, s.dir1)
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
@@ -360,7 +362,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 	if !stopped(h1.pid()) || !stopped(pids[0]) {
 		t.Errorf("after Ctrl-Z: nodeid run stopped %v, its command stopped %v; want both", stopped(h1.pid()), stopped(pids[0]))
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("3s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
@@ -371,7 +373,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 // stopped, then continued, and runs to its end under the same lease.
 func TestRunFenceJobControl(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	_, pids := readStamps(t, s.dir1)
 	state := func(pid int) byte {
@@ -402,12 +404,12 @@ func TestRunFenceJobControl(t *testing.T) {
 func TestRunFenceSupervisorKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, command...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, command...)...)
 	s.waitStamping(t, s.dir1, h1)
 	if err := h1.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("3s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, nil)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
@@ -420,7 +422,7 @@ func TestRunFenceSupervisorKilled(t *testing.T) {
 func TestRunFenceKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, command...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, command...)...)
 	s.waitStamping(t, s.dir1, h1)
 	fence := childOf(t, h1.pid(), "run-fence")
 	if err := syscall.Kill(fence, syscall.SIGKILL); err != nil {
@@ -450,7 +452,7 @@ func TestRunFenceStopped(t *testing.T) {
 	}
 	defer p.Close()
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	args := s.holderArgs("3s", false, command...)
+	args := s.holderArgs("10s", false, command...)
 	args[1] = pgtest.WithAddr(s.dsn, p.Addr())
 	h1 := startHolder(t, s.clock, args...)
 	s.waitStamping(t, s.dir1, h1)
@@ -501,7 +503,7 @@ func childOf(t *testing.T, pid int, arg string) int {
 // past them.
 func TestRunFenceBackwardStep(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("3s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	// Far enough back that the next holder, however slow to start, would
 	// stamp again what the first stamped before the step, were it not
@@ -532,7 +534,7 @@ func TestRunFenceBackwardStep(t *testing.T) {
 	if _, l1 := stampSpan(s1); horizon < l1 {
 		t.Errorf("horizon recorded at release %s, before the last stamp %s", exactMs(horizon), exactMs(l1))
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("3s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, nil)
 }
 
@@ -541,9 +543,8 @@ func TestRunFenceBackwardStep(t *testing.T) {
 // renewal, and nodeid run is then killed: the fence kills the command as
 // the clock nears the horizon, so that nothing is stamped past the horizon
 // the lapsed lease leaves. The next holder, on a clock set back, stamps
-// only after it. The TTL is 10s: the fence kills the command TTL/20 before
-// the horizon, 500ms, a margin that the scheduling of a loaded host does
-// not eat.
+// only after it. The fence kills the command TTL/20 before the horizon,
+// 500ms here, a margin that the scheduling of a loaded host does not eat.
 func TestRunFenceForwardStep(t *testing.T) {
 	s := newFenceSetup(t)
 	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
@@ -587,15 +588,15 @@ func TestRunFenceForwardStep(t *testing.T) {
 // ID's horizon where it was, so that the next run starts at once.
 func TestRunFenceStartFailure(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	mustCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "true")
+	mustCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "10s", "--", "true")
 	before := readLease(t, db, 0)
-	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "/no/such/binary")
+	r := cli(t, "run", "--dsn", dsn, "--ttl", "10s", "--", "/no/such/binary")
 	wantExit(t, r, exitFailure, "cannot start /no/such/binary")
 	after := readLease(t, db, 0)
 	if !after.free || after.epoch != before.epoch+1 || after.horizon != before.horizon || after.historyHorizon != before.horizon {
 		t.Errorf("after the failed start: %+v; want node 0 free at epoch %d with the horizon %d it had", after, before.epoch+1, before.horizon)
 	}
-	r = cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", `echo "$NODEID_HORIZON_MS"`)
+	r = cli(t, "run", "--dsn", dsn, "--ttl", "10s", "--", "sh", "-c", `echo "$NODEID_HORIZON_MS"`)
 	if want := strconv.FormatInt(before.horizon, 10) + "\n"; r.code != 0 || r.stdout != want {
 		t.Errorf("the run after the failed start: %+v; want exit 0 and the horizon %q", r, want)
 	}
