@@ -245,8 +245,11 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	defer steps.Close()
 	if err := a.waitPastHorizon(ctx, lease, clock, o); err != nil {
 		releaseUnused(lease)
-		if ictx.Err() != nil {
+		switch {
+		case ictx.Err() != nil:
 			return &exitCodeError{code: 130, msg: "interrupted while waiting for the clock to pass the node ID's horizon"}
+		case ctx.Err() != nil: // --timeout
+			return &exitCodeError{code: exitNoNodeID, msg: err.Error()}
 		}
 		return err
 	}
@@ -302,9 +305,14 @@ func (a *app) acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, o r
 			}
 		}
 	}()
+	first := err
 	lease, err = waitReg.Acquire(ctx)
 	close(done)
 	wg.Wait()
+	if err != nil && ctx.Err() != nil && !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		// Interrupted, or --timeout passed, while a claim was under way.
+		err = fmt.Errorf("%w: stopped waiting: %w", first, context.Cause(ctx))
+	}
 	return lease, closeBoth, err
 }
 

@@ -329,6 +329,32 @@ func TestRunWaitTimeout(t *testing.T) {
 	wantExit(t, cli(t, "run", "--dsn", dsn, "--timeout", "1s", "--", "true"), exitUsage, "--timeout 1s", "--wait")
 }
 
+// TestRunWaitTimeoutMidClaim: --timeout passing while a claim hangs (the
+// database went silent) still gives up with exit code 3 and the reason.
+func TestRunWaitTimeoutMidClaim(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db, dsn := pgtest.NewDB(t)
+	holdNode0(t, db, dsn)
+	p, err := pgtest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	b := startCLI(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--range", "0-0", "--wait", "--timeout", "3s", "--", "true")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), "waiting for one to free up"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("run --wait did not start waiting: %s", b.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Blackhole()
+	r := b.wait(t, 60*time.Second)
+	p.Restore()
+	if r.code != exitNoNodeID || !strings.Contains(r.stderr, "gave up after --timeout 3s") {
+		t.Errorf("--timeout during a silent claim: %+v; want exit code 3 and the reason", r)
+	}
+}
+
 // TestRunWaitInterrupted: while waiting, run --wait says again that it is
 // still waiting, and Ctrl-C (SIGINT) ends it with exit code 130.
 func TestRunWaitInterrupted(t *testing.T) {
