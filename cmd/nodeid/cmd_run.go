@@ -223,6 +223,12 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		ctx, cancel = context.WithTimeoutCause(ictx, o.timeout, fmt.Errorf("gave up after --timeout %s", o.timeout))
 		defer cancel()
 	}
+	// From before the claim: a step at any time of the lease counts.
+	steps, err := newStepWatch(clock)
+	if err != nil {
+		return err
+	}
+	defer steps.Close()
 	lease, closeReg, err := a.acquire(ctx, db, opts, o, r)
 	defer closeReg()
 	switch {
@@ -237,12 +243,6 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 
-	steps, err := newStepWatch(clock)
-	if err != nil {
-		releaseUnused(lease)
-		return err
-	}
-	defer steps.Close()
 	if err := a.waitPastHorizon(ctx, lease, clock, o); err != nil {
 		releaseUnused(lease)
 		switch {
