@@ -179,9 +179,11 @@ type treeKiller struct {
 	reported map[int]bool
 }
 
-// round sends SIGKILL to every live process under root. It reports
-// whether none was alive (and the table could be read with certainty),
-// and the PIDs seen (alive or zombie), for the caller to reap its own.
+// round stops every live process under root, then sends each SIGKILL:
+// stopped first, none of them runs on to see the others die (a shell
+// reporting its child killed) or to fork. It reports whether none was
+// alive (and the table could be read with certainty), and the PIDs seen
+// (alive or zombie), for the caller to reap its own.
 func (k *treeKiller) round() (none bool, seen []int, err error) {
 	t, err := readProcessTable()
 	if err != nil {
@@ -189,10 +191,14 @@ func (k *treeKiller) round() (none bool, seen []int, err error) {
 	}
 	pids, sure := t.descendants(k.root, k.since)
 	none = sure
+	var alive []int
 	for _, pid := range pids {
-		if !t[pid].alive() {
-			continue
+		if t[pid].alive() {
+			alive = append(alive, pid)
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
 		}
+	}
+	for _, pid := range alive {
 		none = false
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) && k.failed != nil {
 			if k.reported == nil {

@@ -559,7 +559,13 @@ func TestRunFenceForwardStep(t *testing.T) {
 	// Step right after a renewal, so that the next one is TTL/3 away.
 	h0 := horizon()
 	var h int64
-	pollUntil(t, 30*time.Second, "a renewal", func() bool { h = horizon(); return h > h0 })
+	pollUntil(t, 60*time.Second, "a renewal", func() bool {
+		if h1.exited() {
+			t.Fatalf("the first nodeid run exited; stderr: %s", h1.stderr.String())
+		}
+		h = horizon()
+		return h > h0
+	})
 	s.setClock(t, h-time.Now().UnixMilli()-600)
 	// Unfenced, the command would stamp past the horizon 600ms after the
 	// step, and 1.5s past it a good second before the next renewal; by
