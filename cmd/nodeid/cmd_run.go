@@ -2,36 +2,51 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // The environment of a command started by "nodeid run".
 const (
-	EnvNode      = "NODEID_NODE"           // the leased node ID
-	EnvEpoch     = "NODEID_EPOCH"          // the claim's fencing epoch
-	EnvGrace     = "NODEID_DEADLINE_GRACE" // whole milliseconds between SIGTERM and the deadline
-	EnvHorizonMs = "NODEID_HORIZON_MS"     // unix ms: stamp only IDs after it
+	EnvNode       = "NODEID_NODE"               // the leased node ID
+	EnvEpoch      = "NODEID_EPOCH"              // the claim's fencing epoch
+	EnvGrace      = "NODEID_DEADLINE_GRACE"     // whole milliseconds between SIGTERM and the deadline
+	EnvHorizonMs  = "NODEID_HORIZON_MS"         // unix ms: stamp only IDs after it
+	EnvCeilingMs  = "NODEID_HORIZON_CEILING_MS" // unix ms: stamp no ID after it (as of the start)
+	EnvDeadlineMs = "NODEID_DEADLINE_MS"        // unix ms: the lease's deadline by the wall clock (as of the start)
+	EnvLeaseFile  = "NODEID_LEASE_FILE"         // the lease file, rewritten at every renewal
 )
+
+// dbSecretEnv are the variables that may hold the database's password:
+// the command does not get them unless --keep-db-env is given.
+var dbSecretEnv = []string{EnvDatabaseURL, "PGPASSWORD", "PGSSLPASSWORD"}
+
+// waitReportEvery is how often run --wait says it is still waiting.
+var waitReportEvery = 30 * time.Second
 
 // runOptions are the flags of run.
 type runOptions struct {
-	ttl, grace time.Duration
-	owner      string
-	wait       bool
-	rf         rangeFlags
+	ttl, grace, timeout time.Duration
+	graceSet            bool
+	owner               string
+	wait                bool
+	create              bool
+	keepDBEnv           bool
+	rf                  rangeFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -44,37 +59,96 @@ lease while it runs, stop it if the lease is lost, release the node ID when
 it exits, and exit with its exit code (128+N if signal N killed it).
 
 The command's environment gets:
-  NODEID_NODE            the node ID to put in the IDs it mints
-  NODEID_EPOCH           the claim's fencing epoch (for epoch bits or fencing tokens)
-  NODEID_HORIZON_MS      unix milliseconds: stamp only IDs strictly after it
-                         (nodeid run starts the command only once the clock has
-                         passed it, waiting up to --ttl/5)
-  NODEID_DEADLINE_GRACE  whole milliseconds (--grace): the time the command is
-                         given between SIGTERM and the lease's local deadline
+  NODEID_NODE                the node ID to put in the IDs it mints
+  NODEID_EPOCH               the claim's fencing epoch (for epoch bits or
+                             fencing tokens)
+  NODEID_HORIZON_MS          unix milliseconds: stamp only IDs strictly after it
+                             (nodeid run starts the command once the wall clock
+                             has passed it, waiting up to TTL/5, or for as long
+                             as it takes with --wait)
+  NODEID_HORIZON_CEILING_MS  unix milliseconds: stamp no ID after it, as of the
+                             start (renewals raise it)
+  NODEID_DEADLINE_MS         unix milliseconds: the lease's deadline by the wall
+                             clock, as of the start (renewals move it)
+  NODEID_DEADLINE_GRACE      whole milliseconds (--grace): the time the command
+                             is given between SIGTERM and the deadline
+  NODEID_LEASE_FILE          a file rewritten (write, then rename) at every
+                             renewal and when the lease ends, one key=value a
+                             line: node, epoch, held (true or false),
+                             deadline_ms, deadline_boottime_ns (the deadline on
+                             CLOCK_BOOTTIME, which no clock step moves) and
+                             horizon_ceiling_ms
+DATABASE_URL, PGPASSWORD and PGSSLPASSWORD are removed from it unless
+--keep-db-env is given.
 
 The contract: on SIGTERM the command must stop minting IDs at once; it may
 spend up to NODEID_DEADLINE_GRACE milliseconds on a shutdown that mints
-nothing. nodeid run sends SIGTERM when the lease is lost (taken over,
-evicted, expired) or when the local deadline is less than the grace away and
-no renewal has moved it; it sends SIGKILL once the grace has passed, and at
-the deadline at the latest. The deadline precedes the lease's expiry in the
-database, so no other process can hold the node ID while the command may
-still mint. The grace must be at most half the TTL (renewals run every
-TTL/3); the default is TTL/6.
+nothing. The grace must be at most half the TTL (renewals run every TTL/3).
 
-The command runs in a process group of its own: SIGINT, SIGTERM and SIGHUP
-sent to nodeid run are forwarded to the group, lease-loss signals go to the
-whole group, and when the command exits whatever is left of its group is
-killed before the lease is released, recording the exit time as the exact
-horizon (so the node ID is free for the next holder at once). If nodeid run
-itself is killed, the command gets SIGKILL (Linux parent-death signal).
-Being in a background process group, the command cannot read from the
-terminal: run services, not interactive programs.`,
+How the command is bounded: it runs under a fence, a small nodeid process
+that leads the command's process group, adopts every orphan of the
+command's tree (a child subreaper, so a double fork or setsid does not take
+a process out of it) and holds the lease's deadline on its own monotonic
+clock. The fence sends SIGTERM to the group when the lease is lost (taken
+over, evicted, expired) or a grace before the deadline if no renewal has
+moved it, and SIGKILL to every process descended from it: at the deadline;
+when the wall clock reaches the lease's horizon ceiling less TTL/20 (a
+forward step of the clock); and at once if nodeid run dies. Only a renewal
+by a running nodeid run moves the deadline, so a stopped (SIGSTOP, Ctrl-Z)
+or killed nodeid run does not extend it; and the deadline precedes the
+lease's expiry in the database: nothing the command started still runs
+when another process can claim the node ID. Should the fence itself be
+killed, nodeid run adopts the command's processes and kills them at once;
+should it be stopped, nodeid run kills them at the deadline.
+
+When the command exits, whatever it left running is killed, and the node ID
+is released with an exact horizon: the wall-clock time read once every
+process of the command is gone, so that the next holder may start at once.
+If the wall clock was set (stepped) while the command ran, the horizon is
+the larger of that time and the ceiling, which covers the stamps made
+before a backward step. A command that could not start leaves the previous
+holder's horizon in place.
+
+Signals: SIGINT, SIGTERM and SIGHUP to nodeid run are passed on to the
+command's process group. Ctrl-Z (SIGTSTP) stops the command's group, then
+nodeid run; fg or bg (SIGCONT) continues both. A command stopped for longer
+than the lease allows is killed at the deadline. In its own, background,
+process group the command cannot read from the terminal: run services, not
+interactive programs.
+
+What still needs the command's cooperation:
+  - After a forward step of the wall clock straight past the ceiling less
+    TTL/20, the command may stamp IDs after the ceiling for as long as the
+    fence takes to kill it: the time the kernel takes to wake it, one read
+    of /proc and a SIGKILL to each process, which a loaded host lengthens.
+    (A step that lands short of the ceiling less TTL/20 leaves TTL/20 for
+    that.) A command that reads horizon_ceiling_ms from NODEID_LEASE_FILE,
+    and stamps nothing after it, makes none.
+  - The fence kills the processes of its own tree only: a process the
+    command has started through another (a systemd unit, a container
+    runtime, ssh, a job queue) is outside it.
+  - Unless nodeid run runs as root, the fence cannot kill a descendant that
+    runs as another user (a setuid program).
+  - Stamps must come from this host's wall clock.
+
+Passwords: a password in --dsn is visible to every user of this host (ps,
+/proc); give it in PGPASSWORD, in a password file (~/.pgpass, or the file
+PGPASSFILE names) or in DATABASE_URL, which only the same user and root can
+read.
+
+Exit codes: the command's; 1 if it could not start or the database failed;
+2 bad usage; 3 no node ID available (or --timeout passed); 130 if
+interrupted while waiting for a node ID.
+
+Test hook: NODEID_RUN_TEST_CLOCK_FILE names a file holding an offset in
+milliseconds that nodeid run and its fence add to the wall clock; a change
+of the offset counts as a clock step. It is for tests only.`,
 		Example: `  nodeid run -- python3 service.py
   nodeid run --ttl 30s --grace 5s --owner billing-7 -- java -jar billing.jar
-  nodeid run --wait --range 0-63 -- ./worker --flag`,
+  nodeid run --wait --timeout 5m --range 0-63 -- ./worker --flag`,
 		Args: minArgs(1, "a command to run, after --"),
 		RunE: a.action(func(cmd *cobra.Command, args []string) error {
+			o.graceSet = cmd.Flags().Changed("grace")
 			return a.runUnderLease(cmd, o, args)
 		}),
 	}
@@ -82,22 +156,48 @@ terminal: run services, not interactive programs.`,
 	fl.SetInterspersed(false) // flags after COMMAND are the command's
 	fl.Var(newDurationValue(&o.ttl, nodeid.DefaultTTL), "ttl",
 		fmt.Sprintf("lease TTL, %s to %s; a crashed holder's node ID frees up after it", nodeid.MinTTL, nodeid.MaxTTL))
-	fl.Var(newDurationValue(&o.grace, 0), "grace", "time between SIGTERM and the deadline; at most TTL/2 (default TTL/6)")
+	fl.Var(&defaultedDuration{durationValue: newDurationValue(&o.grace, 0), def: "TTL/6"}, "grace",
+		"time between SIGTERM and the deadline; at most TTL/2")
 	fl.StringVar(&o.owner, "owner", "", "holder name recorded in the table (default host-pid-random)")
 	fl.BoolVar(&o.wait, "wait", false, "wait for a node ID to free up instead of exiting with code 3")
-	o.rf.register(cmd)
+	fl.Var(&defaultedDuration{durationValue: newDurationValue(&o.timeout, 0)}, "timeout",
+		"with --wait: give up after this long, with exit code 3 (default: wait as long as it takes)")
+	fl.BoolVar(&o.create, "create", false, "create the lease table if it is missing (else a missing table is an error)")
+	fl.BoolVar(&o.keepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
+	o.rf.registerDefault(cmd, "the table's", "the table's")
 	return cmd
+}
+
+// defaultedDuration is a duration flag whose default is described in words
+// ("TTL/6"), or not shown if def is empty.
+type defaultedDuration struct {
+	*durationValue
+	def string
+}
+
+func (d *defaultedDuration) String() string {
+	if d.durationValue == nil || d.text == "" {
+		return d.def
+	}
+	return d.durationValue.String()
 }
 
 func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) error {
 	grace := o.grace
-	if !cmd.Flags().Changed("grace") {
+	if !o.graceSet {
 		grace = o.ttl / 6
 	}
 	if grace <= 0 || grace > o.ttl/2 {
 		return usagef("--grace %s: it must be positive and at most half the TTL (%s)", grace, o.ttl/2)
 	}
+	if o.timeout > 0 && !o.wait {
+		return usagef("--timeout %s: it bounds --wait, which is not given", o.timeout)
+	}
 	r, err := o.rf.resolve()
+	if err != nil {
+		return err
+	}
+	clock, err := newWallClock(a.getenv)
 	if err != nil {
 		return err
 	}
@@ -106,149 +206,206 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 	opts := []nodeid.Option{
-		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithNodeRange(r.lo, r.hi), nodeid.WithWait(o.wait), nodeid.WithCreateTable(true),
-		nodeid.WithLogger(slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithCreateTable(o.create),
+		nodeid.WithLogger(slog.New(newLineHandler(a.stderr, slog.LevelWarn))),
+	}
+	// Without --range or --nodes, the table's recorded range (a new table,
+	// with --create, gets the default one).
+	which := "a node ID"
+	if o.rf.given() {
+		opts = append(opts, nodeid.WithNodeRange(r.lo, r.hi))
+		which = fmt.Sprintf("a node ID of %s", r)
 	}
 	if o.owner != "" {
 		opts = append(opts, nodeid.WithOwner(o.owner))
 	}
-	reg, err := nodeid.New(db, opts...)
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
 	a.privileges = "SELECT, INSERT and UPDATE on " + a.table + " and " + a.table + "_history"
-	actx, stop := a.interrupted(cmd.Context())
-	lease, err := reg.Acquire(actx)
-	stop()
-	if errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
-		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
+
+	ictx, stop := a.interrupted(cmd.Context())
+	defer stop()
+	ctx := ictx
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ictx, o.timeout, fmt.Errorf("gave up after --timeout %s", o.timeout))
+		defer cancel()
 	}
+	// From before the claim: a step at any time of the lease counts.
+	steps, err := newStepWatch(clock)
 	if err != nil {
 		return err
 	}
-	if err := waitPastHorizon(lease, o.ttl/5); err != nil {
-		_ = lease.Release(context.Background())
+	defer steps.Close()
+	lease, closeReg, err := a.acquire(ctx, db, opts, o, which)
+	defer closeReg()
+	switch {
+	case err == nil:
+	case ictx.Err() != nil:
+		return &exitCodeError{code: 130, msg: "interrupted while waiting for a node ID"}
+	case !o.create && postgres.SQLSTATE(err) == "42P01":
+		return fmt.Errorf("%s; or add --create", a.explain(err))
+	case errors.Is(err, nodeid.ErrNoNodeIDAvailable) && !o.wait:
+		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
+	default:
 		return err
 	}
-	return a.supervise(lease, grace, args)
+
+	if err := a.waitPastHorizon(ctx, lease, clock, o); err != nil {
+		releaseUnused(lease)
+		switch {
+		case ictx.Err() != nil:
+			return &exitCodeError{code: 130, msg: "interrupted while waiting for the clock to pass the node ID's horizon"}
+		case ctx.Err() != nil: // --timeout
+			return &exitCodeError{code: exitNoNodeID, msg: err.Error()}
+		}
+		return err
+	}
+	// From here on, these signals are for the supervisor to pass on.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
+	defer signal.Stop(sigs)
+	stop()
+	s := &supervisor{
+		a: a, lease: lease, grace: grace, ttl: o.ttl, argv: args, name: printable(args[0]),
+		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs,
+	}
+	return s.run()
+}
+
+// acquire claims a node ID; with --wait, when none is free, it says so and
+// waits for one, saying every waitReportEvery that it still waits. The
+// returned function closes the registries.
+func (a *app) acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, o runOptions, which string) (*nodeid.Lease, func(), error) {
+	reg, err := nodeid.New(db, append(opts, nodeid.WithWait(false))...)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	lease, err := reg.Acquire(ctx)
+	if err == nil || !o.wait || !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		return lease, func() { _ = reg.Close() }, err
+	}
+	waitReg, werr := nodeid.New(db, append(opts, nodeid.WithWait(true))...)
+	closeBoth := func() { _ = reg.Close(); _ = waitReg.Close() }
+	if werr != nil {
+		return nil, func() { _ = reg.Close() }, werr
+	}
+	until := ""
+	if o.timeout > 0 {
+		until = ", for at most " + o.timeout.String()
+	}
+	fmt.Fprintf(a.stderr, "nodeid: %s; waiting for one to free up (--wait%s)\n", strings.TrimPrefix(err.Error(), "nodeid: "), until)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(waitReportEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(a.stderr, "nodeid: still waiting for %s in table %s (%s so far)\n",
+					which, a.table, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	first := err
+	lease, err = waitReg.Acquire(ctx)
+	close(done)
+	wg.Wait()
+	if err != nil && ctx.Err() != nil && !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		// Interrupted, or --timeout passed, while a claim was under way.
+		err = fmt.Errorf("%w: stopped waiting: %w", first, context.Cause(ctx))
+	}
+	return lease, closeBoth, err
+}
+
+// releaseUnused releases a lease under which nothing ran: the node ID
+// keeps the previous holder's horizon.
+func releaseUnused(lease *nodeid.Lease) {
+	_ = lease.Bind(func() int64 { return 0 })
+	_ = lease.Release(context.Background())
 }
 
 // waitPastHorizon waits until the wall clock is past the previous holder's
-// horizon, up to max.
-func waitPastHorizon(lease *nodeid.Lease, max time.Duration) error {
-	wait := time.Until(time.UnixMilli(lease.PreviousHorizon() + 1))
+// horizon: up to TTL/5, or with --wait as long as ctx allows.
+func (a *app) waitPastHorizon(ctx context.Context, lease *nodeid.Lease, clock *wallClock, o runOptions) error {
+	prev := lease.PreviousHorizon()
+	behind := func() time.Duration { return time.Duration(prev+1-clock.nowMs()) * time.Millisecond }
+	wait := behind()
 	if wait <= 0 {
 		return nil
 	}
-	if wait > max {
-		return fmt.Errorf("%w: node ID %d may be stamped only after %s, %s from now by this host's clock; check the clocks of this host and of the node ID's previous holder",
-			nodeid.ErrClockBehind, lease.NodeID(), exactMs(lease.PreviousHorizon()), wait.Round(time.Millisecond))
+	tooFar := fmt.Errorf("%w: node ID %d may be stamped only after %s, %s from now by this host's clock; check the clocks of this host and of the node ID's previous holder",
+		nodeid.ErrClockBehind, lease.NodeID(), exactMs(prev), wait.Round(time.Millisecond))
+	if !o.wait && wait > o.ttl/5 {
+		return fmt.Errorf("%w (--wait waits for it)", tooFar)
 	}
-	time.Sleep(wait)
-	return nil
-}
-
-// supervise runs the command under the lease, as the run command's help
-// says, and returns its exit code as an exitCodeError (nil for 0).
-func (a *app) supervise(lease *nodeid.Lease, grace time.Duration, args []string) error {
-	c := exec.Command(args[0], args[1:]...)
-	c.Env = append(os.Environ(),
-		EnvNode+"="+strconv.FormatInt(lease.NodeID(), 10),
-		EnvEpoch+"="+strconv.FormatInt(lease.Epoch(), 10),
-		EnvGrace+"="+strconv.FormatInt(grace.Milliseconds(), 10),
-		EnvHorizonMs+"="+strconv.FormatInt(lease.PreviousHorizon(), 10),
-	)
-	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.stdout, a.rawStderr
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c.WaitDelay = time.Second // output still held open by leftovers of the group
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	if err := c.Start(); err != nil {
-		_ = lease.Release(context.Background())
-		return fmt.Errorf("cannot start %s: %w", printable(args[0]), err)
+	if wait > time.Second {
+		fmt.Fprintf(a.stderr, "nodeid: node ID %d may be stamped only after %s, %s from now by this host's clock: waiting\n",
+			lease.NodeID(), exactMs(prev), wait.Round(time.Millisecond))
 	}
-	pgid := c.Process.Pid
-	var exitMs int64
-	exited := make(chan struct{})
-	go func() {
-		_ = c.Wait()
-		// Leftovers of the group must not mint after the horizon recorded.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		exitMs = time.Now().UnixMilli()
-		close(exited)
-	}()
-
-	name := printable(args[0])
-	termTimer := time.NewTimer(time.Until(lease.Deadline()) - grace)
-	defer termTimer.Stop()
-	var (
-		killC       <-chan time.Time
-		terminating bool
-		lost        = lease.Lost()
-	)
-	terminate := func(reason string) {
-		if terminating {
-			return
-		}
-		terminating = true
-		killAt := min(time.Until(lease.Deadline()), grace)
-		fmt.Fprintf(a.stderr, "nodeid: %s: sending SIGTERM to %s, SIGKILL in %s\n", reason, name, max(killAt, 0).Round(time.Millisecond))
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		killC = time.After(killAt)
-	}
-supervise:
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for {
 		select {
-		case <-exited:
-			break supervise
-		case s := <-sigs:
-			_ = syscall.Kill(-pgid, s.(syscall.Signal))
-		case <-lost:
-			lost = nil
-			terminate(oneLine(strings.TrimPrefix(lease.Err().Error(), "nodeid: ")))
-		case <-termTimer.C:
-			if left := time.Until(lease.Deadline()); left > grace {
-				termTimer.Reset(left - grace)
-				continue
-			}
-			terminate(fmt.Sprintf("the lease of node ID %d was not renewed and its deadline is %s away", lease.NodeID(),
-				max(time.Until(lease.Deadline()), 0).Round(time.Millisecond)))
-		case <-killC:
-			killC = nil
-			fmt.Fprintf(a.stderr, "nodeid: sending SIGKILL to %s: the lease's grace is over\n", name)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: stopped waiting: %w", tooFar, context.Cause(ctx))
+		case <-t.C:
 		}
-	}
-
-	// The command and its group are gone: nothing minted after exitMs.
-	_ = lease.Bind(func() int64 { return exitMs })
-	if err := lease.Release(context.Background()); err != nil {
-		if errors.Is(err, nodeid.ErrLeaseLost) {
-			if !terminating { // not reported yet
-				fmt.Fprintf(a.stderr, "nodeid: %s before the command exited\n", oneLine(strings.TrimPrefix(err.Error(), "nodeid: ")))
-			}
-		} else {
-			fmt.Fprintf(a.stderr, "%s; the node ID frees up when its lease expires\n", a.describe(err))
+		if wait = behind(); wait <= 0 {
+			return nil
 		}
+		t.Reset(wait) // the clock was set back meanwhile
 	}
-	if code := processExitCode(c.ProcessState); code != 0 {
-		return &exitCodeError{code: code}
-	}
-	return nil
 }
 
-// processExitCode is the shell's convention: the exit status, or 128+N for
-// a process killed by signal N.
-func processExitCode(ps *os.ProcessState) int {
-	if ps == nil {
-		return exitFailure
+// leaseCeiling returns the horizon the lease has recorded in the database,
+// the latest unix millisecond its IDs may be stamped with; ok is false once
+// the lease is lost. Lease.CheckSince admits a stamp, at the lease's base
+// (before any deadline), exactly when the stamp is not after that horizon,
+// so the largest stamp it admits is found by bisection: 64 atomic loads.
+func leaseCeiling(l *nodeid.Lease) (ceiling int64, ok bool) {
+	admits := func(ms int64) bool { return l.CheckSince(0, ms) == nil }
+	lo, hi := int64(0), int64(math.MaxInt64) // every horizon is a unix ms after the claim
+	if !admits(lo) {
+		return 0, false
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if admits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	return ps.ExitCode()
+	return lo, true
+}
+
+// commandEnv returns the command's environment: this process's, without
+// the database's secrets (unless keepDB) and with the lease's variables.
+func commandEnv(keepDB bool, lease map[string]string) []string {
+	drop := map[string]bool{}
+	for k := range lease {
+		drop[k] = true
+	}
+	if !keepDB {
+		for _, k := range dbSecretEnv {
+			drop[k] = true
+		}
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	for _, k := range []string{EnvNode, EnvEpoch, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
+		if v, ok := lease[k]; ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }

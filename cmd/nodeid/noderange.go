@@ -70,9 +70,14 @@ type rangeFlags struct {
 
 // register adds the flags to cmd; resolve refuses both at once.
 func (f *rangeFlags) register(cmd *cobra.Command) {
+	f.registerDefault(cmd, fmt.Sprintf("%d", defaultRange.size()), defaultRange.String())
+}
+
+// registerDefault is register with the defaults the help shows.
+func (f *rangeFlags) registerDefault(cmd *cobra.Command, nodes, rng string) {
 	f.cmd = cmd
-	cmd.Flags().Int64Var(&f.nodes, "nodes", 0, fmt.Sprintf("node IDs 0 to N-1 (default %d)", defaultRange.size()))
-	cmd.Flags().StringVar(&f.rng, "range", "", fmt.Sprintf("node IDs FIRST-LAST, inclusive (default %s)", defaultRange))
+	cmd.Flags().Int64Var(&f.nodes, "nodes", 0, fmt.Sprintf("node IDs 0 to N-1 (default %s)", nodes))
+	cmd.Flags().StringVar(&f.rng, "range", "", fmt.Sprintf("node IDs FIRST-LAST, inclusive (default %s)", rng))
 }
 
 // given reports whether --nodes or --range was set.

@@ -46,6 +46,7 @@ func startCLI(t *testing.T, args ...string) *background {
 	b := &background{done: make(chan struct{})}
 	a := newApp(strings.NewReader(""), &b.stdout, &b.stderr)
 	a.getenv = func(string) string { return "" }
+	a.self = testSelf
 	go func() {
 		defer close(b.done)
 		b.code = a.main(args)
@@ -129,7 +130,7 @@ func TestRunEnvAndExitCode(t *testing.T) {
 exit 42
 `)
 	before := time.Now().UnixMilli()
-	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--owner", "runner-1", "--", child)
+	r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--owner", "runner-1", "--", child)
 	after := time.Now().UnixMilli()
 	if r.code != 42 {
 		t.Fatalf("exit code %d, want the command's 42; stderr %s", r.code, r.stderr)
@@ -156,7 +157,7 @@ exit 42
 // with 128+N; a command that succeeds, with 0.
 func TestRunSignalExitCode(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", "kill -KILL $$"); r.code != 128+9 {
+	if r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "sh", "-c", "kill -KILL $$"); r.code != 128+9 {
 		t.Errorf("exit code %d, want 137", r.code)
 	}
 	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"); r.code != 0 || r.stderr != "" {
@@ -176,7 +177,7 @@ func TestRunLeaseLost(t *testing.T) {
 echo "$NODEID_NODE $NODEID_EPOCH" > `+dir+`/started
 while :; do sleep 0.05; done
 `)
-	b := startCLI(t, "run", "--dsn", dsn, "--ttl", "3s", "--", child)
+	b := startCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", child)
 	fields := strings.Fields(waitFile(t, filepath.Join(dir, "started"), b))
 	if len(fields) != 2 {
 		t.Fatalf("started: %q", fields)
@@ -206,11 +207,14 @@ func TestRunDeadline(t *testing.T) {
 	}
 	defer p.Close()
 	dir := t.TempDir()
-	child := script(t, `trap '' TERM
+	// The child's stderr, which a shell may use to report a killed
+	// child, is not nodeid's, whose lines are checked below.
+	child := script(t, `exec 2>/dev/null
+trap '' TERM
 echo started > `+dir+`/started
 while :; do sleep 0.05; done
 `)
-	b := startCLI(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--ttl", "3s", "--", child)
+	b := startCLI(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--create", "--ttl", "3s", "--", child)
 	waitFile(t, filepath.Join(dir, "started"), b)
 	p.Cut()
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), "SIGKILL") && time.Now().Before(deadline); {
@@ -221,11 +225,12 @@ while :; do sleep 0.05; done
 	if r.code != 128+9 {
 		t.Errorf("exit code %d, want 137 (SIGKILL)", r.code)
 	}
-	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child} {
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr does not say %q: %s", want, r.stderr)
 		}
 	}
+	checkLineFormat(t, r.stderr)
 	// Released, or, if the release reached the database after the expiry,
 	// lapsed: either way no longer held, and by no one else.
 	var held bool
@@ -245,7 +250,7 @@ func TestRunForwardsSignals(t *testing.T) {
 echo started > `+dir+`/started
 while :; do sleep 0.05; done
 `)
-	b := startCLI(t, "run", "--dsn", dsn, "--ttl", "3s", "--", child)
+	b := startCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", child)
 	waitFile(t, filepath.Join(dir, "started"), b)
 	// The run command has registered for SIGINT before starting the child.
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
@@ -279,9 +284,256 @@ func TestRunBadInput(t *testing.T) {
 	wantExit(t, cli(t, "run", "--ttl", "forever", "--", "true"), exitUsage, "--ttl")
 	wantExit(t, cli(t, "run", "--range", "3-1", "--", "true"), exitUsage, "--range")
 	wantExit(t, cli(t, "run", "--owner", "bad\nowner", "--dsn", dsn, "--", "true"), exitUsage, "control character")
-	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "/no/such/command")
+	r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "/no/such/command")
 	wantExit(t, r, exitFailure, "cannot start /no/such/command")
 	if row := readLease(t, db, 0); !row.free || row.reason != "released" {
 		t.Errorf("the lease of a command that could not start: %+v", row)
 	}
+}
+
+// checkLineFormat fails the test unless every line of stderr, the
+// library's log lines included, is a "nodeid: " line.
+func checkLineFormat(t *testing.T, stderr string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+		if !strings.HasPrefix(line, "nodeid: ") || strings.Contains(line, "level=") {
+			t.Errorf("a line of stderr is not in the format of the others: %q", line)
+		}
+	}
+}
+
+// holdNode0 makes node 0 of a one-node table held by another owner for an
+// hour.
+func holdNode0(t *testing.T, db *sql.DB, dsn string) {
+	t.Helper()
+	mustCLI(t, "init", "--dsn", dsn, "--range", "0-0")
+	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'other', epoch = 1, expires_at = now() + interval '1h' WHERE node_id = 0`)
+}
+
+// TestRunWaitTimeout: run --wait says what it waits for, and --timeout
+// gives up with exit code 3 and the reason, without running the command.
+func TestRunWaitTimeout(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	holdNode0(t, db, dsn)
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := cli(t, "run", "--dsn", dsn, "--range", "0-0", "--wait", "--timeout", "1s", "--", "touch", marker)
+	if r.code != exitNoNodeID {
+		t.Errorf("exit code %d, want %d", r.code, exitNoNodeID)
+	}
+	for _, want := range []string{"all of node IDs 0-0 are held; waiting for one to free up (--wait, for at most 1s)", "gave up after --timeout 1s"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr does not say %q: %s", want, r.stderr)
+		}
+	}
+	checkLineFormat(t, r.stderr)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a lease")
+	}
+	wantExit(t, cli(t, "run", "--dsn", dsn, "--timeout", "1s", "--", "true"), exitUsage, "--timeout 1s", "--wait")
+}
+
+// TestRunWaitTimeoutMidClaim: --timeout passing while a claim hangs (the
+// database went silent) still gives up with exit code 3 and the reason.
+func TestRunWaitTimeoutMidClaim(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db, dsn := pgtest.NewDB(t)
+	holdNode0(t, db, dsn)
+	p, err := pgtest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	b := startCLI(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--range", "0-0", "--wait", "--timeout", "3s", "--", "true")
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), "waiting for one to free up"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("run --wait did not start waiting: %s", b.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Blackhole()
+	r := b.wait(t, 60*time.Second)
+	p.Restore()
+	if r.code != exitNoNodeID || !strings.Contains(r.stderr, "gave up after --timeout 3s") {
+		t.Errorf("--timeout during a silent claim: %+v; want exit code 3 and the reason", r)
+	}
+}
+
+// TestRunWaitInterrupted: while waiting, run --wait says again that it is
+// still waiting, and Ctrl-C (SIGINT) ends it with exit code 130.
+func TestRunWaitInterrupted(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	holdNode0(t, db, dsn)
+	defer func(d time.Duration) { waitReportEvery = d }(waitReportEvery)
+	waitReportEvery = 20 * time.Millisecond
+	b := startCLI(t, "run", "--dsn", dsn, "--range", "0-0", "--wait", "--", "true")
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(b.stderr.String(), "still waiting for a node ID of 0-0") < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("run --wait did not say twice that it still waits: %s", b.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := b.wait(t, 30*time.Second)
+	if r.code != 130 || !strings.Contains(r.stderr, "interrupted while waiting for a node ID") {
+		t.Errorf("after SIGINT: %+v; want exit code 130", r)
+	}
+	checkLineFormat(t, r.stderr)
+}
+
+// TestRunEnvSecrets: the command does not get the database's password
+// through DATABASE_URL or PGPASSWORD unless --keep-db-env is given, and
+// does get the lease's variables and file.
+func TestRunEnvSecrets(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	t.Setenv(EnvDatabaseURL, "postgres://app:s3cret@db.invalid/app")
+	t.Setenv("PGPASSWORD", "s3cret")
+	show := `env | grep -E '^(DATABASE_URL|PGPASSWORD|NODEID_)' | sort; cat "$NODEID_LEASE_FILE"`
+	r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "sh", "-c", show)
+	if r.code != 0 || strings.Contains(r.stdout, "s3cret") || strings.Contains(r.stdout, "DATABASE_URL") || strings.Contains(r.stdout, "PGPASSWORD") {
+		t.Errorf("the command's environment has the database's secrets: %+v", r)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.HasPrefix(k, "NODEID_") {
+			env[k] = v
+		}
+	}
+	for _, k := range []string{EnvNode, EnvEpoch, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
+		if env[k] == "" {
+			t.Errorf("the command's environment lacks %s: %s", k, r.stdout)
+		}
+	}
+	file := map[string]string{}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(k, "NODEID_") {
+			file[k] = v
+		}
+	}
+	ceiling, _ := strconv.ParseInt(env[EnvCeilingMs], 10, 64)
+	deadline, _ := strconv.ParseInt(env[EnvDeadlineMs], 10, 64)
+	if file["node"] != "0" || file["epoch"] != "1" || file["held"] != "true" || file["horizon_ceiling_ms"] != env[EnvCeilingMs] ||
+		file["deadline_ms"] == "" || file["deadline_boottime_ns"] == "" || deadline >= ceiling || ceiling <= time.Now().UnixMilli()-10_000 {
+		t.Errorf("lease file %v and environment %v disagree or are implausible", file, env)
+	}
+
+	r = cli(t, "run", "--dsn", dsn, "--keep-db-env", "--ttl", "3s", "--", "sh", "-c", show)
+	if r.code != 0 || !strings.Contains(r.stdout, "DATABASE_URL=postgres://app:s3cret@db.invalid/app") || !strings.Contains(r.stdout, "PGPASSWORD=s3cret") {
+		t.Errorf("--keep-db-env did not pass the database's variables on: %+v", r)
+	}
+}
+
+// TestRunLeaseFileRenewed: the lease file follows the renewals, and says
+// when the lease is gone.
+func TestRunLeaseFileRenewed(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	dir := t.TempDir()
+	child := script(t, `cp "$NODEID_LEASE_FILE" `+dir+`/first
+echo "$NODEID_LEASE_FILE" > `+dir+`/path
+while :; do sleep 0.05; done
+`)
+	b := startCLI(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", child)
+	path := strings.TrimSpace(waitFile(t, filepath.Join(dir, "path"), b))
+	first := readLeaseFile(t, filepath.Join(dir, "first"))
+	var renewed leaseFile
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if renewed = readLeaseFile(t, path); renewed["horizon_ceiling_ms"] != first["horizon_ceiling_ms"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease file was not rewritten at a renewal: %v", renewed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if renewed.int(t, "horizon_ceiling_ms") <= first.int(t, "horizon_ceiling_ms") || renewed.int(t, "deadline_boottime_ns") <= first.int(t, "deadline_boottime_ns") || renewed["held"] != "true" {
+		t.Errorf("after a renewal: %v; at the start: %v", renewed, first)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(t, 30*time.Second)
+	if _, err := os.Stat(filepath.Dir(path)); err == nil {
+		t.Errorf("the lease file's directory %s is left behind", filepath.Dir(path))
+	}
+}
+
+// leaseFile is the content of a lease file.
+type leaseFile map[string]string
+
+func readLeaseFile(t *testing.T, path string) leaseFile {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := leaseFile{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("lease file line %q is not key=value", line)
+		}
+		f[k] = v
+	}
+	for _, k := range []string{"node", "epoch", "held", "deadline_ms", "deadline_boottime_ns", "horizon_ceiling_ms"} {
+		if _, ok := f[k]; !ok {
+			t.Fatalf("lease file %q lacks %s", b, k)
+		}
+	}
+	return f
+}
+
+func (f leaseFile) int(t *testing.T, k string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(f[k], 10, 64)
+	if err != nil {
+		t.Fatalf("lease file: %s=%q: %v", k, f[k], err)
+	}
+	return v
+}
+
+// TestRunCreate: without --create a missing table is an error that says
+// so; with it, the table is created.
+func TestRunCreate(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	wantExit(t, cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), exitFailure, "table snowflake_nodes does not exist", "--create")
+	if r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "true"); r.code != 0 {
+		t.Errorf("run --create: %+v", r)
+	}
+}
+
+// TestRunHelp: each default is shown once; the help states the
+// environment, the password advice and the test hook.
+func TestRunHelp(t *testing.T) {
+	out := mustCLI(t, "run", "--help")
+	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", EnvTestClockFile, "--keep-db-env", "--create", "--timeout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --help does not say %q", want)
+		}
+	}
+	if strings.Contains(out, "(default 0s)") {
+		t.Errorf("run --help shows a default of 0s:\n%s", out)
+	}
+}
+
+// TestRunTableRange: without --range or --nodes, run leases from the
+// range the table records and leaves it as it is; a range outside it is
+// an error naming both.
+func TestRunTableRange(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--range", "8-11")
+	r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", `echo "node=$NODEID_NODE"`)
+	if r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	n, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(r.stdout), "node="), 10, 64)
+	if err != nil || n < 8 || n > 11 {
+		t.Errorf("run leased %q (%v), want a node ID of the table's 8-11", r.stdout, err)
+	}
+	var rows int
+	if err := db.QueryRowContext(ctxT(t), `SELECT count(*) FROM snowflake_nodes`).Scan(&rows); err != nil || rows != 4 {
+		t.Errorf("the table has %d rows (%v), want the 4 of its range", rows, err)
+	}
+	wantExit(t, cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--range", "0-63", "--", "true"), exitUsage,
+		"node range 0-63 is not within the range 8-11")
 }
