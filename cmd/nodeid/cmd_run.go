@@ -46,6 +46,7 @@ type runOptions struct {
 	wait                bool
 	create              bool
 	keepDBEnv           bool
+	metricsAddr         string
 	rf                  rangeFlags
 }
 
@@ -136,6 +137,13 @@ Passwords: a password in --dsn is visible to every user of this host (ps,
 PGPASSFILE names) or in DATABASE_URL, which only the same user and root can
 read.
 
+Metrics: with --metrics-addr HOST:PORT, nodeid run serves the lease's
+metrics (the library's nodeid_* instruments) and its own process's (go_*,
+process_*) in Prometheus's text format on /metrics, and /healthz: 200 "ok"
+while the lease is held and its deadline is more than the grace away, 503
+with the reason before the claim, once the lease is lost or ended, and
+when a renewal is overdue (for a liveness or readiness probe).
+
 Exit codes: the command's; 1 if it could not start or the database failed;
 2 bad usage; 3 no node ID available (or --timeout passed); 130 if
 interrupted while waiting for a node ID.
@@ -164,6 +172,7 @@ of the offset counts as a clock step. It is for tests only.`,
 		"with --wait: give up after this long, with exit code 3 (default: wait as long as it takes)")
 	fl.BoolVar(&o.create, "create", false, "create the lease table if it is missing (else a missing table is an error)")
 	fl.BoolVar(&o.keepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
+	fl.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and the lease's health on /healthz at HOST:PORT (\":9464\")")
 	o.rf.registerDefault(cmd, "the table's", "the table's")
 	return cmd
 }
@@ -219,6 +228,15 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	if o.owner != "" {
 		opts = append(opts, nodeid.WithOwner(o.owner))
 	}
+	var m *runMetrics
+	if o.metricsAddr != "" {
+		if m, err = startRunMetrics(o.metricsAddr); err != nil {
+			return err
+		}
+		defer m.close()
+		fmt.Fprintf(a.stderr, "nodeid: metrics on http://%s/metrics, health on /healthz\n", m.addr)
+		opts = append(opts, nodeid.WithMeterProvider(m.provider))
+	}
 	a.privileges = "SELECT, INSERT and UPDATE on " + a.table + " and " + a.table + "_history"
 
 	ictx, stop := a.interrupted(cmd.Context())
@@ -247,6 +265,9 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return fmt.Errorf("%w; --wait waits for one, a wider --range offers more", err)
 	default:
 		return err
+	}
+	if m != nil {
+		m.setHealth(leaseHealth(lease, grace))
 	}
 
 	if err := a.waitPastHorizon(ctx, lease, clock, o); err != nil {

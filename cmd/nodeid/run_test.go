@@ -506,7 +506,7 @@ func TestRunCreate(t *testing.T) {
 // environment, the password advice and the test hook.
 func TestRunHelp(t *testing.T) {
 	out := mustCLI(t, "run", "--help")
-	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", EnvTestClockFile, "--keep-db-env", "--create", "--timeout"} {
+	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", EnvTestClockFile, "--keep-db-env", "--create", "--timeout", "--metrics-addr", "/healthz"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help does not say %q", want)
 		}
