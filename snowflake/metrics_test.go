@@ -185,24 +185,7 @@ func TestMetricsAreTheDocumentedOnes(t *testing.T) {
 		t.Fatalf("Generate on a lost lease = %v", err)
 	}
 	seen := rd.Collect(t, scopeName)
-	docs := metrictest.Documented(t, "Generator")
-	for name, m := range seen {
-		d, ok := docs[name]
-		switch {
-		case !ok:
-			t.Errorf("instrument %s is not documented in %s", name, metrictest.DocPath)
-		case d.Kind != m.Kind || d.Unit != m.Unit:
-			t.Errorf("instrument %s is a %s in %s, documented as a %s in %s", name, m.Kind, m.Unit, d.Kind, d.Unit)
-		}
-		if m.Description == "" {
-			t.Errorf("instrument %s has no description", name)
-		}
-	}
-	for name := range docs {
-		if _, ok := seen[name]; !ok {
-			t.Errorf("documented instrument %s was not recorded", name)
-		}
-	}
+	metrictest.CheckDocumented(t, "Generator", seen)
 }
 
 func TestWithMeterProviderNil(t *testing.T) {

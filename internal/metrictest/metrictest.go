@@ -183,3 +183,29 @@ func moduleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// CheckDocumented fails t unless the instruments seen are exactly those
+// DocPath lists as recorded by recordedBy, each with the kind and unit
+// documented and a description. It returns the documented instruments.
+func CheckDocumented(t testing.TB, recordedBy string, seen map[string]Metric) map[string]Doc {
+	t.Helper()
+	docs := Documented(t, recordedBy)
+	for name, m := range seen {
+		d, ok := docs[name]
+		switch {
+		case !ok:
+			t.Errorf("instrument %s is not documented in %s", name, DocPath)
+		case d.Kind != m.Kind || d.Unit != m.Unit:
+			t.Errorf("instrument %s is a %s in %s, documented as a %s in %s", name, m.Kind, m.Unit, d.Kind, d.Unit)
+		}
+		if m.Description == "" {
+			t.Errorf("instrument %s has no description", name)
+		}
+	}
+	for name := range docs {
+		if _, ok := seen[name]; !ok {
+			t.Errorf("documented instrument %s was not recorded", name)
+		}
+	}
+	return docs
+}

@@ -184,6 +184,15 @@ const headTemplate = `WITH tl AS (
 // it was last written on an earlier timeline, the quarantine too.
 const claimable = `(CASE WHEN t.timeline < q.cur THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END) < q.now_ms`
 
+// lapsedRow is the claim's read of the lowest claimable lapsed row, which
+// it tries before the free rows (lapsed) or after them (again).
+const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
+    WHERE t.expires_at > '-infinity' AND t.expires_at < now()
+      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+    ORDER BY t.node_id LIMIT 1
+    FOR UPDATE OF t SKIP LOCKED
+`
+
 // The claim takes the lowest claimable node ID of the range and locks no
 // other row. The free rows (never claimed or released) and the lapsed rows
 // are each found through their own partial index; lo reads, without
@@ -217,23 +226,13 @@ const claimTemplate = "-- nodeid claim\n" + headTemplate + `, lo AS (
             $2::integer + 1) AS lapsed_first
     FROM q WHERE $4::bigint <= q.max_ttl_ms
 ), lapsed AS (
-    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
-    WHERE t.expires_at > '-infinity' AND t.expires_at < now()
-      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
-    ORDER BY t.node_id LIMIT 1
-    FOR UPDATE OF t SKIP LOCKED
-), free AS (
+` + lapsedRow + `), free AS (
     SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
     WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 ), again AS (
-    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
-    WHERE t.expires_at > '-infinity' AND t.expires_at < now()
-      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
-    ORDER BY t.node_id LIMIT 1
-    FOR UPDATE OF t SKIP LOCKED
-), pick AS (
+` + lapsedRow + `), pick AS (
     SELECT p.node_id, p.epoch, p.expires_at, p.timeline,
         CASE WHEN p.timeline < q.cur THEN GREATEST(p.horizon_ms, q.fence_ms) ELSE p.horizon_ms END AS prev_ms
     FROM (
