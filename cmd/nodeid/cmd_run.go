@@ -47,6 +47,7 @@ type runOptions struct {
 	create              bool
 	keepDBEnv           bool
 	metricsAddr         string
+	nodeBits            int
 	rf                  rangeFlags
 }
 
@@ -173,6 +174,8 @@ of the offset counts as a clock step. It is for tests only.`,
 	fl.BoolVar(&o.create, "create", false, "create the lease table if it is missing (else a missing table is an error)")
 	fl.BoolVar(&o.keepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
 	fl.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and the lease's health on /healthz at HOST:PORT (\":9464\")")
+	fl.IntVar(&o.nodeBits, "node-bits", nodeid.DefaultNodeBits,
+		"width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.rf.registerDefault(cmd, "the table's", "the table's")
 	return cmd
 }
@@ -215,13 +218,16 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 	opts := []nodeid.Option{
-		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithCreateTable(o.create),
+		nodeid.WithTTL(o.ttl), nodeid.WithTable(a.table), nodeid.WithCreateTable(o.create), nodeid.WithNodeBits(o.nodeBits),
 		nodeid.WithLogger(slog.New(newLineHandler(a.stderr, slog.LevelWarn))),
 	}
 	// Without --range or --nodes, the table's recorded range (a new table,
 	// with --create, gets the default one).
 	which := "a node ID"
 	if o.rf.given() {
+		if limit := int64(1)<<min(o.nodeBits, 62) - 1; r.hi > limit {
+			return usagef("node range %s: node IDs above %d do not fit --node-bits %d; give the node bits of the command's ID layout", r, limit, o.nodeBits)
+		}
 		opts = append(opts, nodeid.WithNodeRange(r.lo, r.hi))
 		which = fmt.Sprintf("a node ID of %s", r)
 	}

@@ -319,6 +319,13 @@ func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 	checkFenced(t, s.dir1, s.dir2)
 }
 
+// procState is the state of process pid ('T' when stopped), 0 if it
+// cannot be read.
+func procState(pid int) byte {
+	p, _ := readProc(pid)
+	return p.state
+}
+
 // TestRunFenceSupervisorStopped: SIGSTOP of nodeid run for longer than the
 // TTL does not extend the lease: its command is killed at the deadline,
 // before a second holder can take the node ID over.
@@ -351,17 +358,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
-	stopped := func(pid int) bool {
-		p, err := readProc(pid)
-		return err == nil && p.state == 'T'
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !(stopped(h1.pid()) && stopped(pids[0])) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !stopped(h1.pid()) || !stopped(pids[0]) {
-		t.Errorf("after Ctrl-Z: nodeid run stopped %v, its command stopped %v; want both", stopped(h1.pid()), stopped(pids[0]))
-	}
+	pollUntil(t, 10*time.Second, "nodeid run and its command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
 	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
@@ -376,18 +373,14 @@ func TestRunFenceJobControl(t *testing.T) {
 	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	_, pids := readStamps(t, s.dir1)
-	state := func(pid int) byte {
-		p, _ := readProc(pid)
-		return p.state
-	}
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, 10*time.Second, "the command stopped", func() bool { return state(pids[0]) == 'T' && state(h1.pid()) == 'T' })
+	pollUntil(t, 10*time.Second, "the command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
 	if err := syscall.Kill(-h1.pid(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, 10*time.Second, "the command continued", func() bool { return state(pids[0]) != 'T' && state(h1.pid()) != 'T' })
+	pollUntil(t, 10*time.Second, "the command continued", func() bool { return procState(pids[0]) != 'T' && procState(h1.pid()) != 'T' })
 	if err := os.WriteFile(filepath.Join(s.dir1, "stop"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

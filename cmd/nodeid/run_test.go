@@ -283,6 +283,8 @@ func TestRunBadInput(t *testing.T) {
 	wantExit(t, cli(t, "run", "--grace", "0s", "--", "true"), exitUsage, "--grace")
 	wantExit(t, cli(t, "run", "--ttl", "forever", "--", "true"), exitUsage, "--ttl")
 	wantExit(t, cli(t, "run", "--range", "3-1", "--", "true"), exitUsage, "--range")
+	wantExit(t, cli(t, "run", "--range", "0-4095", "--", "true"), exitUsage, "node range 0-4095", "above 1023", "--node-bits 10")
+	wantExit(t, cli(t, "run", "--node-bits", "21", "--dsn", dsn, "--", "true"), exitUsage, "node bits 21 is outside 1 to 20")
 	wantExit(t, cli(t, "run", "--owner", "bad\nowner", "--dsn", dsn, "--", "true"), exitUsage, "control character")
 	r := cli(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "/no/such/command")
 	wantExit(t, r, exitFailure, "cannot start /no/such/command")
@@ -536,4 +538,19 @@ func TestRunTableRange(t *testing.T) {
 	}
 	wantExit(t, cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--range", "0-63", "--", "true"), exitUsage,
 		"node range 0-63 is not within the range 8-11")
+}
+
+// TestRunNodeBits: a table whose range needs 12 node bits is leased from
+// with --node-bits 12, and refused without it, before any claim.
+func TestRunNodeBits(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--range", "0-4095")
+	wantExit(t, cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), exitUsage, "0-4095 does not fit 10 node bits")
+	var claims int
+	if err := db.QueryRowContext(ctxT(t), `SELECT count(*) FROM snowflake_nodes_history`).Scan(&claims); err != nil || claims != 0 {
+		t.Errorf("%d claims (%v) after a refused run, want none", claims, err)
+	}
+	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--node-bits", "12", "--range", "4000-4095", "--", "sh", "-c", `test "$NODEID_NODE" = 4000`); r.code != 0 {
+		t.Errorf("run --node-bits 12 --range 4000-4095: %+v", r)
+	}
 }

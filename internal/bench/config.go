@@ -3,10 +3,12 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -243,3 +245,9 @@ func (c Config) runs(s string) bool { return len(c.Only) == 0 || slices.Contains
 
 // benchTTL is the TTL of leases that must not renew during a measurement.
 const benchTTL = 10 * time.Minute
+
+// nodeRange is the options of a Registry that leases node IDs 0 to ids-1,
+// with IDs whose node field holds them all (the default 10 bits, or more).
+func nodeRange(ids int64) []nodeid.Option {
+	return []nodeid.Option{nodeid.WithNodeRange(0, ids-1), nodeid.WithNodeBits(max(10, bits.Len64(uint64(ids-1))))}
+}

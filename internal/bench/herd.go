@@ -99,8 +99,8 @@ func (r *runner) herd(ctx context.Context) error {
 	}()
 	for i := range n {
 		dbs[i] = r.openDB(1, mode, nil)
-		regs[i], err = nodeid.New(dbs[i], nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
-			nodeid.WithTTL(benchTTL), nodeid.WithOwner(fmt.Sprintf("bench-herd-%d", i)))
+		regs[i], err = nodeid.New(dbs[i], append(nodeRange(int64(ids)), nodeid.WithTable(table),
+			nodeid.WithTTL(benchTTL), nodeid.WithOwner(fmt.Sprintf("bench-herd-%d", i)))...)
 		if err != nil {
 			return err
 		}

@@ -258,8 +258,8 @@ func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
 // on a pool of c connections.
 func (r *runner) libraryLoop(ctx context.Context, st *store.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
-	reg, err := nodeid.New(db, nodeid.WithTable(st.Config().Table), nodeid.WithNodeRange(0, st.Config().MaxNode),
-		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))
+	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
+		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))...)
 	if err != nil {
 		db.Close()
 		return nil, err

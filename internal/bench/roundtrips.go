@@ -162,8 +162,8 @@ func (r *runner) roundTrips(ctx context.Context) error {
 	ctr := &counter{}
 	db := r.openDB(4, mode, ctr)
 	defer db.Close()
-	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
-		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-rt"))
+	reg, err := nodeid.New(db, append(nodeRange(int64(ids)), nodeid.WithCreateTable(true), nodeid.WithTable(table),
+		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-rt"))...)
 	if err != nil {
 		return err
 	}
@@ -305,8 +305,8 @@ func (r *runner) renewals(ctx context.Context, table string, ids int, mode, rene
 	for i := range regs {
 		db := r.openDB(conns, mode, ctr)
 		defer db.Close()
-		reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithTable(table), nodeid.WithNodeRange(0, int64(ids)-1),
-			nodeid.WithTTL(ttl), nodeid.WithOwner(fmt.Sprintf("bench-rt-renew-%d", i)))
+		reg, err := nodeid.New(db, append(nodeRange(int64(ids)), nodeid.WithCreateTable(true), nodeid.WithTable(table),
+			nodeid.WithTTL(ttl), nodeid.WithOwner(fmt.Sprintf("bench-rt-renew-%d", i)))...)
 		if err != nil {
 			return OpCount{}, err
 		}

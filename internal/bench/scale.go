@@ -104,8 +104,8 @@ func (r *runner) scale(ctx context.Context) error {
 			return err
 		}
 		db := r.openDB(1, mode, nil)
-		reg, err := nodeid.New(db, nodeid.WithTable(st.Config().Table), nodeid.WithNodeRange(0, int64(ids)-1),
-			nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-scale"))
+		reg, err := nodeid.New(db, append(nodeRange(int64(ids)), nodeid.WithTable(st.Config().Table),
+			nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-scale"))...)
 		if err != nil {
 			db.Close()
 			return err
