@@ -89,6 +89,11 @@ type herdVariant struct {
 	P99Ratio  float64 // p99 over the library's
 	Waits     string  // most waiters seen per heavyweight and lightweight lock, most first
 	LockWaits string  // the same for heavyweight locks only
+	// RowWaiters is the most claimers seen waiting at once on one kind of
+	// row lock (Lock:tuple or Lock:transactionid): claimers queued behind
+	// each other, unlike Lock:extend, the history table's growth.
+	RowWaiters int
+	RowWaits   string // the same per row lock
 }
 
 // overhead is section 2.
@@ -323,7 +328,9 @@ func newHerd(in *inputs) *herd {
 	}
 	for _, s := range sums {
 		row := herdVariant{HerdVariantSummary: s, P99Ratio: ratioOf(s.P99.Median, lib.P99.Median),
-			Waits: waitsOf(s.Events, "Lock:", "LWLock:"), LockWaits: waitsOf(s.Events, "Lock:")}
+			Waits: waitsOf(s.Events, "Lock:", "LWLock:"), LockWaits: waitsOf(s.Events, "Lock:"),
+			RowWaiters: max(s.Events["Lock:tuple"], s.Events["Lock:transactionid"]),
+			RowWaits:   waitsOf(s.Events, "Lock:tuple", "Lock:transactionid")}
 		v.Variants = append(v.Variants, row)
 		switch s.Variant {
 		case bench.HerdLibrary:
@@ -338,7 +345,7 @@ func newHerd(in *inputs) *herd {
 	}
 	for _, row := range []*herdVariant{&v.Library, &v.SQL, &v.NoSkip, &v.Advisory} {
 		if row.Variant == "" { // not run
-			row.Waits, row.LockWaits = waitsOf(nil, "Lock:", "LWLock:"), waitsOf(nil, "Lock:")
+			row.Waits, row.LockWaits, row.RowWaits = waitsOf(nil, "Lock:", "LWLock:"), waitsOf(nil, "Lock:"), waitsOf(nil, "Lock:tuple", "Lock:transactionid")
 		}
 	}
 	v.AdvisoryP99 = ratioOf(v.Advisory.P99.Median, v.Library.P99.Median)
