@@ -326,3 +326,22 @@ func TestRunRefusesMoreConnectionsThanFree(t *testing.T) {
 		t.Errorf("Run with %d claimers: %v", MaxClaimers, err)
 	}
 }
+
+// TestRoundTripsOnEveryNodeID: the round trips take every node ID of the
+// range after the first Acquire has released its own, so that release
+// must leave the node ID claimable at once.
+func TestRoundTripsOnEveryNodeID(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	cfg := tinyConfig()
+	cfg.Only = []string{RoundTrips}
+	cfg.Ops = 1024 // the whole default range
+	res, err := Run(t.Context(), target(t, dsn), cfg)
+	if err != nil || len(res.Failed) > 0 {
+		t.Fatalf("%v %v", err, res.Failed)
+	}
+	if rt := res.RoundTrips; rt.IDs != cfg.Ops || len(rt.Ops) < 2 || rt.Ops[0].N != int64(cfg.Ops) {
+		t.Errorf("round trips on %d node IDs: %+v", rt.IDs, rt.Ops)
+	}
+	assertDropped(t, db, res)
+}
