@@ -249,6 +249,10 @@ type missed struct {
 	Target, Result, Kind string
 	Overhead             *bench.OverheadSummary // for Kind "overhead", nil if not found
 	ServerLog            bool                   // the herd's lock waits were read from the server's log
+	// RowWaits and ExtendWaits: the library's herd waited on the update
+	// chain of a row (Lock:transactionid, Lock:tuple), on the growth of
+	// the history table (Lock:extend).
+	RowWaits, ExtendWaits bool
 }
 
 // summary is what the three lines at the top need beyond the sections.
@@ -535,6 +539,14 @@ func newMissed(in *inputs, v bench.Verdict) missed {
 	switch {
 	case strings.HasPrefix(v.Target, "herd: no lock waits"):
 		m.Kind = "herd-lock-waits"
+		if res.Herd != nil {
+			for _, s := range res.Herd.HerdSummary() {
+				if s.Variant == bench.HerdVariants[0] {
+					m.RowWaits = s.Events["Lock:transactionid"] > 0 || s.Events["Lock:tuple"] > 0
+					m.ExtendWaits = s.Events["Lock:extend"] > 0
+				}
+			}
+		}
 	case strings.HasPrefix(v.Target, "herd: p99/p50"):
 		m.Kind = "herd-tail"
 	case strings.HasPrefix(v.Target, "overhead:"):
