@@ -26,9 +26,12 @@ import (
 // milliseconds read from the wall clock of the test hook into files. A
 // second "nodeid run --wait" takes the node ID over; no millisecond may be
 // stamped under both leases, and every stamp of the second holder must come
-// after every stamp of the first. The TTL is 10s, not the least allowed, 3s:
-// on a loaded host a 3s lease can expire before its command has started,
-// which is safe, but leaves nothing to test.
+// after every stamp of the first. The TTL of a takeover is fenceTTL, not
+// the least allowed, 3s: on a loaded host a short lease can expire before
+// its command has started, or a waiting holder's claim can return after
+// its deadline (a 10s lease did, 1 run in 10 beside two busy loops and a
+// build), which is safe, but leaves nothing to test.
+const fenceTTL = "15s"
 
 // stamperArg as the first argument makes the test binary a stamper.
 const stamperArg = "nodeid-test-stamper"
@@ -331,12 +334,12 @@ func procState(pid int) byte {
 // before a second holder can take the node ID over.
 func TestRunFenceSupervisorStopped(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	if err := syscall.Kill(h1.pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs(fenceTTL, true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
@@ -352,14 +355,14 @@ func TestRunFenceSupervisorStopped(t *testing.T) {
 // node ID over.
 func TestRunFenceCtrlZ(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	_, pids := readStamps(t, s.dir1)
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
 	pollUntil(t, 10*time.Second, "nodeid run and its command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
-	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs(fenceTTL, true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
@@ -370,7 +373,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 // stopped, then continued, and runs to its end under the same lease.
 func TestRunFenceJobControl(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
 	_, pids := readStamps(t, s.dir1)
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
@@ -397,12 +400,12 @@ func TestRunFenceJobControl(t *testing.T) {
 func TestRunFenceSupervisorKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, command...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, command...)...)
 	s.waitStamping(t, s.dir1, h1)
 	if err := h1.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	h2 := startHolder(t, s.clock, s.holderArgs("10s", true, s.stamp2...)...)
+	h2 := startHolder(t, s.clock, s.holderArgs(fenceTTL, true, s.stamp2...)...)
 	s.takeOver(t, h2, nil)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers of the first holder still alive: %v", alive)
@@ -415,7 +418,7 @@ func TestRunFenceSupervisorKilled(t *testing.T) {
 func TestRunFenceKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, command...)...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, command...)...)
 	s.waitStamping(t, s.dir1, h1)
 	fence := childOf(t, h1.pid(), "run-fence")
 	if err := syscall.Kill(fence, syscall.SIGKILL); err != nil {
@@ -445,7 +448,7 @@ func TestRunFenceStopped(t *testing.T) {
 	}
 	defer p.Close()
 	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	args := s.holderArgs("10s", false, command...)
+	args := s.holderArgs(fenceTTL, false, command...)
 	args[1] = pgtest.WithAddr(s.dsn, p.Addr())
 	h1 := startHolder(t, s.clock, args...)
 	s.waitStamping(t, s.dir1, h1)
