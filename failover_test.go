@@ -101,8 +101,10 @@ func testFailover(t *testing.T, c failoverCase) {
 	// 10s leases were lost, 1 run in 5, over the 15s of renewals on the
 	// old primary with five pairs of servers and two busy loops on 2
 	// cores); across a clean switchover it must outlive the switchover.
-	// The quarantine is this long plus a tenth.
-	ttl := map[string]time.Duration{"claim": nodeid.MinTTL, "renewal": 10 * time.Second, "renewals": 20 * time.Second, "": 20 * time.Second}[c.lose]
+	// A new holder's lease must outlive them too (a 3s lease lapsed before
+	// its generator was built, 1 run in 10). The quarantine is this long
+	// plus a tenth.
+	ttl := map[string]time.Duration{"claim": 10 * time.Second, "renewal": 10 * time.Second, "renewals": 20 * time.Second, "": 20 * time.Second}[c.lose]
 	pair := pgtest.NewPair(t)
 	ctx := ctxOf(t)
 	dbName, err := pair.Primary.CreateDatabase(ctx)
