@@ -329,6 +329,31 @@ func procState(pid int) byte {
 	return p.state
 }
 
+// ctrlZ starts the first holder, waits for its stamps, and stops its
+// process group as Ctrl-Z does; it returns the holder and the stampers'
+// pids once nodeid run and its command are both stopped.
+func (s *fenceSetup) ctrlZ(t *testing.T) (*runProc, []int) {
+	t.Helper()
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
+	s.waitStamping(t, s.dir1, h1)
+	_, pids := readStamps(t, s.dir1)
+	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 10*time.Second, "nodeid run and its command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
+	return h1, pids
+}
+
+// startWithGrandchild starts the first holder on a shell that runs the
+// stamper in the background, and waits for its stamps.
+func (s *fenceSetup) startWithGrandchild(t *testing.T) *runProc {
+	t.Helper()
+	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
+	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, command...)...)
+	s.waitStamping(t, s.dir1, h1)
+	return h1
+}
+
 // TestRunFenceSupervisorStopped: SIGSTOP of nodeid run for longer than the
 // TTL does not extend the lease: its command is killed at the deadline,
 // before a second holder can take the node ID over.
@@ -355,13 +380,7 @@ func TestRunFenceSupervisorStopped(t *testing.T) {
 // node ID over.
 func TestRunFenceCtrlZ(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
-	s.waitStamping(t, s.dir1, h1)
-	_, pids := readStamps(t, s.dir1)
-	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, 10*time.Second, "nodeid run and its command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
+	h1, _ := s.ctrlZ(t)
 	h2 := startHolder(t, s.clock, s.holderArgs(fenceTTL, true, s.stamp2...)...)
 	s.takeOver(t, h2, h1)
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
@@ -373,13 +392,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 // stopped, then continued, and runs to its end under the same lease.
 func TestRunFenceJobControl(t *testing.T) {
 	s := newFenceSetup(t)
-	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
-	s.waitStamping(t, s.dir1, h1)
-	_, pids := readStamps(t, s.dir1)
-	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
-		t.Fatal(err)
-	}
-	pollUntil(t, 10*time.Second, "the command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
+	h1, pids := s.ctrlZ(t)
 	if err := syscall.Kill(-h1.pid(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -399,9 +412,7 @@ func TestRunFenceJobControl(t *testing.T) {
 // a grandchild stamping: the fence kills it at once.
 func TestRunFenceSupervisorKilled(t *testing.T) {
 	s := newFenceSetup(t)
-	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, command...)...)
-	s.waitStamping(t, s.dir1, h1)
+	h1 := s.startWithGrandchild(t)
 	if err := h1.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -417,9 +428,7 @@ func TestRunFenceSupervisorKilled(t *testing.T) {
 // the node ID.
 func TestRunFenceKilled(t *testing.T) {
 	s := newFenceSetup(t)
-	command := append([]string{"sh", "-c", `"$@" & wait`, "sh"}, s.stamper1...)
-	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, command...)...)
-	s.waitStamping(t, s.dir1, h1)
+	h1 := s.startWithGrandchild(t)
 	fence := childOf(t, h1.pid(), "run-fence")
 	if err := syscall.Kill(fence, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
