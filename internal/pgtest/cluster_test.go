@@ -78,13 +78,20 @@ func checkStreaming(ctx context.Context, t *testing.T, c *Cluster, leader string
 		if n.name == leader {
 			continue
 		}
-		var status string
-		var port int
-		if err := queryNode(ctx, c, n.name, `SELECT status, sender_port FROM pg_stat_wal_receiver`, &status, &port); err != nil {
-			t.Fatalf("%s's WAL receiver: %v", n.name, err)
-		}
-		if status != "streaming" || port != l.pgPort {
-			t.Fatalf("%s's WAL receiver is %s from port %d, want streaming from leader %s's %d", n.name, status, port, leader, l.pgPort)
+		// A receiver that has just (re)connected reports "waiting" for a
+		// moment before it streams.
+		if err := eventually(ctx, func() error {
+			var status string
+			var port int
+			if err := queryNode(ctx, c, n.name, `SELECT status, sender_port FROM pg_stat_wal_receiver`, &status, &port); err != nil {
+				return fmt.Errorf("%s's WAL receiver: %w", n.name, err)
+			}
+			if status != "streaming" || port != l.pgPort {
+				return fmt.Errorf("%s's WAL receiver is %s from port %d, want streaming from leader %s's %d", n.name, status, port, leader, l.pgPort)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
