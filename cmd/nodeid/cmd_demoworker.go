@@ -39,7 +39,7 @@ func (a *app) demoWorkerCommand() *cobra.Command {
 		Short:  "A worker process of the demo: acquire a node ID and mint IDs until SIGTERM",
 		Hidden: true,
 		Example: `  DATABASE_URL=postgres://localhost/demo nodeid demo-worker --table nodeid_demo --range 0-2 \
-    --owner demo-worker-1 --ttl 3s --interval 200ms`,
+    --owner demo-worker-1 --ttl 5s --interval 200ms`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
