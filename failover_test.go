@@ -104,7 +104,14 @@ func testFailover(t *testing.T, c failoverCase) {
 	// A new holder's lease must outlive them too (a 3s lease lapsed before
 	// its generator was built, 1 run in 10). The quarantine is this long
 	// plus a tenth.
+	// Where the old holder must hear of the loss from the new primary
+	// (ErrFailover), its lease must outlive the promotion and one more
+	// renewal attempt: 10s leases expired first, 1 run in 14, on a loaded
+	// machine where the promotion took seconds.
 	ttl := map[string]time.Duration{"claim": 10 * time.Second, "renewal": 10 * time.Second, "renewals": 20 * time.Second, "": 20 * time.Second}[c.lose]
+	if c.multiHost && c.lose == "claim" {
+		ttl = 20 * time.Second
+	}
 	pair := pgtest.NewPair(t)
 	ctx := ctxOf(t)
 	dbName, err := pair.Primary.CreateDatabase(ctx)
@@ -175,6 +182,7 @@ func testFailover(t *testing.T, c failoverCase) {
 		t.Fatal(err)
 	}
 	promoted := time.Now()
+	leftAtPromotion := time.Until(old.Deadline())
 
 	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"), nodeid.WithWait(true))
 	if err != nil {
@@ -244,11 +252,19 @@ func testFailover(t *testing.T, c failoverCase) {
 		t.Errorf("the old holder stopped with %v; want ErrLeaseLost", a.err)
 	}
 	want := nodeid.ErrExpired // on the old primary only: it hears nothing more
-	if c.multiHost {
-		want = map[string]error{"claim": nodeid.ErrFailover, "renewals": nodeid.ErrExpired}[c.lose]
+	if c.multiHost && c.lose == "claim" {
+		// It hears from the new primary that its claim is gone, unless its
+		// deadline came first: a lease with less than one renewal attempt
+		// and one retry left at the promotion may expire before its next
+		// statement reaches the new primary.
+		if leftAtPromotion > ttl/5+ttl/20 {
+			want = nodeid.ErrFailover
+		} else if errors.Is(old.Err(), nodeid.ErrFailover) {
+			want = nodeid.ErrFailover
+		}
 	}
 	if !errors.Is(old.Err(), want) {
-		t.Errorf("the old lease ended with %v; want %v", old.Err(), want)
+		t.Errorf("the old lease ended with %v, with %s of it left at the promotion; want %v", old.Err(), leftAtPromotion.Round(time.Millisecond), want)
 	}
 	if nw.Epoch() <= old.Epoch() || nw.Epoch()>>32 != 2 {
 		t.Errorf("epochs %d then %d (%#x); want strictly increasing, the new one on timeline 2", old.Epoch(), nw.Epoch(), nw.Epoch())
