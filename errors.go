@@ -55,11 +55,12 @@ var (
 // Cause (ErrTakenOver, ErrExpired, ErrReleased, ErrEvicted or ErrFailover)
 // with errors.Is.
 type LostError struct {
-	NodeID int64
-	Epoch  int64
-	Cause  error
+	NodeID int64 // the node ID of the lost lease
+	Epoch  int64 // the epoch of the lost lease
+	Cause  error // why it was lost
 }
 
+// Error names the node ID, the epoch and the cause.
 func (e *LostError) Error() string {
 	return fmt.Sprintf("nodeid: lease of node ID %d (epoch %d) lost: %s",
 		e.NodeID, e.Epoch, strings.TrimPrefix(e.Cause.Error(), "nodeid: "))

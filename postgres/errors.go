@@ -102,6 +102,8 @@ type StatementError struct {
 	Err   error
 }
 
+// Error names the operation, the table and the driver's error, and adds
+// the hint if there is one.
 func (e *StatementError) Error() string {
 	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
 	if h := e.Hint(); h != "" {
@@ -110,6 +112,7 @@ func (e *StatementError) Error() string {
 	return msg
 }
 
+// Unwrap returns the driver's error.
 func (e *StatementError) Unwrap() error { return e.Err }
 
 // Hint returns advice for a failure a deployment can fix, or "".
