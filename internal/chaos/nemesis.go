@@ -30,6 +30,7 @@ const (
 var kindNames = [numKinds]string{"kill", "stop", "terminate", "restart-fast", "restart-immediate", "cut", "blackhole",
 	"kill-leader", "switchover", "failover", "kill-lagging-leader"}
 
+// String returns the fault kind's name, as schedules print it.
 func (k FaultKind) String() string {
 	if k >= 0 && k < numKinds {
 		return kindNames[k]
@@ -62,6 +63,7 @@ type Fault struct {
 	For    time.Duration // how long the fault lasts, or the delay before a killed worker restarts
 }
 
+// String returns the fault as a schedule line: when, what, on whom, how long.
 func (f Fault) String() string {
 	s := fmt.Sprintf("%s %s", f.At.Round(time.Millisecond), f.Kind)
 	if f.Kind == Kill || f.Kind == Stop {
@@ -136,6 +138,7 @@ type FailoverStep struct {
 	Lag time.Duration
 }
 
+// String returns the step as a schedule line.
 func (s FailoverStep) String() string {
 	str := fmt.Sprintf("%s after %s", s.Kind, s.After.Round(time.Millisecond))
 	if s.Lag > 0 {
