@@ -100,16 +100,15 @@ func testFailover(t *testing.T, c failoverCase) {
 	// machine's stalls (a renewal late by more than about TTL/2 loses it:
 	// 10s leases were lost, 1 run in 5, over the 15s of renewals on the
 	// old primary with five pairs of servers and two busy loops on 2
-	// cores); across a clean switchover it must outlive the switchover.
-	// A new holder's lease must outlive them too (a 3s lease lapsed before
-	// its generator was built, 1 run in 10). The quarantine is this long
-	// plus a tenth.
-	// Where the old holder must hear of the loss from the new primary
-	// (ErrFailover), its lease must outlive the promotion and one more
-	// renewal attempt: 10s leases expired first, 1 run in 14, on a loaded
-	// machine where the promotion took seconds.
-	ttl := map[string]time.Duration{"claim": 10 * time.Second, "renewal": 10 * time.Second, "renewals": 20 * time.Second, "": 20 * time.Second}[c.lose]
-	if c.multiHost && c.lose == "claim" {
+	// cores); across a clean switchover it must outlive the switchover;
+	// where the old holder must hear of the loss from the new primary
+	// (ErrFailover), it must outlive the promotion and one more renewal
+	// attempt (10s leases expired first, 1 run in 14). A new holder's
+	// lease must outlive the stalls too (a 3s lease lapsed before its
+	// generator was built, 1 run in 10). The quarantine is the TTL plus a
+	// tenth.
+	ttl := 10 * time.Second
+	if c.lose == "renewals" || c.lose == "" || c.multiHost && c.lose == "claim" {
 		ttl = 20 * time.Second
 	}
 	pair := pgtest.NewPair(t)
@@ -252,16 +251,12 @@ func testFailover(t *testing.T, c failoverCase) {
 		t.Errorf("the old holder stopped with %v; want ErrLeaseLost", a.err)
 	}
 	want := nodeid.ErrExpired // on the old primary only: it hears nothing more
-	if c.multiHost && c.lose == "claim" {
-		// It hears from the new primary that its claim is gone, unless its
-		// deadline came first: a lease with less than one renewal attempt
-		// and one retry left at the promotion may expire before its next
-		// statement reaches the new primary.
-		if leftAtPromotion > ttl/5+ttl/20 {
-			want = nodeid.ErrFailover
-		} else if errors.Is(old.Err(), nodeid.ErrFailover) {
-			want = nodeid.ErrFailover
-		}
+	// On a multi-host DSN it hears from the new primary that its claim is
+	// gone, unless its deadline came first: a lease with less than one
+	// renewal attempt and one retry left at the promotion may expire before
+	// its next statement reaches the new primary.
+	if c.multiHost && c.lose == "claim" && (leftAtPromotion > ttl/5+ttl/20 || errors.Is(old.Err(), nodeid.ErrFailover)) {
+		want = nodeid.ErrFailover
 	}
 	if !errors.Is(old.Err(), want) {
 		t.Errorf("the old lease ended with %v, with %s of it left at the promotion; want %v", old.Err(), leftAtPromotion.Round(time.Millisecond), want)

@@ -29,7 +29,7 @@ const (
 	demoTimeout = 50 * time.Second       // the whole demo, server start included
 	demoWait    = 20 * time.Second       // any one step
 	// demoTakes is how long the demo takes, as the help and the README say:
-	// measured 6.0 to 6.8 s from start to end, throwaway server included.
+	// measured 5.9 to 6.8 s from start to end, throwaway server included.
 	demoTakes = "about 7 seconds"
 	// demoFailoverTakes is how long "demo --failover" takes: measured 9.1
 	// to 10.3 s, two servers included.
