@@ -22,9 +22,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -311,12 +313,38 @@ func (s *Server) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	}
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It
+// is drawn at random from below the kernel's ephemeral range: a port of
+// that range can be given to a client's outgoing connection between this
+// call and the server's bind (a loaded test run saw PostgreSQL fail with
+// "Address already in use" that way).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo, hi := listenPorts()
+	for range 200 {
+		p := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue // in use: draw again
+		}
+		l.Close()
+		return p, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("pgtest: no free port on 127.0.0.1 in %d-%d after 200 draws", lo, hi-1)
+}
+
+// listenPorts is the range [lo, hi) FreePort draws from: from 10000 up to
+// the start of Linux's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), or up to 32768 (Linux's
+// default, below IANA's 49152) where that cannot be read or starts too low
+// to leave a thousand ports.
+func listenPorts() (lo, hi int) {
+	lo, hi = 10000, 32768 // below both Linux's default (32768) and IANA's ephemeral range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > lo+1000 {
+				hi = n
+			}
+		}
+	}
+	return lo, hi
 }
