@@ -301,7 +301,7 @@ func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 	t.Helper()
 	pollUntil(t, 90*time.Second, "the second holder stamping past the first's last stamp", func() bool {
 		if h2.exited() {
-			t.Fatalf("the second nodeid run exited; stderr: %s", h2.stderr.String())
+			t.Fatalf("the second nodeid run exited; stderr: %s\nthe server's sessions:\n%s", h2.stderr.String(), s.serverSessions())
 		}
 		s1, _ := readStamps(t, s.dir1)
 		s2, _ := readStamps(t, s.dir2)
@@ -320,6 +320,33 @@ func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 		first.wait(t, 60*time.Second)
 	}
 	checkFenced(t, s.dir1, s.dir2)
+}
+
+// serverSessions describes what the server's sessions are doing and
+// waiting on, for a failure that may come from the server.
+func (s *fenceSetup) serverSessions() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, `SELECT pid, coalesce(backend_type, ''), coalesce(state, ''),
+		coalesce(wait_event_type || ':' || wait_event, ''), coalesce(now() - backend_start, '0'), left(coalesce(query, ''), 80)
+		FROM pg_stat_activity ORDER BY backend_start`)
+	if err != nil {
+		return fmt.Sprintf("cannot read pg_stat_activity: %v", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var pid int
+		var typ, state, wait, age, query string
+		if err := rows.Scan(&pid, &typ, &state, &wait, &age, &query); err != nil {
+			return fmt.Sprintf("cannot read pg_stat_activity: %v", err)
+		}
+		fmt.Fprintf(&b, "%d %s %s %s since %s: %s\n", pid, typ, state, wait, age, query)
+	}
+	if err := rows.Err(); err != nil {
+		fmt.Fprintf(&b, "cannot read pg_stat_activity: %v\n", err)
+	}
+	return b.String()
 }
 
 // procState is the state of process pid ('T' when stopped), 0 if it
