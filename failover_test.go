@@ -1,9 +1,11 @@
 package nodeid_test
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +19,35 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
+
+// logOnFailure returns a WithLogger option that keeps the registry's
+// warnings (each failed renewal attempt, with its error and the time left
+// to the deadline) and prints them if the test fails: a lease lost to a
+// slow server then says what every attempt met.
+func logOnFailure(t *testing.T, name string) nodeid.Option {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.Failed() && buf.Len() > 0 {
+			t.Logf("%s's log:\n%s", name, buf.String())
+		}
+	})
+	h := slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn})
+	return nodeid.WithLogger(slog.New(h))
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // minter mints IDs under a lease until the generator refuses, in bursts,
 // and keeps them.
@@ -136,7 +167,8 @@ func testFailover(t *testing.T, c failoverCase) {
 	if c.multiHost {
 		oldDSN = pair.DSN(dbName)
 	}
-	oldReg, err := nodeid.New(open(oldDSN), nodeid.WithTTL(ttl), nodeid.WithOwner("old-holder"))
+	oldReg, err := nodeid.New(open(oldDSN), nodeid.WithTTL(ttl), nodeid.WithOwner("old-holder"),
+		logOnFailure(t, "the old holder"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +215,8 @@ func testFailover(t *testing.T, c failoverCase) {
 	promoted := time.Now()
 	leftAtPromotion := time.Until(old.Deadline())
 
-	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"), nodeid.WithWait(true))
+	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"), nodeid.WithWait(true),
+		logOnFailure(t, "the new holder"))
 	if err != nil {
 		t.Fatal(err)
 	}
