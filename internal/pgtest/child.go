@@ -34,7 +34,7 @@ func startChild(bin string, args []string, dir, log string, attr *syscall.SysPro
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := startFavoured(cmd); err != nil {
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", filepath.Base(bin), err)
 	}
 	c := &child{cmd: cmd, log: log, exited: make(chan struct{})}

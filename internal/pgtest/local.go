@@ -167,7 +167,7 @@ func (l *local) start(ctx context.Context) error {
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := startFavoured(cmd); err != nil {
+	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)
 	}

@@ -86,7 +86,7 @@ pidfile = %s
 	cmd := exec.Command(bin, filepath.Join(root, "pgbouncer.ini"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Dir = root
-	if err := startFavoured(cmd); err != nil {
+	if err := cmd.Start(); err != nil {
 		os.RemoveAll(root)
 		return nil, fmt.Errorf("start pgbouncer: %w", err)
 	}

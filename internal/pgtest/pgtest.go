@@ -15,9 +15,6 @@
 // For failover tests, from local programs only: Pair, a primary and an
 // asynchronous streaming standby whose replication runs through a Proxy;
 // Cluster, PostgreSQL nodes managed by Patroni on etcd.
-//
-// Every local program pgtest starts as a server runs at a higher priority
-// than its clients when the caller may raise one (as root): see serverNice.
 package pgtest
 
 import (
