@@ -141,6 +141,18 @@ func WithDatabase(dsn, db string) string {
 	return dsn + " dbname=" + db
 }
 
+// withParam returns dsn (URL or key=value form) with the connection
+// parameter key set to value.
+func withParam(dsn, key, value string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " " + key + "=" + value
+}
+
 // WithAddr returns dsn (URL or key=value form) with its host and port
 // replaced by addr, to go through a proxy.
 func WithAddr(dsn, addr string) string {

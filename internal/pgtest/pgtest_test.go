@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -160,5 +162,36 @@ func TestFreePortOutsideTheEphemeralRange(t *testing.T) {
 			t.Fatalf("FreePort() = %d, which cannot be bound: %v", p, err)
 		}
 		l.Close()
+	}
+}
+
+// TestNewDBConnectTimeout: the DSN of a fresh database gives a new
+// connection testConnectTimeout, in the URL and the key=value form, and
+// connects.
+func TestNewDBConnectTimeout(t *testing.T) {
+	for _, in := range []string{
+		"postgres://u@h:5/db?sslmode=disable",
+		"postgres://u@h:5/db?sslmode=disable&connect_timeout=10",
+		"host=h port=5 user=u dbname=db",
+		"host=h port=5 user=u dbname=db connect_timeout=10",
+	} {
+		cfg, err := pgconn.ParseConfig(withParam(in, "connect_timeout", "60"))
+		if err != nil {
+			t.Fatalf("withParam(%q): %v", in, err)
+		}
+		if cfg.ConnectTimeout != time.Minute || cfg.Host != "h" || cfg.Database != "db" {
+			t.Errorf("withParam(%q): connect timeout %s, host %q, database %q; want 1m0s, h, db", in, cfg.ConnectTimeout, cfg.Host, cfg.Database)
+		}
+	}
+	db, dsn := NewDB(t)
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConnectTimeout != testConnectTimeout {
+		t.Errorf("NewDB's DSN sets connect_timeout %s; want %s", cfg.ConnectTimeout, testConnectTimeout)
+	}
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
 	}
 }
