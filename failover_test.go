@@ -1,7 +1,6 @@
 package nodeid_test
 
 import (
-	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -25,28 +25,14 @@ import (
 // to the deadline) and prints them if the test fails: a lease lost to a
 // slow server then says what every attempt met.
 func logOnFailure(t *testing.T, name string) nodeid.Option {
-	var mu sync.Mutex
-	var buf bytes.Buffer
+	var buf syncbuf.Buffer
 	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
 		if t.Failed() && buf.Len() > 0 {
 			t.Logf("%s's log:\n%s", name, buf.String())
 		}
 	})
-	h := slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelWarn})
+	h := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})
 	return nodeid.WithLogger(slog.New(h))
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // minter mints IDs under a lease until the generator refuses, in bursts,

@@ -5,19 +5,18 @@ package nodeid
 // changed row.
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -160,7 +159,7 @@ func TestPrivilegeRevokedDuringLease(t *testing.T) {
 	admin, dsn := srv.NewDB(t)
 	provision(t, admin)
 	app, role := newRole(t, srv, admin, dsn, appGrants)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	r := newTestRegistry(t, app, WithCreateTable(false), WithTTL(MinTTL),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	l := acquire(t, r)
@@ -174,23 +173,6 @@ func TestPrivilegeRevokedDuringLease(t *testing.T) {
 	if out := logs.String(); !strings.Contains(out, "permission denied for table snowflake_nodes") {
 		t.Errorf("the renewal failures were not logged with their cause:\n%s", out)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // Bad deployments give a clear error from Acquire and change no row.

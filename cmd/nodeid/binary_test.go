@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/syncbuf"
 )
 
 // buildBinary builds the command into a temporary directory.
@@ -128,7 +129,7 @@ func TestBinaryDemoInterrupted(t *testing.T) {
 	env, tmp := demoEnv(t)
 	c := exec.Command(bin, "demo")
 	c.Env = env
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/syncbuf"
 )
 
 // The fencing tests run "nodeid run" (this test binary as the command, see
@@ -140,7 +141,7 @@ func checkFenced(t *testing.T, dir1, dir2 string) {
 // runProc is a "nodeid run" process.
 type runProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr syncbuf.Buffer
 	done           chan struct{}
 }
 

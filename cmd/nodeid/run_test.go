@@ -1,44 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a reader concurrent with a writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // background runs the command in-process in a goroutine; wait returns its
 // result.
 type background struct {
 	done           chan struct{}
 	code           int
-	stdout, stderr syncBuffer
+	stdout, stderr syncbuf.Buffer
 }
 
 func startCLI(t *testing.T, args ...string) *background {
