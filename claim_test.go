@@ -439,8 +439,8 @@ func TestMigrationOfAnEarlierTable(t *testing.T) {
 	UPDATE snowflake_nodes SET epoch = 41, horizon_ms = 1000 WHERE node_id = 0`)
 	r, _ := nodeid.New(db)
 	_, err := r.Acquire(ctx)
-	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "nodeid init") {
-		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming nodeid init", err)
+	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "SchemaSQL") {
+		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming SchemaSQL", err)
 	}
 	ddl, _ := postgres.SchemaSQL()
 	execSQL(t, db, ddl)

@@ -122,8 +122,10 @@ func (f *fakeStore) ReadConfig(ctx context.Context) (store.TableConfig, error) {
 	if maxTTL == 0 {
 		maxTTL = MaxTTL
 	}
-	return store.TableConfig{MinNode: f.lo, MaxNode: f.hi, MaxTTL: maxTTL, Timeline: 1}, nil
+	return store.TableConfig{MinNode: f.lo, MaxNode: f.hi, MaxTTL: maxTTL, Replication: store.Async, Generation: 1}, nil
 }
+
+func (f *fakeStore) CheckReplication(ctx context.Context) error { return nil }
 
 func (f *fakeStore) CheckSchema(ctx context.Context) error {
 	f.record("check", store.Key{}, 0, false)
@@ -161,14 +163,14 @@ func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl t
 			r.horizon = max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
 			return store.Claim{
 				Key:     store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
-				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Timeline: 1,
+				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Generation: 1,
 			}, true, store.Refusal{}, nil
 		}
 	}
 	return store.Claim{}, false, why, nil
 }
 
-func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
+func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error) {
 	n := f.record("renew", k, horizonMs, false)
 	if _, hook, _ := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
@@ -182,7 +184,7 @@ func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, h
 	r := f.rows[k.NodeID]
 	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
-		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
+		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()), floorMs)
 		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
 	}
 	return o, nil

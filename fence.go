@@ -82,12 +82,12 @@ func (l *Lease) Bind(seal func() int64) error {
 
 // seal stops the bound generator, if any, and returns the horizon Release
 // records: the latest millisecond the generator stamped (exact), or, with
-// no generator, the previous holder's (not exact: the database keeps the
-// horizon of the last renewal). l.mu is held, and the lease has stopped
+// no generator, the horizon the lease keeps (not exact: the database raises
+// its recorded one to it, never lowers it). l.mu is held, and the lease has stopped
 // admitting IDs.
 func (l *Lease) seal() (horizon int64, exact bool) {
 	if l.sealer == nil {
-		return l.prev, false
+		return l.fence.Load().horizon, false
 	}
 	return max(l.prev, l.sealer()), true
 }

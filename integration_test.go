@@ -394,7 +394,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 
 			// The old holder's renew and release change nothing.
 			st := old.st.(*store.Store)
-			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
+			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50, 0)
 			if err != nil || o.OK {
 				t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
 			}
@@ -541,7 +541,7 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 			}
 			waitExpired(t, db, 0)
 			before := readRow(t, db, 0)
-			o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50)
+			o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50, 0)
 			if err != nil || o.OK {
 				t.Fatalf("renewal of a lapsed lease: ok=%v err=%v", o.OK, err)
 			}

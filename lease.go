@@ -166,6 +166,8 @@ func (l *Lease) release(ctx context.Context) error {
 // as the statement found it.
 func (l *Lease) causeOf(o store.Outcome) error {
 	switch {
+	case o.TTLAbove && o.Epoch == l.key.Epoch && o.Owner == l.key.Owner:
+		return ErrFailover // the table lost the raise of its maximum TTL that the claim rested on
 	case !o.Exists || o.Epoch > l.key.Epoch:
 		return ErrTakenOver
 	case o.Epoch < l.key.Epoch:

@@ -93,7 +93,7 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 					return store.Outcome{}, errors.New("connection reset")
 				}
 				st.set(func() { st.renewHook = nil })
-				return st.Renew(ctx, k, testTTL, 0)
+				return st.Renew(ctx, k, testTTL, 0, 0)
 			}
 		})
 		time.Sleep(testTTL * 6 / 10) // the failures and one success, as in TestRenewRetriesTransientErrors

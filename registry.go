@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,8 @@ type leaseStore interface {
 	ReadConfig(ctx context.Context) (store.TableConfig, error)
 	CheckSchema(ctx context.Context) error
 	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, store.Refusal, error)
-	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error)
+	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error)
+	CheckReplication(ctx context.Context) error
 	Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error)
 	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
 }
@@ -190,6 +192,11 @@ func (r *Registry) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if _, err := bounded(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.st.CheckReplication(ctx)
+	}, nil); err != nil {
+		return err
+	}
 	lo, hi := tc.MinNode, tc.MaxNode
 	table := r.cfg.table.Table
 	switch {
@@ -211,7 +218,11 @@ func (r *Registry) ensure(ctx context.Context) error {
 	return nil
 }
 
-func (r *Registry) claim(ctx context.Context) (*Lease, error) {
+func (r *Registry) claim(ctx context.Context) (*Lease, error) { return r.claimOnce(ctx, false) }
+
+func (r *Registry) log() *slog.Logger { return r.cfg.logger }
+
+func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
@@ -233,6 +244,17 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !res.ok && res.why.ModeChanged && !retried {
+		// The table's replication mode changed since the Registry read it:
+		// the store has learnt the new one; check it and claim again.
+		r.log().Info("nodeid: the table's replication mode changed; claiming with the new one")
+		if _, err := bounded(r, ctx, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, r.st.CheckReplication(ctx)
+		}, nil); err != nil {
+			return nil, err
+		}
+		return r.claimOnce(ctx, true)
 	}
 	if !res.ok {
 		return nil, r.refusal(res.why)
@@ -256,7 +278,7 @@ func (r *Registry) claim(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("nodeid: the claim took longer than the lease allows: %w", err)
 	}
 	l.log.Debug("nodeid: acquired", "deadline_in", time.Until(l.Deadline()), "previous_horizon_ms", res.c.PrevHorizon,
-		"timeline", res.c.Timeline)
+		"generation", res.c.Generation)
 	return l, nil
 }
 
@@ -275,7 +297,7 @@ func (r *Registry) refusal(why store.Refusal) error {
 	wait := time.UnixMilli(why.Until + 1).Sub(why.Now).Round(time.Millisecond)
 	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(why.Until), timefmt.Time(why.SetAt))
 	if why.Quarantined {
-		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, until %s", timefmt.Ms(why.Until))
+		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, moved or was restored, until %s", timefmt.Ms(why.Until))
 	}
 	return fmt.Errorf("%w: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
 		ErrNoNodeIDAvailable, r.lo, r.hi, why.Held, why.Cooling, why.Soonest, wait, cause)

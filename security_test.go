@@ -198,7 +198,7 @@ func TestBadDeployments(t *testing.T) {
 			CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint, owner text, acquired_at timestamptz,
 			from_ms bigint, ended_at timestamptz, end_reason text, horizon_ms bigint);
 			INSERT INTO snowflake_nodes (node_id) SELECT generate_series(0, 1023)`,
-			mention: []string{"no recorded configuration", "nodeid init"}, fatal: true},
+			mention: []string{"no recorded configuration", "SchemaSQL"}, fatal: true},
 		{name: "read-only server", setup: "PROVISION; ALTER DATABASE CURRENT SET default_transaction_read_only = on",
 			mention: []string{"read-only", "primary"}, retry: true},
 	} {

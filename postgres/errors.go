@@ -40,6 +40,10 @@ func Fatal(err error) bool {
 	if poolerError(err) || errors.Is(err, ErrUnconfigured) {
 		return true
 	}
+	var marked interface{ Fatal() bool }
+	if errors.As(err, &marked) {
+		return marked.Fatal()
+	}
 	switch SQLSTATE(err) {
 	case "42P01", // undefined_table
 		"42703", // undefined_column
@@ -59,11 +63,15 @@ func Fatal(err error) bool {
 // Retryable reports whether err is a transient condition expected to clear
 // on its own: a dropped or refused connection, a server shutting down or
 // starting, a serialization failure or deadlock, a statement that timed out
-// or was cancelled, too many connections, a read-only server (a primary
-// failing over). Retrying never implies that a lease is still held.
+// or was cancelled, too many connections, a read-only server or a standby
+// (a primary failing over). Retrying never implies that a lease is still held.
 func Retryable(err error) bool {
 	if err == nil || Fatal(err) {
 		return false
+	}
+	var marked interface{ Retryable() bool }
+	if errors.As(err, &marked) {
+		return marked.Retryable()
 	}
 	if code := SQLSTATE(err); code != "" {
 		switch {
@@ -76,6 +84,8 @@ func Retryable(err error) bool {
 			code == "57014",                // query_canceled (statement_timeout)
 			code == "25006":                // read_only_sql_transaction
 			return true
+		case code == "55000" && strings.Contains(err.Error(), "recovery is in progress"):
+			return true // a standby, during a failover
 		}
 		return false
 	}

@@ -14,8 +14,10 @@ import (
 
 func (a *app) initCommand() *cobra.Command {
 	var (
-		rf     rangeFlags
-		maxTTL time.Duration
+		rf          rangeFlags
+		maxTTL      time.Duration
+		replication string
+		restored    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -35,10 +37,35 @@ table).
 The maximum TTL bounds the TTL of every lease of the table: a process asking
 for a longer one is refused. After a database failover that may have lost
 commits, node IDs last written before it stay unclaimable for this long plus
-a tenth: keep it close to the TTL your fleet uses.`,
+a tenth: keep it close to the TTL your fleet uses. With --replication async,
+raise it only once every standby that may be promoted has replayed the
+raise (check with "nodeid list --dsn STANDBY -o json"), or a failover to one
+that lacks it would quarantine for the old maximum only.
+
+--replication records how the database replicates: async (the default for a
+new table: a failover may lose the latest commits, so every lease statement
+watches the server's identity and timeline, which needs the functions
+pg_current_wal_lsn, pg_walfile_name and pg_control_system, and after a
+failover, a move or an upgrade every node ID is quarantined for the maximum
+TTL and a tenth) or sync (the HA setup never loses an acknowledged commit:
+Patroni synchronous_mode_strict, CloudNativePG with required synchronous
+replicas, Aurora, RDS Multi-AZ, Cloud SQL HA; no quarantine after a
+failover, no WAL function needed). Changing it on an existing table takes
+effect for each registry at its next claim; going from sync to async
+records the server of now as the one the table is on.
+
+--restored tells the table it was restored (a volume snapshot rolled back,
+a base backup started without recovery, a point-in-time restore, or a copy
+that served while the old server still did): nothing inside the database
+can tell. Run it after any restore, before clients connect, with the old
+server stopped. Every node ID is then quarantined for the maximum TTL and a
+tenth from now, and its next claim takes an epoch of a new era, above any the
+restored or the lost history could hold.`,
 		Example: `  nodeid init
   nodeid init --nodes 256 --max-ttl 30s
-  nodeid init --table ids.snowflake_nodes --range 512-1023`,
+  nodeid init --table ids.snowflake_nodes --range 512-1023
+  nodeid init --replication sync          # Aurora, RDS Multi-AZ, Patroni synchronous_mode_strict
+  nodeid init --restored                  # after restoring the database from a backup`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
 			r, err := rf.resolve()
@@ -52,9 +79,18 @@ a tenth: keep it close to the TTL your fleet uses.`,
 			if maxTTL < postgres.MinTTL || maxTTL > postgres.MaxTTL {
 				return usagef("--max-ttl %s: it must be %s to %s", maxTTL, postgres.MinTTL, postgres.MaxTTL)
 			}
+			mode := store.Replication(replication)
+			if mode != "" && mode != store.Async && mode != store.Sync {
+				return usagef("--replication %q: it must be async (a failover may lose commits) or sync (it never does)", replication)
+			}
 			a.privileges = "ownership of " + a.table + " (or CREATE on its schema, for a new table)"
-			var tc store.TableConfig
-			var rows []store.Row
+			var (
+				tc          store.TableConfig
+				rows        []store.Row
+				raisedFrom  time.Duration
+				generation  int64
+				quarantined time.Time
+			)
 			err = a.timed(cmd.Context(), func(ctx context.Context) error {
 				st, err := a.store(r)
 				if err != nil {
@@ -68,14 +104,23 @@ a tenth: keep it close to the TTL your fleet uses.`,
 					if !ttlGiven {
 						maxTTL = old.MaxTTL
 					}
+					if maxTTL > old.MaxTTL {
+						raisedFrom = old.MaxTTL
+					}
 					if !rf.given() {
 						if st, err = a.store(nodeRange{old.MinNode, old.MaxNode}); err != nil {
 							return err
 						}
 					}
 				}
-				if err := st.Apply(ctx, maxTTL); err != nil {
+				if err := st.ApplyMode(ctx, maxTTL, mode); err != nil {
 					return err
+				}
+				if restored {
+					var err error
+					if generation, quarantined, err = st.Restored(ctx); err != nil {
+						return err
+					}
 				}
 				if err := st.CheckSchema(ctx); err != nil {
 					return err
@@ -101,13 +146,26 @@ a tenth: keep it close to the TTL your fleet uses.`,
 				fmt.Fprintf(a.stderr, "nodeid: warning: node IDs above %d do not fit the default Snowflake layout (%d node bits): registries must use nodeid.WithNodeBits and generators a layout with as many node bits, or lease only a part of the range (--range, WithNodeRange)\n",
 					maxNode, nodeid.DefaultNodeBits)
 			}
-			_, err = fmt.Fprintf(a.stdout, "table %s is ready (history %s, configuration %s): node IDs %s, %d rows, maximum TTL %s\n",
-				a.table, postgres.HistoryTable(a.table), postgres.ConfigTable(a.table), rec, len(rows), tc.MaxTTL)
+			if raisedFrom > 0 && tc.Replication == store.Async {
+				fmt.Fprintf(a.stderr, "nodeid: the maximum TTL was raised from %s to %s: before any registry uses a TTL above %s, check that every standby that may be promoted shows %s (nodeid list --dsn STANDBY -o json), or a failover to one that lacks the raise would quarantine for %s only\n",
+					raisedFrom, tc.MaxTTL, raisedFrom, tc.MaxTTL, raisedFrom)
+			}
+			if restored {
+				fmt.Fprintf(a.stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the maximum TTL %s and a tenth), and its next claim takes an epoch of a new era\n",
+					a.table, generation, exact(quarantined), tc.MaxTTL)
+			}
+			_, err = fmt.Fprintf(a.stdout, "table %s is ready (history %s, configuration %s): node IDs %s, %d rows, maximum TTL %s, replication %s\n",
+				a.table, postgres.HistoryTable(a.table), postgres.ConfigTable(a.table), rec, len(rows), tc.MaxTTL, tc.Replication)
 			return err
 		}),
 	}
 	rf.register(cmd)
 	cmd.Flags().Var(newRequiredDurationValue(&maxTTL), "max-ttl",
 		fmt.Sprintf("the longest lease TTL the table allows, %s to %s (default: the table's, 1m for a new table)", postgres.MinTTL, postgres.MaxTTL))
+	cmd.Flags().StringVar(&replication, "replication", "",
+		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
+	_ = cmd.RegisterFlagCompletionFunc("replication", cobra.FixedCompletions([]string{"async", "sync"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().BoolVar(&restored, "restored", false,
+		"the database was restored from a backup: quarantine every node ID for the maximum TTL and a tenth, and move its next epoch to a new era")
 	return cmd
 }

@@ -90,5 +90,5 @@ func (a *app) snapshot(ctx context.Context) (nodes, error) {
 	if err != nil {
 		return nodes{}, err
 	}
-	return nodes{table: a.table, rows: rows, now: now}, nil
+	return nodes{table: a.table, replication: st.Replication(), rows: rows, now: now}, nil
 }

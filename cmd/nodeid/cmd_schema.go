@@ -11,8 +11,9 @@ import (
 
 func (a *app) schemaCommand() *cobra.Command {
 	var (
-		rf     rangeFlags
-		maxTTL time.Duration
+		rf          rangeFlags
+		maxTTL      time.Duration
+		replication string
 	)
 	cmd := &cobra.Command{
 		Use:   "schema",
@@ -33,7 +34,11 @@ nodeid up to date. Needs no database.`,
 			if err != nil {
 				return err
 			}
-			ddl, err := postgres.SchemaSQL(postgres.WithTable(a.table), postgres.WithNodeRange(r.lo, r.hi), postgres.WithMaxTTL(maxTTL))
+			opts := []postgres.Option{postgres.WithTable(a.table), postgres.WithNodeRange(r.lo, r.hi), postgres.WithMaxTTL(maxTTL)}
+			if replication != "" {
+				opts = append(opts, postgres.WithReplication(replication))
+			}
+			ddl, err := postgres.SchemaSQL(opts...)
 			if err != nil {
 				return usage(err)
 			}
@@ -44,5 +49,7 @@ nodeid up to date. Needs no database.`,
 	rf.register(cmd)
 	cmd.Flags().Var(newDurationValue(&maxTTL, postgres.DefaultMaxTTL), "max-ttl",
 		fmt.Sprintf("the longest lease TTL the table allows, %s to %s", postgres.MinTTL, postgres.MaxTTL))
+	cmd.Flags().StringVar(&replication, "replication", "",
+		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
 	return cmd
 }

@@ -23,12 +23,12 @@ type claimJSON struct {
 	EndReason    string     `json:"end_reason"`
 	FromMs       int64      `json:"from_ms"`
 	HorizonMs    int64      `json:"horizon_ms"`
-	Timeline     int64      `json:"timeline"`
+	Generation   int64      `json:"generation"`
 }
 
 func claimToJSON(c store.HistoryRow) claimJSON {
 	j := claimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
-		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs, Timeline: c.Timeline}
+		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs, Generation: c.Generation}
 	j.EndedAt, j.EndedAtMs = jsonTime(c.EndedAt)
 	return j
 }
@@ -119,9 +119,9 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 	} else {
 		kv.row("horizon", fmt.Sprintf("%d (%s, %s)", r.HorizonMs, exactMs(r.HorizonMs), relHorizon(r.HorizonMs, now)))
 	}
-	kv.row("timeline", strconv.FormatInt(r.Timeline, 10))
+	kv.row("generation", strconv.FormatInt(r.Generation, 10))
 	if r.QuarantinedUntil.After(now) {
-		kv.row("quarantine", fmt.Sprintf("until %s: last written before a database failover; the next holder stamps after it",
+		kv.row("quarantine", fmt.Sprintf("until %s: last written before a database failover, move or restore; the next holder stamps after it",
 			withRelative(r.QuarantinedUntil, now)))
 	}
 	if err := kv.flush(); err != nil {
@@ -136,7 +136,7 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 	t := newTable(w)
 	head := []string{"EPOCH", "OWNER", "ACQUIRED", "ENDED", "REASON", "STAMPS FROM (EXCL.)", "STAMPS TO"}
 	if wide {
-		head = append(head, "ACQUIRED AT", "ENDED AT", "FROM MS", "TO MS", "TIMELINE")
+		head = append(head, "ACQUIRED AT", "ENDED AT", "FROM MS", "TO MS", "GENERATION")
 	}
 	t.row(head...)
 	for _, c := range hist {
@@ -152,7 +152,7 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 			from, exactMs(c.HorizonMs)}
 		if wide {
 			cells = append(cells, exact(c.AcquiredAt), exact(c.EndedAt), strconv.FormatInt(c.FromMs, 10), strconv.FormatInt(c.HorizonMs, 10),
-				strconv.FormatInt(c.Timeline, 10))
+				strconv.FormatInt(c.Generation, 10))
 		}
 		t.row(cells...)
 	}

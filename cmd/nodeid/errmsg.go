@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -24,6 +25,7 @@ func (a *app) explain(err error) string {
 		pe *pgconn.PgError
 		se *postgres.StatementError
 		te *timeoutError
+		we *store.WALError
 	)
 	table := a.table
 	code := postgres.SQLSTATE(err)
@@ -34,6 +36,9 @@ func (a *app) explain(err error) string {
 		return a.explainConnect(ce, code, "")
 	case errors.As(err, &te):
 		return te.Error()
+	case errors.As(err, &we):
+		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"nodeid init --table %s --replication sync\")",
+			err, table, table)
 	case code == "42P01":
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)

@@ -76,11 +76,11 @@ func TestInitBadInput(t *testing.T) {
 func TestPrune(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
 	mustCLI(t, "init", "--dsn", dsn, "--nodes", "2")
-	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms) VALUES
-		(0, 1, 'old', now() - interval '40 days', 0, now() - interval '31 days', 'released', 1),
-		(0, 2, 'old', now() - interval '31 days', 1, now() - interval '30 days 1 hour', 'expired', 2),
-		(0, 3, 'recent', now() - interval '2 days', 2, now() - interval '1 day', 'released', 3),
-		(1, 1, 'open', now() - interval '90 days', 0, NULL, NULL, NULL)`)
+	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'old', now() - interval '40 days', 0, now() - interval '31 days', 'released', 1, 1),
+		(0, 2, 'old', now() - interval '31 days', 1, now() - interval '30 days 1 hour', 'expired', 2, 1),
+		(0, 3, 'recent', now() - interval '2 days', 2, now() - interval '1 day', 'released', 3, 1),
+		(1, 1, 'open', now() - interval '90 days', 0, NULL, NULL, NULL, 1)`)
 	owners := func() string {
 		t.Helper()
 		var s string

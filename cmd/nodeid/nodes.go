@@ -11,9 +11,10 @@ import (
 
 // nodes is a snapshot of the lease table at the server's now().
 type nodes struct {
-	table string
-	rows  []store.Row
-	now   time.Time // the server's now() of the snapshot
+	table       string
+	replication store.Replication // as the table records it
+	rows        []store.Row
+	now         time.Time // the server's now() of the snapshot
 }
 
 // summary counts the rows of a snapshot by state.
@@ -75,7 +76,7 @@ type nodeJSON struct {
 	ExpiresAt    *time.Time `json:"expires_at"`
 	ExpiresAtMs  *int64     `json:"expires_at_ms"`
 	HorizonMs    int64      `json:"horizon_ms"`
-	Timeline     int64      `json:"timeline"`
+	Generation   int64      `json:"generation"`
 	// QuarantinedUntil is set while a row last written before a failover
 	// is not claimable.
 	QuarantinedUntil   *time.Time `json:"quarantined_until,omitempty"`
@@ -83,7 +84,7 @@ type nodeJSON struct {
 }
 
 func rowJSON(r store.Row, now time.Time) nodeJSON {
-	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs, Timeline: r.Timeline}
+	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs, Generation: r.Generation}
 	j.AcquiredAt, j.AcquiredAtMs = jsonTime(r.AcquiredAt)
 	j.ExpiresAt, j.ExpiresAtMs = jsonTime(r.ExpiresAt)
 	if r.QuarantinedUntil.After(now) {
@@ -102,17 +103,18 @@ func jsonTime(t time.Time) (*time.Time, *int64) {
 
 // listJSON is the document of list -o json.
 type listJSON struct {
-	Table   string     `json:"table"`
-	Now     time.Time  `json:"now"`
-	NowMs   int64      `json:"now_ms"`
-	Summary summary    `json:"summary"`
-	Nodes   []nodeJSON `json:"nodes"`
+	Table       string     `json:"table"`
+	Replication string     `json:"replication"`
+	Now         time.Time  `json:"now"`
+	NowMs       int64      `json:"now_ms"`
+	Summary     summary    `json:"summary"`
+	Nodes       []nodeJSON `json:"nodes"`
 }
 
 // doc is the document of list -o json and -o yaml: the rows, with the
 // summary of the whole snapshot.
 func (n nodes) doc(rows []store.Row) listJSON {
-	doc := listJSON{Table: n.table, Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
+	doc := listJSON{Table: n.table, Replication: string(n.replication), Now: n.now.UTC(), NowMs: n.now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
 	for _, r := range rows {
 		doc.Nodes = append(doc.Nodes, rowJSON(r, n.now))
 	}
@@ -139,7 +141,7 @@ func (n nodes) write(w io.Writer, o *listOptions) error {
 	if !o.noHeaders {
 		head := []string{"NODE", "STATE", "OWNER", "EPOCH", "ACQUIRED", "EXPIRES", "HORIZON"}
 		if wide {
-			head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS", "TIMELINE")
+			head = append(head, "ACQUIRED AT", "EXPIRES AT", "HORIZON MS", "GENERATION")
 		}
 		t.row(head...)
 	}
@@ -158,7 +160,7 @@ func (n nodes) write(w io.Writer, o *listOptions) error {
 			horizon,
 		}
 		if wide {
-			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10), strconv.FormatInt(r.Timeline, 10))
+			cells = append(cells, exact(r.AcquiredAt), exact(r.ExpiresAt), strconv.FormatInt(r.HorizonMs, 10), strconv.FormatInt(r.Generation, 10))
 		}
 		t.row(cells...)
 	}
@@ -168,7 +170,7 @@ func (n nodes) write(w io.Writer, o *listOptions) error {
 	if o.noHeaders {
 		return nil
 	}
-	_, err := fmt.Fprintln(w, n.summary())
+	_, err := fmt.Fprintf(w, "%s; replication %s\n", n.summary(), n.replication)
 	return err
 }
 

@@ -77,9 +77,9 @@ func TestDocsExamples(t *testing.T) {
 	// Node ID 0: ingest-1 released it, billing-7 holds it. The IDs of the
 	// examples: one of ingest-1; one stamped 400 ms before billing-7's
 	// claim; one of 2020, when nobody held node ID 0.
-	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms) VALUES
-		(0, 1, 'ingest-1', '2026-11-30T12:32:46.122954Z', 0, '2026-11-30T12:32:47.626105Z', 'released', 1796041967325),
-		(0, 2, 'billing-7', '2026-11-30T12:32:48.829333Z', 1796041967325, NULL, NULL, NULL)`)
+	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'ingest-1', '2026-11-30T12:32:46.122954Z', 0, '2026-11-30T12:32:47.626105Z', 'released', 1796041967325, 1),
+		(0, 2, 'billing-7', '2026-11-30T12:32:48.829333Z', 1796041967325, NULL, NULL, NULL, 1)`)
 	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'billing-7', epoch = 2, acquired_at = '2026-11-30T12:32:48.829333Z',
 		expires_at = now() + interval '1 hour', horizon_ms = 1796042028828 WHERE node_id = 0`)
 	_, empty := pgtest.NewDB(t) // prune's: no claim, whatever the date

@@ -19,10 +19,10 @@ const (
 // current claim, whose horizon is the lease row's).
 func seedHistory(t *testing.T, db *sql.DB) {
 	t.Helper()
-	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms) VALUES
-		(1, 3, 'alpha', now() - interval '5h30m', $4, now() - interval '4h30m', 'released', $1),
-		(1, 4, $3, now() - interval '4h30m', $1, now() - interval '3h30m', 'expired', $2),
-		(1, 5, 'gamma', now() - interval '2h30m', $2, NULL, NULL, NULL)`, t1Ms, t2Ms, "evil\x1b]0;title\x07", t0Ms)
+	execSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(1, 3, 'alpha', now() - interval '5h30m', $4, now() - interval '4h30m', 'released', $1, 1),
+		(1, 4, $3, now() - interval '4h30m', $1, now() - interval '3h30m', 'expired', $2, 1),
+		(1, 5, 'gamma', now() - interval '2h30m', $2, NULL, NULL, NULL, 1)`, t1Ms, t2Ms, "evil\x1b]0;title\x07", t0Ms)
 	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'gamma', epoch = 5 WHERE node_id = 1`)
 }
 

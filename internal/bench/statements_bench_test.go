@@ -119,7 +119,7 @@ func benchRenew(b *testing.B, st *store.Store) {
 	b.ResetTimer()
 	i := 0
 	for b.Loop() {
-		o, err := st.Renew(b.Context(), keys[i%len(keys)], time.Hour, time.Now().Add(time.Hour).UnixMilli())
+		o, err := st.Renew(b.Context(), keys[i%len(keys)], time.Hour, time.Now().Add(time.Hour).UnixMilli(), 0)
 		if err != nil || !o.OK {
 			b.Fatalf("renew: ok %v, %v", o.OK, err)
 		}

@@ -14,7 +14,7 @@ const (
 	Free        State = "free"        // never claimed, or released
 	Held        State = "held"        // leased and unexpired
 	Expired     State = "expired"     // leased, lapsed, not yet claimed again
-	Quarantined State = "quarantined" // not held, last written before a failover, not claimable yet
+	Quarantined State = "quarantined" // not held, last written before a failover or a restore, not claimable yet
 )
 
 // Row is one row of the lease table.
@@ -25,10 +25,10 @@ type Row struct {
 	AcquiredAt time.Time // zero if never claimed
 	ExpiresAt  time.Time // zero if free
 	HorizonMs  int64
-	// Timeline is the server timeline of the row's last write by a holder;
-	// QuarantinedUntil, when not zero, is when a row last written on an
-	// earlier timeline than the server's becomes claimable.
-	Timeline         int64
+	// Generation is the table's generation at the row's last write by a
+	// holder; QuarantinedUntil, when not zero, is when a row last written
+	// in an earlier generation becomes claimable.
+	Generation       int64
 	QuarantinedUntil time.Time
 }
 
@@ -45,28 +45,36 @@ func (r Row) State(now time.Time) State {
 	return Expired
 }
 
-// The list reads the server's timeline unless it is a standby, and marks
-// the rows last written on an earlier one as the claim does: quarantined
-// until one maximum TTL and a tenth after the timeline was first seen (or
-// from now, if no lease statement has seen it yet).
+// The list marks the rows last written in an earlier generation as the
+// claim does: quarantined until one maximum TTL and a tenth after the
+// generation began. With asynchronous replication it reads the server's
+// identity too, unless the server is a standby, and a server that is not
+// the one recorded begins a new generation now, as the next lease statement
+// will record.
 const listTemplate = `WITH c AS (
-    SELECT timeline, timeline_seen_at, max_ttl_ms FROM {c}
-), cur AS (
-    SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE {tl} END AS tli
+    SELECT generation, generation_at, max_ttl_ms, server_id, wal_timeline FROM {c}
+), g AS (
+    SELECT c.generation, c.generation_at, c.max_ttl_ms,
+        {listChanged} AS changed
+    FROM c
 )
 SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
-    CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.timeline,
-    CASE WHEN t.timeline < GREATEST(c.timeline, cur.tli)
-        THEN (CASE WHEN cur.tli > c.timeline THEN now() ELSE c.timeline_seen_at END)
-            + (c.max_ttl_ms + c.max_ttl_ms / 10) * interval '1 millisecond' END,
+    CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.generation,
+    CASE WHEN t.generation < g.generation + g.changed::integer
+        THEN (CASE WHEN g.changed THEN now() ELSE g.generation_at END)
+            + (g.max_ttl_ms + g.max_ttl_ms / 10) * interval '1 millisecond' END,
     now()
-FROM {t} AS t LEFT JOIN c ON true CROSS JOIN cur
+FROM {t} AS t LEFT JOIN g ON true
 WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
 
 // List returns every row of the range, ordered by node ID, and the server's
 // now() of the same statement.
 func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
-	rows, err := s.db.QueryContext(ctx, s.listSQL, s.cfg.MinNode, s.cfg.MaxNode)
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	rows, err := s.db.QueryContext(ctx, q.list, s.cfg.MinNode, s.cfg.MaxNode)
 	if err != nil {
 		return nil, time.Time{}, s.wrapErr("list", err)
 	}
@@ -80,7 +88,7 @@ func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
 			r                              Row
 			acquired, expires, quarantined sql.NullTime
 		)
-		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Timeline, &quarantined, &now); err != nil {
+		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Generation, &quarantined, &now); err != nil {
 			return nil, time.Time{}, s.wrapErr("list", err)
 		}
 		r.AcquiredAt, r.ExpiresAt, r.QuarantinedUntil = acquired.Time, expires.Time, quarantined.Time
@@ -108,12 +116,12 @@ type HistoryRow struct {
 	EndedAt    time.Time // zero while the claim lasts
 	EndReason  string    // "released", "expired", "evicted"; "" while it lasts
 	HorizonMs  int64     // the claim's horizon: final when ended, else the current one
-	Timeline   int64     // the server timeline the claim was made on
+	Generation int64     // the table's generation the claim was made in
 }
 
 // The open claim's horizon is the lease row's current one.
 const historyColumns = `h.node_id, h.epoch, h.owner, h.acquired_at, h.from_ms, h.ended_at,
-    COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms), h.timeline`
+    COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms), h.generation`
 
 const historyTemplate = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
@@ -157,7 +165,7 @@ func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Hi
 			c     HistoryRow
 			ended sql.NullTime
 		)
-		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs, &c.Timeline); err != nil {
+		if err := rows.Scan(&c.NodeID, &c.Epoch, &c.Owner, &c.AcquiredAt, &c.FromMs, &ended, &c.EndReason, &c.HorizonMs, &c.Generation); err != nil {
 			return nil, s.wrapErr(op, err)
 		}
 		c.EndedAt = ended.Time

@@ -22,7 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/nodeid/nodeid/internal/wal"
 	"github.com/nodeid/nodeid/postgres"
@@ -56,12 +59,39 @@ func (c Config) HistoryTable() string { return postgres.HistoryTable(c.Table) }
 // ConfigTable returns the name of the configuration table.
 func (c Config) ConfigTable() string { return postgres.ConfigTable(c.Table) }
 
+// Replication is how a table's database replicates, as the table records
+// it: it decides which statements the Store runs.
+type Replication string
+
+// The replication modes (see postgres.WithReplication).
+const (
+	Async Replication = "async" // a failover may lose commits: statements watch the server's identity
+	Sync  Replication = "sync"  // a failover never does: no WAL function is used
+)
+
 // expand substitutes the validated table names into a statement template:
 // {t} the lease table, {h} the history table, {c} the configuration table,
-// and {tl} the expression of the server's timeline.
-func expand(tmpl string, c Config) string {
+// {head} the common head of the lease statements for mode, {mode} the mode,
+// and {tl} and {sid} the server's timeline and identity.
+func expand(tmpl string, c Config, mode Replication) string {
+	head := syncHead
+	if mode == Async {
+		head = asyncHead
+	}
+	identity, listChanged := "", "false"
+	if mode == Async {
+		identity = ", server_id = {sid}, wal_timeline = {tl}"
+		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
+			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
+	}
+	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged).Replace(tmpl)
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
-		"{tl}", wal.Timeline).Replace(tmpl)
+		"{mode}", string(mode), "{tl}", wal.Timeline, "{sid}", wal.ServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
+}
+
+// statements are the SQL texts of a Store for one replication mode.
+type statements struct {
+	claim, renew, release, list, restored, probe string
 }
 
 // Store runs the statements on one lease table.
@@ -69,8 +99,10 @@ type Store struct {
 	db  *sql.DB
 	cfg Config
 
-	claimSQL, renewSQL, releaseSQL, evictSQL, readConfigSQL string
-	listSQL, historySQL, whoSQL, pruneSQL                   string
+	byMode map[Replication]*statements
+	mode   atomic.Pointer[Replication] // the table's, once read
+
+	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL string
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -82,18 +114,45 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, cfg: cfg}
+	s := &Store{db: db, cfg: cfg, byMode: map[Replication]*statements{}}
+	for _, m := range []Replication{Async, Sync} {
+		s.byMode[m] = &statements{
+			claim: expand(claimTemplate, cfg, m), renew: expand(renewTemplate, cfg, m),
+			release: expand(releaseTemplate, cfg, m), list: expand(listTemplate, cfg, m),
+			restored: expand(restoredTemplate, cfg, m), probe: expand(probeTemplate, cfg, m),
+		}
+	}
 	for _, q := range []struct {
 		dst  *string
 		tmpl string
 	}{
-		{&s.claimSQL, claimTemplate}, {&s.renewSQL, renewTemplate}, {&s.releaseSQL, releaseTemplate},
-		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate}, {&s.listSQL, listTemplate},
+		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate},
 		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate},
 	} {
-		*q.dst = expand(q.tmpl, cfg)
+		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
 	return s, nil
+}
+
+// sqlFor returns the statements of the table's replication mode, reading
+// the table's configuration first if the Store has not read it yet.
+func (s *Store) sqlFor(ctx context.Context) (*statements, error) {
+	if m := s.mode.Load(); m != nil {
+		return s.byMode[*m], nil
+	}
+	if _, err := s.ReadConfig(ctx); err != nil {
+		return nil, err
+	}
+	return s.byMode[*s.mode.Load()], nil
+}
+
+// Replication returns the mode the Store's statements are for: the table's
+// as last read, or "" before the first read.
+func (s *Store) Replication() Replication {
+	if m := s.mode.Load(); m != nil {
+		return *m
+	}
+	return ""
 }
 
 // DB returns the database handle of the Store.
@@ -116,7 +175,7 @@ type Claim struct {
 	Now         time.Time // the server's now() of the statement
 	PrevHorizon int64     // unix ms: the previous holder's horizon, raised by a quarantine
 	Horizon     int64     // unix ms: the horizon now recorded for this claim
-	Timeline    int64     // the server's timeline
+	Generation  int64     // the table's generation the claim was made in
 }
 
 // Refusal says why a claim found no node ID: the node IDs of the range that
@@ -138,7 +197,11 @@ type Refusal struct {
 	TTLAbove     bool
 	MaxTTL       time.Duration
 	Unconfigured bool
-	Now          time.Time
+	// ModeChanged is set when the table records another replication mode
+	// than the one the statement was built for: the Store uses the
+	// table's from now on, and a new claim may succeed.
+	ModeChanged bool
+	Now         time.Time
 }
 
 // Outcome is the result of a renewal or release. When OK is false the
@@ -155,43 +218,76 @@ type Outcome struct {
 	Owner     string
 	Epoch     int64
 	EndReason string // "released", "expired", "evicted" or ""
+	// TTLAbove is set when a renewal's TTL exceeds the table's maximum: the
+	// table does not record the maximum the lease was claimed under (a
+	// failover lost its raise), and the renewal changed nothing.
+	TTLAbove bool
 }
 
 // The common head of the lease statements, each of which starts with a
-// comment line naming it, for pg_stat_statements and pg_stat_activity. tl is the server's timeline;
-// seen records the moment a new timeline is first seen, so that rows last
-// written on an earlier one are quarantined from then on. A row lock taken
-// by seen serialises only the statements that see a new timeline first.
-// q has the table's maximum TTL, the server's now() in unix ms, and fence_ms:
-// the horizon that a row of an earlier timeline gets, one maximum TTL and a
-// tenth after the timeline was first seen (by this statement, if the
-// snapshot does not show it seen yet), by which every lease granted or
-// extended before the failover has passed its deadline and its horizon.
-const headTemplate = `WITH tl AS (
-    SELECT {tl} AS cur LIMIT 1
-), seen AS (
-    UPDATE {c} SET timeline = tl.cur, timeline_seen_at = now() FROM tl WHERE {c}.timeline < tl.cur
+// comment line naming it, for pg_stat_statements and pg_stat_activity. q has
+// the table's maximum TTL, its replication mode, the server's now() in unix
+// ms, gen, the table's generation, and fence_ms: the horizon that a row of
+// an earlier generation gets, one maximum TTL and a tenth after the
+// generation began, by which every lease granted or extended before it has
+// passed its deadline and its horizon. q also makes the statement's commit
+// durable (synchronous_commit on for its transaction only, whatever the
+// server, database, role or session set): every write of a lease statement
+// joins q, so q is read before anything is written. One statement, one
+// transaction: no session state is left behind.
+//
+// The asynchronous head reads the server's system identifier and timeline
+// (id). When they are not the ones the table recorded, the server is not the
+// one that last wrote the table (a promotion, a move to another cluster, an
+// upgrade): this statement starts a new generation (seen), and every row
+// last written before it is quarantined. Concurrent statements that see the
+// change compute the same generation; the first to lock the configuration
+// row records it, and the others' update finds the identity recorded and
+// changes nothing. The synchronous head reads neither: the table's
+// generation then changes only by an operator's restore.
+const asyncHead = `WITH id AS (
+    SELECT {sid} AS sid, {tl} AS tli
 ), q AS (
-    SELECT tl.cur, c.max_ttl_ms,
+    SELECT c.max_ttl_ms, c.replication AS mode, x.changed, c.generation + x.changed::integer AS gen, id.sid, id.tli,
         (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-        (extract(epoch FROM CASE WHEN c.timeline < tl.cur THEN now() ELSE c.timeline_seen_at END) * 1000)::bigint
-            + c.max_ttl_ms + c.max_ttl_ms / 10 AS fence_ms
-    FROM {c} AS c, tl LIMIT 1
+        (extract(epoch FROM CASE WHEN x.changed THEN now() ELSE c.generation_at END) * 1000)::bigint
+            + c.max_ttl_ms + c.max_ttl_ms / 10 AS fence_ms,
+        set_config('synchronous_commit', 'on', true) AS durable
+    FROM {c} AS c, id,
+        LATERAL (SELECT (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed) AS x
+    LIMIT 1
+), seen AS (
+    UPDATE {c} SET generation = q.gen, generation_at = now(), server_id = q.sid, wal_timeline = q.tli
+    FROM q WHERE q.changed AND ({c}.server_id, {c}.wal_timeline) IS DISTINCT FROM (q.sid, q.tli)
+)`
+
+const syncHead = `WITH q AS (
+    SELECT c.max_ttl_ms, c.replication AS mode, false AS changed, c.generation AS gen,
+        (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
+        (extract(epoch FROM c.generation_at) * 1000)::bigint + c.max_ttl_ms + c.max_ttl_ms / 10 AS fence_ms,
+        set_config('synchronous_commit', 'on', true) AS durable
+    FROM {c} AS c
+    LIMIT 1
 )`
 
 // claimable is the condition on a row t of the lease table, given q, that
 // its previous holders can no longer stamp: its horizon has passed, and if
-// it was last written on an earlier timeline, the quarantine too.
-const claimable = `(CASE WHEN t.timeline < q.cur THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END) < q.now_ms`
+// it was last written in an earlier generation, the quarantine too.
+const claimable = `(CASE WHEN t.generation < q.gen THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END) < q.now_ms`
 
 // lapsedRow is the claim's read of the lowest claimable lapsed row, which
 // it tries before the free rows (lapsed) or after them (again).
-const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
+const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.generation FROM {t} AS t, q
     WHERE t.expires_at > '-infinity' AND t.expires_at < now()
       AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 `
+
+// EraOrigin is the origin of the eras of epochs, in unix seconds
+// (2020-01-01T00:00:00Z): the first claim of a row after its generation
+// ended takes an epoch whose high 31 bits count the seconds since then.
+const EraOrigin = 1577836800
 
 // The claim takes the lowest claimable node ID of the range and locks no
 // other row. The free rows (never claimed or released) and the lapsed rows
@@ -203,38 +299,45 @@ const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.
 // find nothing while a node ID is claimable. A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
 // clock. The statement ends the lapsed holder's history row and starts the
-// new one, and, when it finds nothing, reports why.
+// new one, and, when it finds nothing, reports why. It claims only for the
+// replication mode it was built for ({mode}): a Store whose table changed
+// its mode finds nothing and learns the new mode from the refusal.
 //
-// The epoch is one more than the row's; on a row last written on an earlier
-// timeline it also jumps to the current timeline times 2^32 (keeping its
-// low 32 bits counting on), above every epoch the old timeline could have
-// granted. The horizon recorded is the registry's ($5) but never more than
-// the server's now() plus the TTL, so that every stamp of a lease is bounded
-// by the database's clock too: a failover's quarantine relies on it. The
-// expiry counts from now(), the start of the transaction, as the holder's
-// deadline assumes; acquired_at is read after the row lock
-// (clock_timestamp()), so that it never precedes the end of the release that
-// freed the row.
+// The epoch is one more than the row's. On a row last written in an
+// earlier generation it also jumps to an era of the database clock: the
+// seconds since EraOrigin, times 2^32, with the low 32 bits counting on.
+// That claim happens after the quarantine, more than nine tenths of a
+// maximum TTL after any claim the lost history (a failover's lost commits,
+// a restored backup's later life) could have made, even with the servers'
+// clocks a tenth of a maximum TTL apart, so its era is above every era
+// that history could have used: fencing tokens never repeat across
+// failovers, moves, upgrades and restores. The horizon recorded is the
+// registry's ($5) but never more than the server's now() plus the TTL, so
+// that every stamp of a lease is bounded by the database's clock too: a
+// quarantine relies on it. The expiry counts from now(), the start of the
+// transaction, as the holder's deadline assumes; acquired_at is read after
+// the row lock (clock_timestamp()), so that it never precedes the end of the
+// release that freed the row.
 //
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
-const claimTemplate = "-- nodeid claim\n" + headTemplate + `, lo AS (
+const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     SELECT (SELECT min(t.node_id) FROM {t} AS t
             WHERE t.expires_at > '-infinity' AND t.expires_at < now()
               AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `)
          < COALESCE((SELECT min(t.node_id) FROM {t} AS t
             WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `),
             $2::integer + 1) AS lapsed_first
-    FROM q WHERE $4::bigint <= q.max_ttl_ms
+    FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}'
 ), lapsed AS (
 ` + lapsedRow + `), free AS (
-    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.timeline FROM {t} AS t, q
+    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.generation FROM {t} AS t, q
     WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 ), again AS (
 ` + lapsedRow + `), pick AS (
-    SELECT p.node_id, p.epoch, p.expires_at, p.timeline,
-        CASE WHEN p.timeline < q.cur THEN GREATEST(p.horizon_ms, q.fence_ms) ELSE p.horizon_ms END AS prev_ms
+    SELECT p.node_id, p.epoch, p.expires_at, p.generation,
+        CASE WHEN p.generation < q.gen THEN GREATEST(p.horizon_ms, q.fence_ms) ELSE p.horizon_ms END AS prev_ms
     FROM (
         (SELECT * FROM lapsed WHERE (SELECT lapsed_first FROM lo))
         UNION ALL (SELECT * FROM free WHERE (SELECT true FROM lo))
@@ -244,35 +347,36 @@ const claimTemplate = "-- nodeid claim\n" + headTemplate + `, lo AS (
 ), claimed AS (
     UPDATE {t} AS t
     SET owner = $3::text, acquired_at = clock_timestamp(),
-        epoch = CASE WHEN pick.timeline < q.cur
-            THEN GREATEST(t.epoch + 1, (q.cur << 32) | ((t.epoch + 1) & 4294967295)) ELSE t.epoch + 1 END,
+        epoch = CASE WHEN pick.generation < q.gen
+            THEN GREATEST(t.epoch + 1, ((q.now_ms / 1000 - {era}) << 32) | ((t.epoch + 1) & 4294967295))
+            ELSE t.epoch + 1 END,
         expires_at = now() + $4::bigint * interval '1 millisecond',
         horizon_ms = GREATEST(pick.prev_ms, LEAST($5::bigint, q.now_ms + $4::bigint)),
-        timeline = q.cur
+        generation = q.gen
     FROM pick, q WHERE t.node_id = pick.node_id
-    RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms, t.timeline
+    RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms, t.generation
 ), ended AS (
     UPDATE {h} AS h
     SET ended_at = LEAST(pick.expires_at, now()), end_reason = 'expired', horizon_ms = pick.prev_ms
     FROM pick
     WHERE h.node_id = pick.node_id AND h.epoch = pick.epoch AND h.ended_at IS NULL
 ), started AS (
-    INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms, timeline)
-    SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.timeline FROM claimed c, pick
+    INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms, generation)
+    SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.generation FROM claimed c, pick
 )
-SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.timeline, now(),
-    NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::boolean, NULL::bigint
+SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.generation, now(),
+    NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::boolean, NULL::bigint, NULL::text
 FROM claimed c, pick
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, now(),
     (SELECT count(*) FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer AND expires_at >= now()),
-    w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, (SELECT max_ttl_ms FROM q)
+    w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, (SELECT max_ttl_ms FROM q), (SELECT mode FROM q)
 FROM (
-    SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.timeline < q.cur AS quarantined,
+    SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.generation < q.gen AS quarantined,
         COALESCE((SELECT h.ended_at FROM {h} AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch),
             CASE WHEN isfinite(t.expires_at) THEN t.expires_at END) AS set_at
     FROM {t} AS t, q,
-        LATERAL (SELECT CASE WHEN t.timeline < q.cur THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END AS until_ms) AS x
+        LATERAL (SELECT CASE WHEN t.generation < q.gen THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END AS until_ms) AS x
     WHERE t.expires_at < now() AND t.node_id BETWEEN $1::integer AND $2::integer
       AND x.until_ms >= q.now_ms
     ORDER BY x.until_ms, t.node_id LIMIT 1
@@ -283,23 +387,28 @@ WHERE NOT EXISTS (SELECT 1 FROM claimed)`
 // recording horizonMs as the horizon (see claimTemplate). When no node ID
 // can be claimed, ok is false and the Refusal says why.
 func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (c Claim, ok bool, why Refusal, err error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return Claim{}, false, Refusal{}, err
+	}
 	var (
-		node, epoch, prev, horizon, tli sql.NullInt64
+		node, epoch, prev, horizon, gen sql.NullInt64
 		expires                         sql.NullTime
 		held, cooling, soonest, until   sql.NullInt64
 		setAt                           sql.NullTime
 		quarantined                     sql.NullBool
 		maxTTL                          sql.NullInt64
+		mode                            sql.NullString
 	)
-	err = s.queryRow(ctx, s.claimSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs},
-		&node, &epoch, &expires, &prev, &horizon, &tli, &c.Now,
-		&held, &cooling, &soonest, &until, &setAt, &quarantined, &maxTTL)
+	err = s.queryRow(ctx, q.claim, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs},
+		&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now,
+		&held, &cooling, &soonest, &until, &setAt, &quarantined, &maxTTL, &mode)
 	if err != nil {
 		return Claim{}, false, Refusal{}, s.wrapErr("claim", err)
 	}
 	if node.Valid {
 		c.Key = Key{NodeID: node.Int64, Owner: owner, Epoch: epoch.Int64}
-		c.Expires, c.PrevHorizon, c.Horizon, c.Timeline = expires.Time, prev.Int64, horizon.Int64, tli.Int64
+		c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
 		return c, true, Refusal{}, nil
 	}
 	why = Refusal{
@@ -308,54 +417,76 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		Unconfigured: !maxTTL.Valid, Now: c.Now,
 	}
 	why.TTLAbove = maxTTL.Valid && ttl.Milliseconds() > maxTTL.Int64
+	if mode.Valid && Replication(mode.String) != s.Replication() {
+		// The table's mode changed: the next claim uses the new one.
+		m := Replication(mode.String)
+		s.mode.Store(&m)
+		why.ModeChanged = true
+	}
 	return Claim{}, false, why, nil
 }
 
-// The renewal extends only a live lease of this owner and epoch: a lapsed
-// lease is never revived. It raises the horizon, never lowers it, and never
-// above the server's now() plus the TTL; it records the current timeline,
-// since the row's state is now written on it. The row is read with a lock
-// first, so that the statement sees it as it is once every concurrent claim
-// of it has committed: a caller whose renewal changed nothing can tell a
-// takeover from an expiry, a release or an eviction.
+// The renewal extends only a live lease of this owner and epoch, and only
+// for a TTL the table allows: a lapsed lease is never revived. It raises the
+// horizon, never lowers it: to the registry's ($5), never above the server's
+// now() plus the TTL, and at least to the holder's own ceiling ($6), the
+// horizon the holder already keeps from earlier renewals (one that a
+// failover lost, on a server whose clock ran ahead of this one's, may be
+// above what this server would grant now), within a tenth of a maximum TTL
+// of this server's bound: a recorded horizon is never below what its
+// holder may stamp. It records the current generation, since the row's
+// state is now written in it. The row is read with a lock first, so that
+// the statement sees it as it is once every concurrent claim of it has
+// committed: a caller whose renewal changed nothing can tell a takeover from
+// an expiry, a release or an eviction.
 //
-// $1 node; $2 owner; $3 epoch; $4 TTL in ms; $5 horizon.
-const renewTemplate = "-- nodeid renew\n" + headTemplate + `, cur AS (
+// $1 node; $2 owner; $3 epoch; $4 TTL in ms; $5 horizon; $6 the holder's ceiling.
+const renewTemplate = "-- nodeid renew\n{head}" + `, cur AS (
     SELECT node_id, owner, epoch, expires_at FROM {t} WHERE node_id = $1::integer FOR NO KEY UPDATE
 ), renewed AS (
     UPDATE {t} AS t
     SET expires_at = now() + $4::bigint * interval '1 millisecond',
-        horizon_ms = GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + $4::bigint)),
-        timeline = q.cur
+        horizon_ms = GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + $4::bigint),
+            LEAST($6::bigint, q.now_ms + $4::bigint + q.max_ttl_ms / 10)),
+        generation = q.gen
     FROM cur, q
     WHERE t.node_id = cur.node_id AND cur.owner = $2::text AND cur.epoch = $3::bigint AND cur.expires_at >= now()
+      AND $4::bigint <= q.max_ttl_ms
     RETURNING t.expires_at, t.horizon_ms
 )
 SELECT r.expires_at, r.horizon_ms, cur.owner, cur.epoch, now(),
-    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint)
+    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint),
+    $4::bigint > (SELECT max_ttl_ms FROM q)
 FROM cur LEFT JOIN renewed AS r ON true`
 
 // Renew extends the lease k by ttl from the server's now() and raises its
-// horizon to horizonMs.
-func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs int64) (Outcome, error) {
+// horizon to horizonMs, and to at least floorMs, the horizon the holder
+// keeps (see renewTemplate).
+func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs, floorMs int64) (Outcome, error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
 	var (
 		expires sql.NullTime
 		horizon sql.NullInt64
 	)
-	o, err := s.outcome(ctx, "renew", s.renewSQL, []any{k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs}, &expires, &horizon)
-	o.OK, o.Expires, o.Horizon = expires.Valid, expires.Time, horizon.Int64
+	var above sql.NullBool
+	o, err := s.outcome(ctx, "renew", q.renew, []any{k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs, floorMs},
+		[]any{&expires, &horizon}, &above)
+	o.OK, o.Expires, o.Horizon, o.TTLAbove = expires.Valid, expires.Time, horizon.Int64, above.Bool
 	return o, err
 }
 
 // outcome runs a renewal or a release, whose row starts with the columns
-// of dest and ends with the row's owner and epoch, now() and the history's
-// end reason of the claim.
-func (s *Store) outcome(ctx context.Context, op, q string, args []any, dest ...any) (Outcome, error) {
+// of dest, goes on with the row's owner and epoch, now() and the history's
+// end reason of the claim, and ends with the columns of tail.
+func (s *Store) outcome(ctx context.Context, op, q string, args, dest []any, tail ...any) (Outcome, error) {
 	var (
 		o      Outcome
 		reason sql.NullString
 	)
-	err := s.queryRow(ctx, q, args, append(dest, &o.Owner, &o.Epoch, &o.Now, &reason)...)
+	err := s.queryRow(ctx, q, args, append(append(dest, &o.Owner, &o.Epoch, &o.Now, &reason), tail...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, nil
 	}
@@ -368,17 +499,20 @@ func (s *Store) outcome(ctx context.Context, op, q string, args []any, dest ...a
 
 // The release frees a live lease of this owner and epoch for immediate
 // claim. The row and its epoch stay. The horizon becomes $4 when given (the
-// exact latest millisecond stamped), else stays the promise recorded at the
-// last renewal. Like the renewal, it reads the row with a lock first, and
-// it returns the history's end reason of the claim, so that a retry can
-// tell its own earlier release from an operator's eviction.
+// exact latest millisecond stamped), else it is raised to the holder's
+// ceiling ($5), as a renewal would, and otherwise stays the promise
+// recorded at the last renewal. Like the renewal, it reads the row with a
+// lock first, and it returns the history's end reason of the claim, so that
+// a retry can tell its own earlier release from an operator's eviction.
 //
-// $1 node; $2 owner; $3 epoch; $4 horizon or NULL.
-const releaseTemplate = "-- nodeid release\n" + headTemplate + `, cur AS (
+// $1 node; $2 owner; $3 epoch; $4 horizon or NULL; $5 the holder's ceiling.
+const releaseTemplate = "-- nodeid release\n{head}" + `, cur AS (
     SELECT node_id, owner, epoch, expires_at FROM {t} WHERE node_id = $1::integer FOR NO KEY UPDATE
 ), released AS (
     UPDATE {t} AS t
-    SET owner = '', expires_at = '-infinity', horizon_ms = COALESCE($4::bigint, t.horizon_ms), timeline = q.cur
+    SET owner = '', expires_at = '-infinity', generation = q.gen,
+        horizon_ms = COALESCE($4::bigint,
+            GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + q.max_ttl_ms + q.max_ttl_ms / 10)))
     FROM cur, q
     WHERE t.node_id = cur.node_id AND cur.owner = $2::text AND cur.epoch = $3::bigint AND cur.expires_at >= now()
     RETURNING t.node_id, t.epoch, t.horizon_ms
@@ -393,8 +527,13 @@ SELECT r.horizon_ms, cur.owner, cur.epoch, now(),
 FROM cur LEFT JOIN released AS r ON true`
 
 // Release frees the lease k. With exact set, horizonMs becomes the recorded
-// horizon; otherwise the horizon recorded at the last renewal stays.
+// horizon; otherwise horizonMs is the holder's ceiling, to which the
+// recorded horizon is raised (never lowered).
 func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool) (Outcome, error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
 	var (
 		horizon sql.NullInt64
 		arg     any
@@ -402,7 +541,7 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 	if exact {
 		arg = horizonMs
 	}
-	o, err := s.outcome(ctx, "release", s.releaseSQL, []any{k.NodeID, k.Owner, k.Epoch, arg}, &horizon)
+	o, err := s.outcome(ctx, "release", q.release, []any{k.NodeID, k.Owner, k.Epoch, arg, horizonMs}, []any{&horizon})
 	o.OK, o.Horizon = horizon.Valid, horizon.Int64
 	if o.OK {
 		o.EndReason = "released"
@@ -412,13 +551,21 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 
 // The eviction frees the node ID of a stuck holder, but only for the epoch
 // given, so that it can never hit a newer holder. The horizon and the
-// timeline stay: the evicted holder may have stamped up to the horizon, and
-// a row of an earlier timeline stays quarantined.
+// generation stay: the evicted holder may have stamped up to the horizon,
+// and a row of an earlier generation stays quarantined. It is durable when
+// it returns, and waits at most $3 ms for the row's lock (a long
+// transaction holding it), so that it never queues the holder's renewals
+// behind it: q sets both before the row is read.
 //
-// $1 node; $2 epoch.
-const evictTemplate = `WITH old AS (
+// $1 node; $2 epoch; $3 lock timeout in ms.
+const evictTemplate = `-- nodeid evict
+WITH q AS (
+    SELECT set_config('synchronous_commit', 'on', true) AS durable,
+        set_config('lock_timeout', $3::bigint || 'ms', true) AS lock_timeout
+), old AS (
     SELECT node_id, epoch, expires_at FROM {t}
     WHERE node_id = $1::integer AND epoch = $2::bigint AND owner <> ''
+      AND (SELECT durable IS NOT NULL AND lock_timeout IS NOT NULL FROM q)
     FOR UPDATE
 ), evicted AS (
     UPDATE {t} AS t SET owner = '', expires_at = '-infinity'
@@ -434,37 +581,101 @@ const evictTemplate = `WITH old AS (
 )
 SELECT count(*), COALESCE(max(horizon_ms), 0) FROM evicted`
 
+// LockTimeout bounds how long maintenance (the DDL, an eviction, a
+// restore) waits for a lock on the lease tables before it gives up.
+const LockTimeout = time.Second
+
 // Evict frees node ID node if its current epoch is epoch and it is not
 // already free. It reports whether it changed the row, and the horizon the
-// row kept: the next holder stamps after it.
+// row kept: the next holder stamps after it. It waits at most LockTimeout
+// for the row's lock, and fails with SQLSTATE 55P03 if another transaction
+// holds it longer.
 func (s *Store) Evict(ctx context.Context, node, epoch int64) (ok bool, horizonMs int64, err error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch).Scan(&n, &horizonMs); err != nil {
-		return false, 0, s.wrapErr("evict", err)
+	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch, LockTimeout.Milliseconds()).Scan(&n, &horizonMs); err != nil {
+		return false, 0, s.wrapErr("evict", lockErr(err, "the lease row of node ID "+fmt.Sprint(node)))
 	}
 	return n == 1, horizonMs, nil
+}
+
+// The restore starts a new generation from now: every row becomes
+// quarantined for one maximum TTL and a tenth, and its next claim takes an
+// epoch of a new era (see claimTemplate), above any the restored or the
+// lost history could hold. In asynchronous mode it also records the
+// server's identity, so that the next statement does not start another.
+const restoredTemplate = `-- nodeid restored
+UPDATE {c} SET generation = {c}.generation + 1, generation_at = now(){identity}
+FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
+    set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
+WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL
+RETURNING {c}.generation, {c}.generation_at, {c}.max_ttl_ms`
+
+// Restored starts a new generation of the table after a restore (see
+// restoredTemplate). It returns the new generation and when the quarantine
+// of every node ID ends, by the database's clock.
+func (s *Store) Restored(ctx context.Context) (generation int64, until time.Time, err error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	var (
+		at time.Time
+		ms int64
+	)
+	if err := s.db.QueryRowContext(ctx, q.restored, LockTimeout.Milliseconds()).Scan(&generation, &at, &ms); err != nil {
+		return 0, time.Time{}, s.wrapErr("restore", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
+	}
+	return generation, at.Add(time.Duration(ms+ms/10) * time.Millisecond), nil
+}
+
+// lockErr names what a statement that gave up waiting for a lock
+// (SQLSTATE 55P03, lock_timeout) waited for.
+func lockErr(err error, what string) error {
+	if postgres.SQLSTATE(err) != "55P03" {
+		return err
+	}
+	return fmt.Errorf("waited %s for a lock on %s, which another transaction holds (look for it in pg_stat_activity), and gave up so as not to queue the fleet's renewals behind it: %w",
+		LockTimeout, what, err)
 }
 
 // TableConfig is what a lease table records of its configuration.
 type TableConfig struct {
 	MinNode, MaxNode int64
 	MaxTTL           time.Duration
-	// Timeline is the latest server timeline seen by a lease statement,
-	// first seen at TimelineSeenAt.
-	Timeline       int64
-	TimelineSeenAt time.Time
+	// Replication is how the table's database replicates.
+	Replication Replication
+	// Generation is the table's generation, which began at GenerationAt:
+	// rows last written in an earlier one are quarantined until one MaxTTL
+	// and a tenth after it.
+	Generation   int64
+	GenerationAt time.Time
+	// ServerID and Timeline identify the server that began the generation
+	// (asynchronous replication only; 0 when not recorded).
+	ServerID, Timeline int64
+	// Unlogged names the tables of the lease table that are UNLOGGED (or
+	// temporary): a crash empties them. Empty when all are logged.
+	Unlogged string
 }
 
-const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, timeline, timeline_seen_at FROM {c}`
+const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, replication, generation, generation_at,
+    COALESCE(server_id, 0), COALESCE(wal_timeline, 0),
+    (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
+     WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
+FROM {c}`
 
-// ReadConfig reads the table's recorded configuration. A table created
-// before configurations were recorded gives postgres.ErrUnconfigured.
+// ReadConfig reads the table's recorded configuration, and from then on
+// the Store runs the statements of its replication mode. A table created
+// before configurations were recorded, or by a version of nodeid that
+// recorded less, gives postgres.ErrUnconfigured; a table that is UNLOGGED
+// gives a Fatal error naming it.
 func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	var (
-		c  TableConfig
-		ms int64
+		c    TableConfig
+		ms   int64
+		mode string
 	)
-	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &c.Timeline, &c.TimelineSeenAt)
+	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &mode, &c.Generation,
+		&c.GenerationAt, &c.ServerID, &c.Timeline, &c.Unlogged)
 	missing := postgres.SQLSTATE(err) == "42P01"
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
@@ -476,14 +687,46 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		}
 	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || missing:
-		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): run \"nodeid init --table %s\", or apply the DDL of SchemaSQL, as its owner",
-			postgres.ErrUnconfigured, s.cfg.Table))
+	case errors.Is(err, sql.ErrNoRows) || missing || postgres.SQLSTATE(err) == "42703":
+		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): bring it up to date with the DDL of SchemaSQL, applied as its owner",
+			postgres.ErrUnconfigured))
 	case err != nil:
 		return c, s.wrapErr("read configuration", err)
+	case c.Unlogged != "":
+		return c, s.wrapErr("read configuration", &unloggedError{tables: c.Unlogged})
 	}
 	c.MaxTTL = time.Duration(ms) * time.Millisecond
+	c.Replication = Replication(mode)
+	s.mode.Store(&c.Replication)
 	return c, nil
+}
+
+// The probe evaluates what the asynchronous statements read of the server:
+// its system identifier and timeline.
+const probeTemplate = `SELECT {sid}, {tl}`
+
+// CheckReplication checks that the server allows what the table's
+// replication mode needs: in asynchronous mode, the functions that tell the
+// server's identity and timeline. A server that refuses them gives a Fatal
+// error naming the functions and the mode; a standby (recovery in progress)
+// gives a retryable one. In synchronous mode nothing is needed.
+func (s *Store) CheckReplication(ctx context.Context) error {
+	if _, err := s.sqlFor(ctx); err != nil {
+		return err
+	}
+	if s.Replication() != Async {
+		return nil
+	}
+	var sid, tl int64
+	err := s.db.QueryRowContext(ctx, s.byMode[Async].probe).Scan(&sid, &tl)
+	if err == nil || postgres.Retryable(err) || postgres.SQLSTATE(err) == "" {
+		return s.wrapErr("check the server", err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55000" && strings.Contains(pe.Message+pe.Hint, "recovery") {
+		return s.wrapErr("check the server", &recoveryError{err: err})
+	}
+	return s.wrapErr("check the server", &WALError{err: err})
 }
 
 // exists reports whether a relation of that name exists. It needs no
@@ -495,10 +738,11 @@ func (s *Store) exists(ctx context.Context, name string) (bool, error) {
 }
 
 // Create creates the lease, history and configuration tables when the
-// lease table is missing, recording the Store's range and maxTTL, fills the
-// range and analyses the table. It reports whether it created them. Many
-// processes may call it at once: a transaction-scoped advisory lock
-// serialises them, and only the first creates.
+// lease table is missing, recording the Store's range and maxTTL (and
+// asynchronous replication), fills the range and analyses the table. It
+// reports whether it created them. Many processes may call it at once: a
+// transaction-scoped advisory lock serialises them, and only the first
+// creates.
 func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) {
 	if exists, err := s.exists(ctx, s.cfg.Table); err != nil || exists {
 		return false, s.wrapErr("look up", err)
@@ -525,29 +769,72 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 		err = fmt.Errorf("table %s does not exist, and this role may not create it: %w", s.cfg.Table, err)
 	}
 	if err != nil {
-		return false, s.wrapErr("create", err)
+		return false, s.wrapErr("create", classifyDDL(err))
 	}
 	return created, nil
 }
 
 // Apply runs the DDL of SchemaSQL for the Store's table and range and
-// maxTTL in one transaction, serialised with Create: it creates what is
-// missing, brings an older table up to date, widens the recorded range and
-// raises the maximum TTL, never narrowing or lowering them.
+// maxTTL, keeping the table's replication mode; see ApplyMode.
 func (s *Store) Apply(ctx context.Context, maxTTL time.Duration) error {
-	ddl, err := postgres.SchemaSQL(postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode),
-		postgres.WithMaxTTL(maxTTL))
+	return s.ApplyMode(ctx, maxTTL, "")
+}
+
+// ApplyMode runs the DDL of SchemaSQL for the Store's table and range and
+// maxTTL (and replication, unless it is "", which keeps the table's) in one
+// transaction, serialised with Create: it creates what is missing, brings
+// an older table up to date, widens the recorded range, raises the maximum
+// TTL and sets the replication mode, never narrowing or lowering. A lock
+// the DDL waits for longer than LockTimeout makes it give up and try again,
+// with backoff, until ctx ends: a long transaction on the table delays the
+// DDL, never the fleet's renewals behind it.
+func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication Replication) error {
+	opts := []postgres.Option{postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode),
+		postgres.WithMaxTTL(maxTTL)}
+	if replication != "" {
+		opts = append(opts, postgres.WithReplication(string(replication)))
+	}
+	ddl, err := postgres.SchemaSQL(opts...)
 	if err != nil {
 		return err
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, "nodeid:"+s.cfg.Table); err != nil {
+	wait := 50 * time.Millisecond
+	for {
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1::text, true), pg_advisory_xact_lock(hashtext($2::text))`,
+				fmt.Sprintf("%dms", LockTimeout.Milliseconds()), "nodeid:"+s.cfg.Table); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, ddl)
 			return err
+		})
+		if postgres.SQLSTATE(err) != "55P03" {
+			break
 		}
-		_, err := tx.ExecContext(ctx, ddl)
-		return err
-	})
-	return s.wrapErr("apply the schema", err)
+		select {
+		case <-ctx.Done():
+			return s.wrapErr("apply the schema", lockErr(err, "table "+s.cfg.Table))
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+	if err == nil {
+		s.mode.Store(nil)
+	}
+	return s.wrapErr("apply the schema", classifyDDL(err))
+}
+
+// classifyDDL recognises the DDL's failures to evaluate the functions that
+// asynchronous replication needs.
+func classifyDDL(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "55000" || pe.Code == "0A000") &&
+		(strings.Contains(pe.Message, "pg_walfile_name") || strings.Contains(pe.Message, "pg_current_wal_lsn") ||
+			strings.Contains(pe.Message, "pg_control_system") || strings.Contains(pe.Message, "wal_level") ||
+			strings.Contains(pe.Message, "Aurora")) {
+		return &WALError{err: err}
+	}
+	return err
 }
 
 func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
@@ -563,20 +850,23 @@ func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 // CheckSchema verifies, read-only, that the tables exist with the expected
-// columns and that the role has the privileges the lease statements need:
-// SELECT and UPDATE on the lease and configuration tables, SELECT, INSERT
-// and UPDATE on the history. It never creates, alters or repairs anything.
-// A missing table, column or privilege gives an error for which Fatal is
-// true, naming the table and privilege.
+// columns, that they are logged (a crash empties an UNLOGGED table), that
+// the role has the privileges the lease statements need (SELECT and UPDATE
+// on the lease and configuration tables, SELECT, INSERT and UPDATE on the
+// history), and that the server allows what the table's replication mode
+// needs (CheckReplication). It never creates, alters or repairs anything.
+// A missing table, column or privilege, an unlogged table or a refused
+// function gives an error for which Fatal is true, naming it.
 func (s *Store) CheckSchema(ctx context.Context) error {
 	for _, q := range []struct {
 		table, columns string
 		privileges     []string
 	}{
-		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, timeline", []string{"SELECT", "UPDATE"}},
-		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, timeline",
+		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, generation", []string{"SELECT", "UPDATE"}},
+		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation",
 			[]string{"SELECT", "INSERT", "UPDATE"}},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, timeline, timeline_seen_at", []string{"SELECT", "UPDATE"}},
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, replication, generation, generation_at, server_id, wal_timeline",
+			[]string{"SELECT", "UPDATE"}},
 	} {
 		exists, err := s.exists(ctx, q.table)
 		if err == nil && !exists {
@@ -600,5 +890,8 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		}
 		rows.Close()
 	}
-	return nil
+	if _, err := s.ReadConfig(ctx); err != nil {
+		return err
+	}
+	return s.CheckReplication(ctx)
 }

@@ -70,8 +70,10 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 		t.Fatalf("SchemaSQL pre-filled %d rows %d-%d, want 10-19", n, lo, hi)
 	}
 	tc, err := st.ReadConfig(ctx)
-	if err != nil || tc.MinNode != 10 || tc.MaxNode != 19 || tc.MaxTTL != postgres.DefaultMaxTTL || tc.Timeline != 1 {
-		t.Fatalf("recorded configuration %+v, %v; want 10-19, max TTL %s, timeline 1", tc, err, postgres.DefaultMaxTTL)
+	if err != nil || tc.MinNode != 10 || tc.MaxNode != 19 || tc.MaxTTL != postgres.DefaultMaxTTL ||
+		tc.Timeline != 1 || tc.Generation != 1 || tc.Replication != store.Async || tc.ServerID == 0 {
+		t.Fatalf("recorded configuration %+v, %v; want 10-19, max TTL %s, async, generation 1 on this server's timeline 1",
+			tc, err, postgres.DefaultMaxTTL)
 	}
 	// Create on the provisioned tables creates nothing.
 	if created, err := st.Create(ctx, time.Minute); err != nil || created {

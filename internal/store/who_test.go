@@ -27,9 +27,9 @@ func TestWhoBoundedBelow(t *testing.T) {
 		h2 = t2 + 60_000
 	)
 	_, err := st.DB().ExecContext(ctx, `
-		INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms) VALUES
-		(0, 1, 'a', to_timestamp($1::float8 / 1000) + interval '900 microseconds', 0, to_timestamp($2::float8 / 1000), 'released', $2),
-		(0, 2, 'b', to_timestamp($3::float8 / 1000), $2, NULL, NULL, NULL)`, t1, h1, t2)
+		INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'a', to_timestamp($1::float8 / 1000) + interval '900 microseconds', 0, to_timestamp($2::float8 / 1000), 'released', $2, 1),
+		(0, 2, 'b', to_timestamp($3::float8 / 1000), $2, NULL, NULL, NULL, 1)`, t1, h1, t2)
 	if err != nil {
 		t.Fatal(err)
 	}
