@@ -799,6 +799,7 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		return err
 	}
 	wait := 50 * time.Millisecond
+	var waited error // the last attempt that gave up on a lock
 	for {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1::text, true), pg_advisory_xact_lock(hashtext($2::text))`,
@@ -808,13 +809,19 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 			_, err := tx.ExecContext(ctx, ddl)
 			return err
 		})
+		if err != nil && ctx.Err() != nil && waited != nil {
+			err = waited // ctx ended while an attempt waited for the lock again
+		}
 		if postgres.SQLSTATE(err) != "55P03" {
 			break
 		}
+		waited = err
 		select {
 		case <-ctx.Done():
-			return s.wrapErr("apply the schema", lockErr(err, "table "+s.cfg.Table))
 		case <-time.After(wait):
+		}
+		if ctx.Err() != nil {
+			return s.wrapErr("apply the schema", lockErr(err, "table "+s.cfg.Table))
 		}
 		wait = min(2*wait, time.Second)
 	}

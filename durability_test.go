@@ -1,0 +1,792 @@
+package nodeid_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// stamps is what a checker knows of the IDs holders minted: each holder's
+// IDs, compared for duplicates and for milliseconds that two holders of one
+// node ID both stamped.
+type stamps struct{ holders [][]uint64 }
+
+func (s *stamps) add(ids []uint64) { s.holders = append(s.holders, ids) }
+
+// check returns the number of IDs minted twice and the milliseconds of one
+// node ID stamped by more than one holder.
+func (s *stamps) check() (dups, sharedMs int) {
+	seen := map[uint64]int{}
+	byMs := map[[2]int64]int{} // node, ms -> the first holder that stamped it
+	for h, ids := range s.holders {
+		for _, id := range ids {
+			if _, ok := seen[id]; ok {
+				dups++
+			}
+			seen[id] = h
+			d := snowflake.DefaultLayout.Decode(bw.ID(id))
+			k := [2]int64{d.Node, d.Ms}
+			if first, ok := byMs[k]; !ok {
+				byMs[k] = h
+			} else if first != h {
+				sharedMs++
+				byMs[k] = -1 // count each millisecond once
+			}
+		}
+	}
+	return dups, sharedMs
+}
+
+// auxWriters returns the processes of a server that write and flush WAL on
+// their own (the WAL writer, the background writer, the checkpointer, the
+// autovacuum launcher), and its postmaster, read through admin.
+func auxWriters(t *testing.T, admin *sql.DB) (aux []int, postmaster int) {
+	t.Helper()
+	ctx := ctxOf(t)
+	rows, err := admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE backend_type IN ('walwriter', 'background writer', 'checkpointer', 'autovacuum launcher')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		aux = append(aux, pid)
+	}
+	var backend int
+	if err := admin.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
+	if postmaster = parentOf(backend); postmaster <= 1 || len(aux) < 3 {
+		t.Fatalf("the server's processes: postmaster %d, WAL writers %v", postmaster, aux)
+	}
+	return aux, postmaster
+}
+
+// parentOf returns the parent process of pid, from /proc.
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+// childrenOf returns the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, f := range stats {
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if parentOf(child) == pid {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// gone reports whether pid has exited (or is a zombie).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] == "Z"
+}
+
+// crash kills the postmaster and every process of the server at once, as a
+// power cut would, and starts the server again: it recovers from its WAL
+// files. With its WAL writers stopped beforehand, an asynchronous commit
+// that no later synchronous commit flushed is lost.
+func crash(t *testing.T, srv *pgtest.Server, postmaster int) {
+	t.Helper()
+	procs := append(childrenOf(postmaster), postmaster)
+	for _, pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	ctx := ctxOf(t)
+	for _, pid := range procs {
+		for !gone(pid) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("process %d of the server outlived SIGKILL", pid)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	if err := srv.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server, database or role whose synchronous_commit is off loses the
+// commits the WAL writer has not flushed when it crashes. A claim is
+// durable whatever it says: after the crash its holder still holds the node
+// ID, at the same epoch, and nobody else can claim it; a plain INSERT of the
+// same session before the crash is lost, which shows that the crash lost
+// what was not flushed.
+func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"database", "role"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			srv := pgtest.NewServer(t, "wal_writer_delay=10s")
+			admin, _ := srv.NewDB(t)
+			ctx := ctxOf(t)
+			var name string
+			if err := admin.QueryRowContext(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+				t.Fatal(err)
+			}
+			ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 0))
+			execSQL(t, admin, ddl)
+			execSQL(t, admin, `CREATE TABLE control (n integer)`)
+			dsn := srv.DSN(name)
+			if where == "database" {
+				execSQL(t, admin, `ALTER DATABASE `+name+` SET synchronous_commit = off`)
+			} else {
+				execSQL(t, admin, `CREATE ROLE app LOGIN`)
+				execSQL(t, admin, `GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO app;
+					GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO app; GRANT INSERT, SELECT ON control TO app`)
+				execSQL(t, admin, `ALTER ROLE app SET synchronous_commit = off`)
+				dsn = strings.Replace(dsn, "postgres://postgres@", "postgres://app@", 1)
+			}
+			db, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var setting string
+			if err := db.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil || setting != "off" {
+				t.Fatalf("synchronous_commit of the application's sessions: %q, %v; want off", setting, err)
+			}
+			aux, postmaster := auxWriters(t, admin)
+			for _, pid := range aux {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			adb, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer adb.Close()
+			adb.SetMaxIdleConns(1) // one connection for the crash to break
+			a, err := nodeid.New(adb, nodeid.WithTTL(time.Minute), nodeid.WithOwner("holder-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			la, err := a.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ma := mint(t, la)
+			// After the claim's commit, so that its flush cannot carry it.
+			if _, err := db.ExecContext(ctx, `INSERT INTO control VALUES (1)`); err != nil {
+				t.Fatal(err)
+			}
+			for ma.count() < 100 {
+				time.Sleep(time.Millisecond)
+			}
+			crash(t, srv, postmaster)
+			after, err := sql.Open("pgx", dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer after.Close()
+
+			var lost bool
+			if err := after.QueryRowContext(ctx, `SELECT count(*) = 0 FROM control`).Scan(&lost); err != nil {
+				t.Fatal(err)
+			}
+			if !lost {
+				t.Fatal("the INSERT committed asynchronously before the crash survived it: the crash lost nothing, and proves nothing")
+			}
+			row := struct {
+				owner string
+				epoch int64
+			}{}
+			if err := after.QueryRowContext(ctx, `SELECT owner, epoch FROM snowflake_nodes WHERE node_id = 0`).Scan(&row.owner, &row.epoch); err != nil {
+				t.Fatal(err)
+			}
+			if row.owner != "holder-a" || row.epoch != la.Epoch() {
+				t.Fatalf("after the crash node ID 0 has owner %q, epoch %d; want holder-a's claim at epoch %d: the claim was lost",
+					row.owner, row.epoch, la.Epoch())
+			}
+			b, err := nodeid.New(after, nodeid.WithTTL(time.Minute), nodeid.WithOwner("holder-b"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if l, err := b.Acquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+				t.Fatalf("a second holder's Acquire after the crash = %v, %v; want ErrNoNodeIDAvailable: node ID 0 is still held", l, err)
+			}
+			// The holder goes on, then hands the node ID over.
+			for n := ma.count() + 100; ma.count() < n; {
+				time.Sleep(time.Millisecond)
+			}
+			if err := la.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-ma.done
+			lb, err := b.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lb.Epoch() <= la.Epoch() {
+				t.Errorf("the next holder's epoch %d is not above the crashed-through holder's %d", lb.Epoch(), la.Epoch())
+			}
+			mb := mint(t, lb)
+			for mb.count() < 100 {
+				time.Sleep(time.Millisecond)
+			}
+			_ = lb.Release(ctx)
+			<-mb.done
+			var s stamps
+			s.add(ma.ids)
+			s.add(mb.ids)
+			if dups, shared := s.check(); dups != 0 || shared != 0 {
+				t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by both holders", dups, shared)
+			}
+		})
+	}
+}
+
+// A lease table, history or configuration made UNLOGGED (which a crash
+// empties) is refused by CheckSchema and by the Registry's first Acquire,
+// with a Fatal error naming it.
+func TestUnloggedTablesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, table := range []string{"snowflake_nodes", "snowflake_nodes_history", "snowflake_nodes_config"} {
+		t.Run(table, func(t *testing.T) {
+			t.Parallel()
+			admin, db := provisioned(t, false, postgres.WithNodeRange(0, 3))
+			execSQL(t, admin, `ALTER TABLE `+table+` SET UNLOGGED`)
+			r, err := nodeid.New(db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			ctx := ctxOf(t)
+			for name, err := range map[string]error{"CheckSchema": r.CheckSchema(ctx), "Acquire": func() error {
+				_, err := r.Acquire(ctx)
+				return err
+			}()} {
+				if err == nil || !postgres.Fatal(err) || !strings.Contains(err.Error(), table+" is UNLOGGED") {
+					t.Errorf("%s on an unlogged %s: %v; want a Fatal error naming it", name, table, err)
+				}
+			}
+			execSQL(t, admin, `ALTER TABLE `+table+` SET LOGGED`)
+			if _, err := r.Acquire(ctx); err != nil {
+				t.Errorf("Acquire once the table is logged again: %v", err)
+			}
+		})
+	}
+}
+
+// pgTool returns the path of a PostgreSQL client program (pg_dump, psql).
+func pgTool(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(dirs) == 0 {
+		pgtest.Unavailable(t, fmt.Errorf("no %s on PATH or under /usr/lib/postgresql", name))
+	}
+	slices.Sort(dirs)
+	return dirs[len(dirs)-1]
+}
+
+// holder claims node IDs with its own Registry and mints under each lease,
+// keeping every ID and epoch.
+type holder struct {
+	reg    *nodeid.Registry
+	epochs []int64
+	ids    []uint64
+}
+
+func newHolder(t *testing.T, dsn, owner string, ttl time.Duration) *holder {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	r, err := nodeid.New(db, nodeid.WithTTL(ttl), nodeid.WithOwner(owner), nodeid.WithWait(true), logOnFailure(t, owner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return &holder{reg: r}
+}
+
+// claim acquires a lease and mints n IDs under it; with release it then
+// releases the lease, else it leaves the minter running.
+func (h *holder) claim(t *testing.T, n int, release bool) (*nodeid.Lease, *minter) {
+	t.Helper()
+	ctx := ctxOf(t)
+	l, err := h.reg.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.epochs = append(h.epochs, l.Epoch())
+	m := mint(t, l)
+	for m.count() < n {
+		select {
+		case <-m.done:
+			t.Fatalf("the generator stopped after %d IDs: %v", m.count(), m.errNow())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if release {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-m.done
+		h.ids = append(h.ids, m.ids...)
+	}
+	return l, m
+}
+
+// A lease table moved into another cluster (pg_dump | psql, as a move or a
+// major upgrade by dump does) after its rows were last written on timeline
+// 2 of its old cluster, then a failover of the new cluster (to its timeline
+// 2) that loses the claims made since the move: the new primary is not the
+// server the table records, so the node ID is quarantined, and its next
+// claim takes an epoch above every epoch the lost claims held. No
+// millisecond is stamped by both holders.
+func TestMoveThenFailover(t *testing.T) {
+	t.Parallel()
+	const ttl = 5 * time.Second
+	ctx := ctxOf(t)
+	src, srcDSN := pgtest.NewDB(t)
+	execSQL(t, src, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl)))
+	old := newHolder(t, srcDSN, "old-cluster", ttl)
+	for range 3 {
+		old.claim(t, 10, true)
+	}
+	// As after a promotion of the old cluster: its rows and its
+	// configuration were last written on its timeline 2.
+	execSQL(t, src, `UPDATE snowflake_nodes_config SET wal_timeline = 2`)
+
+	pair := pgtest.NewPair(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := exec.CommandContext(ctx, pgTool(t, "pg_dump"), "--no-owner", "-t", "snowflake_nodes", "-t", "snowflake_nodes_history",
+		"-t", "snowflake_nodes_config", srcDSN)
+	sqlText, err := dump.Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	restore := exec.CommandContext(ctx, pgTool(t, "psql"), "-v", "ON_ERROR_STOP=1", "-q", pair.Primary.DSN(dbName))
+	restore.Stdin = strings.NewReader(string(sqlText))
+	if out, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut() // from here on the standby receives nothing
+
+	a := newHolder(t, pair.Primary.DSN(dbName), "holder-a", ttl)
+	for range 3 {
+		a.claim(t, 50, true)
+	}
+	la, ma := a.claim(t, 50, false)
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", ttl)
+	lb, mb := b.claim(t, 50, false)
+	claimedAfter := time.Since(promoted)
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * ttl):
+		t.Fatal("holder A's lease did not end")
+	}
+	<-ma.done
+	_ = lb.Release(ctx)
+	<-mb.done
+	a.ids = append(a.ids, ma.ids...)
+	b.ids = append(b.ids, mb.ids...)
+
+	var s stamps
+	s.add(old.ids)
+	s.add(a.ids)
+	s.add(b.ids)
+	dups, shared := s.check()
+	t.Logf("holder A's epochs %#x; holder B's epoch %#x, claimed %s after the promotion; %d duplicates, %d ms stamped twice",
+		a.epochs, b.epochs[0], claimedAfter.Round(time.Millisecond), dups, shared)
+	if dups != 0 || shared != 0 {
+		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by two holders", dups, shared)
+	}
+	if b.epochs[0] <= slices.Max(a.epochs) {
+		t.Errorf("holder B's epoch %#x is not above holder A's %#x, lost in the failover", b.epochs[0], a.epochs)
+	}
+	if claimedAfter < ttl {
+		t.Errorf("holder B claimed %s after the promotion, before the quarantine of a maximum TTL (%s) and a tenth", claimedAfter, ttl)
+	}
+}
+
+func mustSchema(t *testing.T, opts ...postgres.Option) string {
+	t.Helper()
+	ddl, err := postgres.SchemaSQL(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ddl
+}
+
+// A table that records synchronous replication needs none of the WAL
+// functions: on a database that refuses them to everyone, the default
+// (asynchronous) table is refused with an error naming the functions and
+// the option, and a synchronous one is made, leased from, listed and
+// released. A failover of it then quarantines nothing: the standby's first
+// claim comes at once, at the next epoch.
+func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.Shared(t)
+	admin, dsn := srv.NewDB(t)
+	ctx := ctxOf(t)
+	role := fmt.Sprintf("app_%d", time.Now().UnixNano())
+	execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION pg_current_wal_lsn(), pg_walfile_name(pg_lsn), pg_control_checkpoint(), pg_control_system() FROM PUBLIC`)
+	execSQL(t, admin, `CREATE ROLE `+role+` LOGIN`)
+	t.Cleanup(func() { _ = srv.Exec(context.Background(), "postgres", `DROP ROLE IF EXISTS `+role) })
+	execSQL(t, admin, `CREATE SCHEMA ids AUTHORIZATION `+role)
+	appDSN := strings.Replace(dsn, "postgres://postgres@", "postgres://"+role+"@", 1)
+	db, err := sql.Open("pgx", appDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := store.New(db, store.Config{Table: "ids.nodes", MinNode: 0, MaxNode: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Apply(ctx, time.Minute)
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "pg_control_system") || !strings.Contains(err.Error(), `WithReplication("sync")`) {
+		t.Fatalf("an asynchronous table on a server that refuses the WAL functions: %v; want a Fatal error naming them and the option", err)
+	}
+	if err := st.ApplyMode(ctx, time.Minute, store.Sync); err != nil {
+		t.Fatalf("a synchronous table: %v", err)
+	}
+	if err := st.CheckSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := nodeid.New(db, nodeid.WithTable("ids.nodes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := st.List(ctx)
+	if err != nil || len(rows) != 4 || rows[l.NodeID()].Owner != r.Owner() || st.Replication() != store.Sync {
+		t.Fatalf("list: %+v, %v (replication %q)", rows, err, st.Replication())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Made asynchronous, the same table is refused at the next claim,
+	// naming the functions.
+	if err := st.ApplyMode(ctx, time.Minute, store.Async); !errors.As(err, new(*store.WALError)) {
+		t.Errorf("switching to asynchronous replication on this server: %v; want a WALError", err)
+	}
+}
+
+// promoteClean stops the primary cleanly once its standby has replayed
+// everything, and promotes the standby: a switchover that loses nothing.
+func promoteClean(t *testing.T, pair *pgtest.Pair) time.Time {
+	t.Helper()
+	ctx := ctxOf(t)
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Stop(ctx, pgtest.Fast); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return time.Now()
+}
+
+// After a switchover, a table that records synchronous replication
+// quarantines nothing: the new primary's first claim comes at once, at the
+// next epoch, where an asynchronous table makes every node ID wait for the
+// quarantine.
+func TestSwitchoverQuarantineByReplicationMode(t *testing.T) {
+	t.Parallel()
+	const ttl = 5 * time.Second
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			pair := pgtest.NewPair(t)
+			ctx := ctxOf(t)
+			dbName, err := pair.Primary.CreateDatabase(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ddl := mustSchema(t, postgres.WithNodeRange(0, 7), postgres.WithMaxTTL(ttl), postgres.WithReplication(mode))
+			if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+				t.Fatal(err)
+			}
+			a := newHolder(t, pair.Primary.DSN(dbName), "holder-a", ttl)
+			a.claim(t, 10, true)
+			promoted := promoteClean(t, pair)
+			db, err := sql.Open("pgx", pair.Standby.DSN(dbName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			r, err := nodeid.New(db, nodeid.WithTTL(ttl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			l, err := r.Acquire(ctx)
+			switch {
+			case mode == "sync" && err != nil:
+				t.Fatalf("the first claim after a switchover of a synchronous table: %v; want a node ID at once", err)
+			case mode == "sync" && (l.NodeID() != 0 || l.Epoch() != a.epochs[0]+1):
+				t.Errorf("the first claim after the switchover: node %d, epoch %d; want node 0 at epoch %d", l.NodeID(), l.Epoch(), a.epochs[0]+1)
+			case mode == "async" && !errors.Is(err, nodeid.ErrNoNodeIDAvailable) || mode == "async" && !strings.Contains(fmt.Sprint(err), "quarantine"):
+				t.Errorf("a claim right after a switchover of an asynchronous table: %v; want every node ID quarantined", err)
+			}
+			t.Logf("%s: first claim %s after the promotion: %v", mode, time.Since(promoted).Round(time.Millisecond), err)
+		})
+	}
+}
+
+// After a restore that nothing inside the database can tell (here: a base
+// backup taken before holder A's claim, brought up as the new primary of a
+// table that records synchronous replication), the restored table shows
+// node ID 0 free at A's epoch less one. "nodeid init --restored"
+// (Store.Restored) quarantines every node ID and moves its next epoch to a
+// new era: holder B then claims after the quarantine, at an epoch above
+// A's, and no millisecond is stamped by both.
+func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
+	t.Parallel()
+	const ttl = 5 * time.Second
+	pair := pgtest.NewPair(t)
+	ctx := ctxOf(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddl := mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl), postgres.WithReplication("sync"))
+	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut() // the standby is the backup: it has nothing of A
+	a := newHolder(t, pair.Primary.DSN(dbName), "holder-a", ttl)
+	la, ma := a.claim(t, 100, false)
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", pair.Standby.DSN(dbName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := store.New(db, store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, now, err := st.List(ctx)
+	if err != nil || len(rows) != 1 || rows[0].State(now) != store.Free || rows[0].Epoch != la.Epoch()-1 {
+		t.Fatalf("the restored table: %+v, %v; want node ID 0 free at epoch %d, as before A's claim", rows, err, la.Epoch()-1)
+	}
+	gen, until, err := st.Restored(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoredAt := time.Now()
+	b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", ttl)
+	lb, mb := b.claim(t, 100, false)
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * ttl):
+		t.Fatal("holder A's lease did not end")
+	}
+	<-ma.done
+	_ = lb.Release(ctx)
+	<-mb.done
+	var s stamps
+	s.add(ma.ids)
+	s.add(mb.ids)
+	dups, shared := s.check()
+	t.Logf("generation %d, quarantined until %s; A's epoch %#x, B's %#x, claimed %s after the restore",
+		gen, until.Format(time.RFC3339Nano), la.Epoch(), lb.Epoch(), time.Since(restoredAt).Round(time.Millisecond))
+	if dups != 0 || shared != 0 {
+		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by both holders", dups, shared)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
+	}
+	if lb.PreviousHorizon() < until.UnixMilli() {
+		t.Errorf("B stamps after %d, before the restore's quarantine ends at %d", lb.PreviousHorizon(), until.UnixMilli())
+	}
+}
+
+// A renewal records at least the horizon its holder already keeps, even
+// where the server would grant less (a server whose clock is behind the
+// one that granted the holder's last renewal, lost in a failover); a
+// release without an exact horizon does too.
+func TestRecordedHorizonNeverBelowTheHolders(t *testing.T) {
+	t.Parallel()
+	_, db := provisioned(t, false, postgres.WithNodeRange(0, 0))
+	ctx := ctxOf(t)
+	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok, _, err := st.Claim(ctx, 0, 0, "a", time.Minute, 0)
+	if err != nil || !ok {
+		t.Fatal(c, ok, err)
+	}
+	// The holder keeps a horizon 63 s ahead of the server's now(): above
+	// now() + TTL, within a tenth of the maximum TTL of it.
+	kept := c.Now.UnixMilli() + 63_000
+	o, err := st.Renew(ctx, c.Key, time.Minute, kept, kept)
+	if err != nil || !o.OK || o.Horizon < kept {
+		t.Fatalf("renewal with the holder's horizon %d: %+v, %v; want a recorded horizon at least that", kept, o, err)
+	}
+	// A floor beyond any clock bound is not trusted.
+	if o, err := st.Renew(ctx, c.Key, time.Minute, 0, kept+3_600_000); err != nil || !o.OK || o.Horizon >= kept+3_600_000 {
+		t.Errorf("renewal with a ceiling an hour ahead: %+v, %v; want it capped", o, err)
+	}
+	o, err = st.Release(ctx, c.Key, kept+1_000, false)
+	if err != nil || !o.OK || o.Horizon < kept+1_000 {
+		t.Fatalf("release with the holder's horizon %d: %+v, %v; want a recorded horizon at least that", kept+1_000, o, err)
+	}
+}
+
+// A renewal whose TTL is above the table's maximum changes nothing and ends
+// the lease as lost in a failover: the table lacks the raise of the maximum
+// that the claim rested on.
+func TestRenewalAboveTheMaximumTTLEndsTheLease(t *testing.T) {
+	t.Parallel()
+	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(30*time.Second))
+	r, err := nodeid.New(db, nodeid.WithTTL(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.Acquire(ctxOf(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, admin, `UPDATE snowflake_nodes_config SET max_ttl_ms = 5000`)
+	select {
+	case <-l.Lost():
+	case <-time.After(time.Minute):
+		t.Fatal("the lease did not end")
+	}
+	if !errors.Is(l.Err(), nodeid.ErrFailover) {
+		t.Errorf("the lease ended with %v; want ErrFailover", l.Err())
+	}
+}
+
+// Maintenance never queues the fleet behind a long transaction: an
+// eviction whose row another transaction holds gives up after
+// store.LockTimeout saying what it waited for, and so does a migration that
+// needs a lock a long reader holds, while renewals go on.
+func TestMaintenanceTakesALockTimeout(t *testing.T) {
+	t.Parallel()
+	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 1))
+	c := ctxOf(t)
+	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, ok, _, err := st.Claim(c, 0, 1, "a", time.Minute, 0)
+	if err != nil || !ok {
+		t.Fatal(cl, ok, err)
+	}
+	tx, err := admin.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(c, `SELECT * FROM snowflake_nodes WHERE node_id = $1 FOR KEY SHARE`, cl.NodeID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = st.Evict(c, cl.NodeID, cl.Epoch)
+	if postgres.SQLSTATE(err) != "55P03" || !strings.Contains(fmt.Sprint(err), "waited 1s for a lock on the lease row of node ID") {
+		t.Errorf("an eviction of a row another transaction holds: %v; want it to give up after a second, saying so", err)
+	}
+	if o, err := st.Renew(c, cl.Key, time.Minute, 0, 0); err != nil || !o.OK {
+		t.Errorf("the holder's renewal meanwhile: %+v, %v", o, err)
+	}
+	// A reader of the table holds back a migration that renames a column.
+	_ = tx.Rollback()
+	execSQL(t, admin, `ALTER TABLE snowflake_nodes RENAME COLUMN generation TO timeline`)
+	tx, err = admin.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(c, `SELECT count(*) FROM snowflake_nodes`); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(c, 2500*time.Millisecond)
+	defer cancel()
+	err = st.Apply(short, time.Minute)
+	if postgres.SQLSTATE(err) != "55P03" || !strings.Contains(fmt.Sprint(err), "waited 1s for a lock on table snowflake_nodes") {
+		t.Errorf("a migration behind a reader: %v; want it to give up, saying what it waited for", err)
+	}
+	if _, err := db.ExecContext(c, `UPDATE snowflake_nodes SET horizon_ms = horizon_ms WHERE node_id = 1`); err != nil {
+		t.Errorf("a write to the table while the migration retries: %v", err)
+	}
+	_ = tx.Rollback()
+	if err := st.Apply(c, time.Minute); err != nil {
+		t.Errorf("the migration once the reader is gone: %v", err)
+	}
+}
