@@ -40,8 +40,11 @@
 //     now(), under a row lock, and locks no other row.
 //  2. Every claim increments the node ID's epoch, which is never reset or
 //     decremented: epochs strictly increase across claims, releases, lapses,
-//     takeovers, server restarts and failovers. Pass Lease.Epoch to
-//     resources that must reject stale holders.
+//     takeovers, server restarts and crashes (every lease write is durable
+//     when its statement returns, whatever synchronous_commit the server,
+//     database, role or session sets), failovers, moves, upgrades and
+//     restores (rule 7). Pass Lease.Epoch to resources that must reject
+//     stale holders.
 //  3. Renewal and release change the row only for the current owner and
 //     epoch, and renewal only while the lease is unexpired: a lapsed lease is
 //     never revived; its holder must claim again and gets a new epoch.
@@ -73,22 +76,33 @@
 //     ID differ even if every clock lies (between claims whose epochs
 //     differ modulo 2^EpochBits; across a failover that lost claims, rule 7
 //     carries uniqueness, not the epoch bits).
-//  7. Failover. A standby promoted by a high-availability manager may lack
-//     the last commits of the old primary (asynchronous replication), and
-//     with them a claim or a renewal. Every lease statement reads the
-//     server's WAL timeline, which a promotion increments, and records when
-//     a new one is first seen. A row last written on an earlier timeline is
-//     not claimable until one maximum TTL of the table plus a tenth after
-//     that (by then every lease granted or extended on the old primary is
-//     past its deadline), and its next holder stamps after that instant and
-//     gets an epoch of the timeline times 2^32 plus its count, above every
-//     epoch the old timeline could have granted. A holder whose claim was
-//     lost learns it at its first statement on the new primary (ErrFailover);
-//     one whose lease expired there gets ErrExpired; one whose lease survived
-//     keeps it, without a gap in minting. A failover costs new claims of the
-//     node IDs written last before it that quarantine; synchronous
-//     replication (Patroni's synchronous_mode) loses no commit, and the
-//     quarantine then only delays node IDs that are free anyway.
+//  7. Failover, moves and restores. The table records how its database
+//     replicates (postgres.WithReplication). With asynchronous replication,
+//     the default, a promoted standby may lack the last commits of the old
+//     primary, and a table dumped, upgraded or moved may have been written
+//     after its copy was taken: every lease statement reads the server's
+//     system identifier and WAL timeline, and when either is not the one the
+//     table recorded (any change, not only a higher timeline), it starts a
+//     new generation of the table. A row last written in an earlier
+//     generation is not claimable until one maximum TTL of the table plus a
+//     tenth after that (by then every lease granted or extended on the old
+//     server is past its deadline), and its next holder stamps after that
+//     instant and gets an epoch of a new era (the database clock's seconds
+//     since 2020 times 2^32, plus its count), above every epoch the lost
+//     history could have granted. A holder whose claim was lost learns it
+//     at its first statement on the new server (ErrFailover); one whose
+//     lease expired there gets ErrExpired; one whose lease survived keeps
+//     it, without a gap in minting. The cost: after any promotion, a clean
+//     switchover included, every node ID not held by a surviving lease waits
+//     out that quarantine, from the first statement on the new server. With
+//     synchronous replication the database never loses an acknowledged
+//     commit: nothing is quarantined and no WAL function is used. A restore
+//     that nothing inside the database can tell (a snapshot rolled back, a
+//     point-in-time restore, a copy that served beside the old server) needs
+//     "nodeid init --restored", which starts a new generation from then.
+//     Two servers promoted from the same history never share an ID; their
+//     epochs differ unless their first claims of a node ID fall in the same
+//     second of their clocks.
 //
 // # Clocks and assumptions
 //
@@ -102,10 +116,13 @@
 // rate of real time to within TTL/10 over a TTL), that the servers of a
 // high-availability cluster keep their clocks within a tenth of the table's
 // maximum TTL of each other, that the high-availability manager fences the
-// old primary (it takes no write after the promotion), that commits are
-// durable on the server that has them (synchronous_commit on), and that rows
-// are never deleted (deleting one resets its epoch and horizon). The owner
-// name is a label, not an authenticated identity.
+// old primary (it takes no write after the promotion), that a table recorded
+// as synchronous is on a database whose failovers never lose an
+// acknowledged commit, that an operator runs "nodeid init --restored" after
+// a restore, with the old server stopped, and that rows are never deleted
+// (deleting one resets its epoch and horizon). Lease tables that are
+// UNLOGGED, which a crash empties, are refused. The owner name is a label,
+// not an authenticated identity.
 //
 // No guarantee depends on the hosts' wall clocks agreeing: stamps are
 // bounded by recorded horizons whatever the clocks say. Availability does:

@@ -790,3 +790,62 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 		t.Errorf("the migration once the reader is gone: %v", err)
 	}
 }
+
+// BenchmarkPromotionToFirstClaim measures, for each replication mode, the
+// time from a clean switchover's promotion to the first claim on the new
+// primary, on a table whose maximum TTL is the shortest allowed (3 s): the
+// cost of the quarantine an asynchronous table takes after any promotion,
+// against none for a synchronous one. Each iteration starts a primary and
+// a standby of its own; run it with a small -benchtime, such as 3x.
+func BenchmarkPromotionToFirstClaim(b *testing.B) {
+	for _, mode := range []string{"sync", "async"} {
+		b.Run(mode, func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				b.StopTimer()
+				pair := pgtest.NewPair(b)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				dbName, err := pair.Primary.CreateDatabase(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ddl, err := postgres.SchemaSQL(postgres.WithNodeRange(0, 7), postgres.WithMaxTTL(postgres.MinTTL), postgres.WithReplication(mode))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+					b.Fatal(err)
+				}
+				db, err := sql.Open("pgx", pair.Standby.DSN(dbName))
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := nodeid.New(db, nodeid.WithTTL(postgres.MinTTL), nodeid.WithWait(true))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pair.WaitReplayed(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := pair.Primary.Stop(ctx, pgtest.Fast); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				if err := pair.Promote(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := r.Acquire(ctx); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+				b.StopTimer()
+				_ = r.Close()
+				db.Close()
+				cancel()
+				_ = pair.Close()
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-claim")
+		})
+	}
+}

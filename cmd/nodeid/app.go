@@ -79,9 +79,11 @@ func (a *app) main(args []string) int {
 	root := a.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteC()
-	if a.db != nil {
-		a.db.Close()
-	}
+	defer func() {
+		if a.db != nil { // after the error is described, which may ask the server more
+			a.db.Close()
+		}
+	}()
 	code := exitCode(err)
 	var ce *exitCodeError
 	switch {

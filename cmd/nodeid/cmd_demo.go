@@ -62,7 +62,7 @@ workers follow the primary with a multi-host DSN; replication is cut, a
 worker claims a node ID on the primary alone, the primary crashes and the
 standby is promoted without that claim. The worker learns that its claim was
 lost, the node ID stays quarantined for the table's maximum TTL and a tenth,
-then a new worker claims it at an epoch of the new timeline, stamping after
+then a new worker claims it at an epoch of a new era, stamping after
 every ID the lost claim could have minted, while the others keep their
 leases. It takes %s.`,
 			demoTakes, demoTable, demoWorkers, demoTTL, demoMint, demoFailoverTakes),

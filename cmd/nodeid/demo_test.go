@@ -95,7 +95,7 @@ func TestDemoFailover(t *testing.T) {
 		"on timeline 2",
 		"quarantined",
 		"lost: claim lost in a database failover",
-		"(timeline 2 times 2^32",
+		"times 2^32, plus 2: above any epoch the old primary could have granted)",
 		"stamped after the quarantine",
 		"Done in",
 	} {

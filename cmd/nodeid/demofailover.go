@@ -14,7 +14,7 @@ import (
 // asynchronous standby; a claim that only the primary sees; the primary
 // crashes and the standby is promoted without it; the claim's holder learns
 // that its claim was lost, the node ID is quarantined, then claimed again
-// at an epoch of the new timeline, while the other workers keep their
+// at an epoch of a new era, while the other workers keep their
 // leases.
 func (d *demo) failover(ctx context.Context) error {
 	d.step("Starting a throwaway PostgreSQL primary and an asynchronous streaming standby")
@@ -108,7 +108,7 @@ func (d *demo) failover(ctx context.Context) error {
 	if err := d.waitState(ctx, lnode, store.Quarantined); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.out, "Once that lease expired, node ID %d, last written on timeline 1, stays quarantined until every lease the old primary could have granted is past its deadline: the table's maximum TTL and a tenth (%s) after the new timeline was first seen.\n",
+	fmt.Fprintf(d.out, "Once that lease expired, node ID %d, last written before the failover, stays quarantined until every lease the old primary could have granted is past its deadline: the table's maximum TTL and a tenth (%s) after the first statement on the new primary began the table's next generation.\n",
 		lnode, demoTTL+demoTTL/10)
 	if err := d.table(ctx, true); err != nil {
 		return err
@@ -120,7 +120,7 @@ func (d *demo) failover(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.out, "%s: %s\n", lost.owner, orDash(lost.lostReason()))
 
-	d.step("Starting %s: it waits for node ID %d's quarantine, then claims it at an epoch of timeline %d", fmt.Sprint("demo-worker-", demoWorkers+2), lnode, tl)
+	d.step("Starting %s: it waits for node ID %d's quarantine, then claims it at an epoch of a new era", fmt.Sprint("demo-worker-", demoWorkers+2), lnode)
 	heir, err := d.startWorker(demoWorkers + 2)
 	if err != nil {
 		return err
@@ -129,8 +129,9 @@ func (d *demo) failover(ctx context.Context) error {
 		return err
 	}
 	_, hnode, hepoch, hminted := heir.state()
-	fmt.Fprintf(d.out, "%s: node ID %d, epoch %d (timeline %d times 2^32, plus %d), %s after the promotion; its first ID %d is stamped after the quarantine, after every ID %s minted.\n",
-		heir.owner, hnode, hepoch, hepoch>>32, hepoch&(1<<32-1), time.Since(promoted).Round(100*time.Millisecond), hminted[0], lost.owner)
+	fmt.Fprintf(d.out, "%s: node ID %d, epoch %d (era %s times 2^32, plus %d: above any epoch the old primary could have granted), %s after the promotion; its first ID %d is stamped after the quarantine, after every ID %s minted.\n",
+		heir.owner, hnode, hepoch, time.Unix(store.EraOrigin+hepoch>>32, 0).UTC().Format(time.RFC3339), hepoch&(1<<32-1),
+		time.Since(promoted).Round(100*time.Millisecond), hminted[0], lost.owner)
 
 	d.step("The other workers kept their leases across the failover, and minted on")
 	for _, w := range []*worker{d.workers[0], d.workers[2]} {

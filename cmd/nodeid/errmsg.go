@@ -39,6 +39,8 @@ func (a *app) explain(err error) string {
 	case errors.As(err, &we):
 		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"nodeid init --table %s --replication sync\")",
 			err, table, table)
+	case code == "55P03":
+		return a.lockHolders(err)
 	case code == "42P01":
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)

@@ -16,16 +16,16 @@ func TestSchemaGolden(t *testing.T) {
 
 func TestInit(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	if out := mustCLI(t, "init", "--dsn", dsn, "--range", "10-13", "--max-ttl", "30s"); out != "table snowflake_nodes is ready (history snowflake_nodes_history, configuration snowflake_nodes_config): node IDs 10-13, 4 rows, maximum TTL 30s\n" {
+	if out := mustCLI(t, "init", "--dsn", dsn, "--range", "10-13", "--max-ttl", "30s"); out != "table snowflake_nodes is ready (history snowflake_nodes_history, configuration snowflake_nodes_config): node IDs 10-13, 4 rows, maximum TTL 30s, replication async\n" {
 		t.Errorf("init: %q", out)
 	}
 	execSQL(t, db, `UPDATE snowflake_nodes SET epoch = 9, owner = 'keep', expires_at = now() + interval '1h' WHERE node_id = 10`)
 	// Again, without a range: the table keeps its own.
-	if out := mustCLI(t, "init", "--dsn", dsn); !strings.HasSuffix(out, "node IDs 10-13, 4 rows, maximum TTL 30s\n") {
+	if out := mustCLI(t, "init", "--dsn", dsn); !strings.HasSuffix(out, "node IDs 10-13, 4 rows, maximum TTL 30s, replication async\n") {
 		t.Errorf("init without a range: %q", out)
 	}
 	// Again, wider: adds rows, touches none.
-	if out := mustCLI(t, "init", "--dsn", dsn, "--nodes", "16", "--max-ttl", "1m"); !strings.HasSuffix(out, "node IDs 0-15, 16 rows, maximum TTL 1m0s\n") {
+	if out := mustCLI(t, "init", "--dsn", dsn, "--nodes", "16", "--max-ttl", "1m"); !strings.HasSuffix(out, "node IDs 0-15, 16 rows, maximum TTL 1m0s, replication async\n") {
 		t.Errorf("second init: %q", out)
 	}
 	var (
@@ -42,7 +42,7 @@ func TestInit(t *testing.T) {
 	// Narrower: never narrowed, and said so; a lower maximum TTL refused.
 	r := cli(t, "init", "--dsn", dsn, "--nodes", "8")
 	wantExit(t, r, exitOK, "keeps its range 0-15", "never narrowed")
-	if !strings.HasSuffix(r.stdout, "node IDs 0-15, 16 rows, maximum TTL 1m0s\n") {
+	if !strings.HasSuffix(r.stdout, "node IDs 0-15, 16 rows, maximum TTL 1m0s, replication async\n") {
 		t.Errorf("narrower init: %q", r.stdout)
 	}
 	wantExit(t, cli(t, "init", "--dsn", dsn, "--max-ttl", "10s"), exitUsage, "never lowered", "1m0s")

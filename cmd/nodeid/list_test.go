@@ -299,20 +299,20 @@ func TestListEmpty(t *testing.T) {
 
 // TestQuarantineShown: after a failover, the node IDs last written before it
 // show as quarantined, in list, show and their JSON, until they are
-// claimable again. (The timeline a lease statement saw is set by hand here;
-// the failover tests of the root package make it for real.)
+// claimable again. (The new generation a lease statement began is set by
+// hand here; the failover tests of the root package make it for real.)
 func TestQuarantineShown(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
 	mustCLI(t, "init", "--dsn", dsn, "--nodes", "3", "--max-ttl", "30s")
 	execSQL(t, db, `UPDATE snowflake_nodes SET owner = 'web-1', epoch = 1, acquired_at = now(), expires_at = now() + interval '1h' WHERE node_id = 2`)
-	execSQL(t, db, `UPDATE snowflake_nodes_config SET timeline = 2, timeline_seen_at = now()`)
+	execSQL(t, db, `UPDATE snowflake_nodes_config SET generation = 2, generation_at = now()`)
 	out := mustCLI(t, "list", "--dsn", dsn, "--all")
-	for _, want := range []string{"0     quarantined", "1     quarantined", "2     held", "held 1 / free 0 / expired 0 / quarantined 2 / total 3"} {
+	for _, want := range []string{"0     quarantined", "1     quarantined", "2     held", "held 1 / free 0 / expired 0 / quarantined 2 / total 3; replication async"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list does not show %q:\n%s", want, out)
 		}
 	}
-	if out := mustCLI(t, "show", "0", "--dsn", dsn); !strings.Contains(out, "quarantine  until") || !strings.Contains(out, "timeline    1") {
+	if out := mustCLI(t, "show", "0", "--dsn", dsn); !strings.Contains(out, "quarantine  until") || !strings.Contains(out, "generation  1") {
 		t.Errorf("show of a quarantined node ID:\n%s", out)
 	}
 	var doc struct {
@@ -328,7 +328,7 @@ func TestQuarantineShown(t *testing.T) {
 		t.Errorf("list --state quarantined -o json: %+v", doc)
 	}
 	// Once the quarantine is over, they are free again.
-	execSQL(t, db, `UPDATE snowflake_nodes_config SET timeline_seen_at = now() - interval '1 minute'`)
+	execSQL(t, db, `UPDATE snowflake_nodes_config SET generation_at = now() - interval '1 minute'`)
 	if out := mustCLI(t, "list", "--dsn", dsn, "--all"); !strings.Contains(out, "held 1 / free 2 / expired 0 / total 3") {
 		t.Errorf("after the quarantine:\n%s", out)
 	}

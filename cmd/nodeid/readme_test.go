@@ -85,8 +85,8 @@ func TestDocsExamples(t *testing.T) {
 	_, empty := pgtest.NewDB(t) // prune's: no claim, whatever the date
 	mustCLI(t, "init", "--dsn", empty)
 
-	examples := readmeExamples(t, "schema", "decode", "who", "prune", "lst", "completion")
-	if len(examples) < 10 {
+	examples := readmeExamples(t, "decode", "who", "prune", "lst", "completion")
+	if len(examples) < 9 {
 		t.Fatalf("only %d examples found in %s", len(examples), docExamplesPage)
 	}
 	for _, ex := range examples {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // defaultTimeout is the default of --timeout.
@@ -256,4 +258,37 @@ func (a *app) waits(ctx context.Context) ([]wait, error) {
 		}
 	}
 	return out, rows.Err()
+}
+
+// lockHolders describes the sessions that hold a lock on the lease table,
+// for a statement that gave up waiting for one (SQLSTATE 55P03): the
+// lease statements and the maintenance wait at most a second, so that a
+// long transaction delays the maintenance, never the fleet behind it.
+func (a *app) lockHolders(err error) string {
+	msg := err.Error()
+	if a.db == nil {
+		return msg
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	rows, qerr := a.db.QueryContext(ctx, `SELECT a.pid, COALESCE(a.usename, ''), COALESCE(a.application_name, ''), COALESCE(a.state, ''),
+    COALESCE(extract(epoch FROM now() - a.xact_start)::float8, -1)
+FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+WHERE l.granted AND l.relation IN (to_regclass($1), to_regclass($2)) AND a.pid <> pg_backend_pid()
+GROUP BY 1, 2, 3, 4, 5 ORDER BY 1`, a.table, postgres.ConfigTable(a.table))
+	if qerr != nil {
+		return msg
+	}
+	defer rows.Close()
+	var held []string
+	for rows.Next() {
+		var bl blocker
+		if rows.Scan(&bl.pid, &bl.user, &bl.app, &bl.state, &bl.xactAge) == nil {
+			held = append(held, bl.String())
+		}
+	}
+	if len(held) == 0 {
+		return msg
+	}
+	return msg + "; the table is locked " + strings.Join(held, " and ") + ": end that transaction, or try again when it has"
 }

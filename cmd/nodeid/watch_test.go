@@ -21,7 +21,7 @@ func TestWatch(t *testing.T) {
 	frame := "Every 10ms: nodeid list --table snowflake_nodes    12:00:00\n\n" +
 		"NODE  STATE  OWNER  EPOCH  ACQUIRED  EXPIRES  HORIZON\n" +
 		"0     held   web-1  3      3h ago    in 12m   in 12m\n" +
-		"held 1 / free 2 / expired 1 / total 4\n"
+		"held 1 / free 2 / expired 1 / total 4; replication async\n"
 	if want := frame + "\n" + frame + "\n" + frame; out != want {
 		t.Errorf("watch output:\n%s\nwant:\n%s", out, want)
 	}

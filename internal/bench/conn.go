@@ -216,6 +216,12 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	if err != nil {
 		return statements{}, err
 	}
+	if _, err := s.ReadConfig(ctx); err != nil { // the statements of the table's replication mode
+		return statements{}, err
+	}
+	ctr.mu.Lock()
+	ctr.captured = nil
+	ctr.mu.Unlock()
 	c, ok, _, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
 	if err != nil {
 		return statements{}, err

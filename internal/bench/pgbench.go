@@ -44,7 +44,7 @@ func claimReleaseScript(s statements) (string, error) {
 	}
 	// Release with the exact horizon of a generator that stamped nothing:
 	// the previous holder's, so that the node ID is claimable again at once.
-	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":prev_ms"})
+	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":prev_ms", 5: ":prev_ms"})
 	if err != nil {
 		return "", fmt.Errorf("release: %w", err)
 	}

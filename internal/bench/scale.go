@@ -212,8 +212,8 @@ func (r *runner) setState(ctx context.Context, st *store.Store, f float64, state
 	steps = append(steps, struct {
 		q    string
 		args []any
-	}{`INSERT INTO ` + t + `_history (node_id, epoch, owner, acquired_at, from_ms)
-	   SELECT node_id, epoch, owner, acquired_at, 0 FROM ` + t + ` WHERE owner <> ''`, nil})
+	}{`INSERT INTO ` + t + `_history (node_id, epoch, owner, acquired_at, from_ms, generation)
+	   SELECT node_id, epoch, owner, acquired_at, 0, generation FROM ` + t + ` WHERE owner <> ''`, nil})
 	if state != StateUnvacuumed {
 		steps = append(steps, struct {
 			q    string

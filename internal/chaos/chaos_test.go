@@ -683,19 +683,22 @@ func (r *run) history(ctx context.Context) (History, error) {
 	if err != nil {
 		return h, err
 	}
-	rowTimelines, err := timelines(ctx, db, `SELECT node_id, 0, timeline FROM `+table)
+	rowTimelines, err := timelines(ctx, db, `SELECT node_id, 0, generation FROM `+table)
 	if err != nil {
 		return h, err
 	}
-	claimTimelines, err := timelines(ctx, db, `SELECT node_id, epoch, timeline FROM `+postgres.HistoryTable(table))
+	claimTimelines, err := timelines(ctx, db, `SELECT node_id, epoch, generation FROM `+postgres.HistoryTable(table))
 	if err != nil {
 		return h, err
 	}
-	tl, err := pgtest.Timeline(ctx, r.adminDSN)
-	if err != nil {
+	// The table's generation counts the timelines: it is made on timeline
+	// 1, and every failover is seen by a lease statement before the next.
+	if err := db.QueryRowContext(ctx, `SELECT generation FROM `+postgres.ConfigTable(table)).Scan(&h.Timeline); err != nil {
 		return h, err
 	}
-	h.Timeline = int64(tl)
+	if tl, err := pgtest.Timeline(ctx, r.adminDSN); err != nil || int64(tl) != h.Timeline {
+		return h, fmt.Errorf("the table's generation %d is not the server's timeline %d (%v): the checker counts timelines by generations", h.Timeline, tl, err)
+	}
 	for _, row := range rows {
 		rw := Row{Node: row.NodeID, Epoch: row.Epoch, Owner: row.Owner, HorizonMs: row.HorizonMs,
 			Timeline: rowTimelines[key{row.NodeID, 0}]}

@@ -10,6 +10,7 @@ import (
 
 	bw "github.com/bwmarrin/snowflake"
 
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
@@ -242,10 +243,14 @@ func (f *File) name() string {
 //     the offset), before its deadline, at or below the from_ms of every
 //     claim of the node ID with a higher epoch, and be unique.
 //   - A claim made on a row last written on an earlier timeline jumps to
-//     an epoch of timeline<<32 plus the count (one more than the claim
-//     before it, in the low 32 bits), and starts from a horizon at or
-//     after the previous one and at least Quarantine(TTL) after the start
-//     of the failover that made its timeline.
+//     an epoch of a new era (the database clock's seconds since
+//     store.EraOrigin, at the claim, in the high 31 bits) plus the count
+//     (one more than the claim before it, in the low 32 bits), and starts
+//     from a horizon at or after the previous one and at least
+//     Quarantine(TTL) after the start of the failover that made its
+//     timeline. (The table's generation counts the timelines here: the
+//     table is made on timeline 1, and every failover is seen by a lease
+//     statement before the next.)
 //   - A claim ended as expired by such a claim, or still open on a row
 //     last written before the run's last timeline, may have had renewals
 //     or its release lost: its end in the database may precede the
@@ -316,7 +321,7 @@ func firstClaims(h *History) (first, quarantined []time.Duration) {
 			if any == 0 || c.AcquiredNs < any {
 				any = c.AcquiredNs
 			}
-			if c.Epoch>>32 == c.Timeline && (jumped == 0 || c.AcquiredNs < jumped) {
+			if c.Epoch>>32 >= eraAt(f.StartNs) && (jumped == 0 || c.AcquiredNs < jumped) {
 				jumped = c.AcquiredNs
 			}
 		}
@@ -414,10 +419,11 @@ func checkClaims(r *Report, h *History) (map[key]*Claim, map[key]bool) {
 }
 
 // checkJump checks claim c, whose epoch jumped from prev across a failover:
-// a failover made its timeline, and it starts from a horizon no earlier
+// a failover made its timeline, its era is of a time after the failover
+// began and not after the claim, and it starts from a horizon no earlier
 // than the quarantine's end.
 func checkJump(r *Report, h *History, c *Claim, prev int64) {
-	tl := c.Epoch >> 32
+	tl, era := c.Timeline, c.Epoch>>32
 	f := h.failoverTo(tl)
 	switch {
 	case f == nil:
@@ -426,12 +432,18 @@ func checkJump(r *Report, h *History, c *Claim, prev int64) {
 	case c.AcquiredNs < f.StartNs:
 		r.violate("claims", "node %d: epoch %#x of timeline %d was claimed at %s, before the failover to it began at %s",
 			c.Node, c.Epoch, tl, fmtNs(c.AcquiredNs), fmtNs(f.StartNs))
+	case era < eraAt(f.StartNs) || era > eraAt(c.AcquiredNs)+1:
+		r.violate("claims", "node %d: epoch %#x of timeline %d, claimed at %s, has era %d, not of a time between the failover's start at %s and the claim",
+			c.Node, c.Epoch, tl, fmtNs(c.AcquiredNs), era, fmtNs(f.StartNs))
 	case c.FromMs < timefmt.FloorMs(f.StartNs)+Quarantine(h.TTL).Milliseconds():
 		r.violate("quarantine", "node %d: epoch %#x, the first claim of its row on timeline %d, starts from horizon %s,"+
 			" less than the quarantine of %s after the failover began at %s",
 			c.Node, c.Epoch, tl, fmtMs(c.FromMs), Quarantine(h.TTL), fmtNs(f.StartNs))
 	}
 }
+
+// eraAt is the era of epochs claimed at unix nanosecond ns.
+func eraAt(ns int64) int64 { return ns/int64(time.Second) - store.EraOrigin }
 
 // checkRows checks that each lease row agrees with the latest claim of its
 // node ID: same epoch; free and with the claim's final horizon if the claim

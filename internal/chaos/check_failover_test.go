@@ -8,11 +8,17 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
+// era2 is the era of the claims made after the failover of
+// failoverHistory: the database clock's second after it began, as
+// seconds since store.EraOrigin.
+const era2 = t0/1000 + 4 - store.EraOrigin
+
 // tl2 is the epoch of a claim on timeline 2 that follows epoch 1.
-const tl2 = 2<<32 | 2
+const tl2 = era2<<32 | 2
 
 // failoverHistory is a history across one failover (KillLeader, started at
 // t0+3100, the new primary on timeline 2 at t0+4000) that breaks no rule.
@@ -23,7 +29,7 @@ const tl2 = 2<<32 | 2
 // that claim: the history lacks it, b mints until its renewal on the new
 // primary tells it so. Worker c claims the node ID on timeline 2 once the
 // quarantine is over (from t0+7300, the new timeline seen at t0+4000 plus
-// 3.3 s), with epoch 2<<32|2, and releases it.
+// 3.3 s), with epoch era2<<32|2, and releases it.
 //
 // Node 2: worker d holds epoch 1 from t0+1000; its renewals of the last
 // second before the failover are lost, so the new primary's row expires at
@@ -204,7 +210,12 @@ func TestCheckJump(t *testing.T) {
 	checkRule(t, h, "quarantine")
 
 	h = failoverHistory(t)
-	h.Claims[1].Epoch, h.Rows[0].Epoch = 2<<32|3, 2<<32|3 // the count skips one
+	h.Claims[1].Epoch, h.Rows[0].Epoch = era2<<32|3, era2<<32|3 // the count skips one
+	checkRule(t, h, "claims")
+
+	h = failoverHistory(t)
+	const before = (era2 - 2) << 32 // an era of a time before the failover began
+	h.Claims[1].Epoch, h.Rows[0].Epoch = before|2, before|2
 	checkRule(t, h, "claims")
 }
 
@@ -281,12 +292,12 @@ func TestCheckStampOrder(t *testing.T) {
 	h := failoverHistory(t)
 	// d's claim was lost in the failover and stamped after e's first ID.
 	h.Claims = slicesDelete(h.Claims, 2)
-	h.Claims[2].Epoch, h.Claims[2].FromMs = 2<<32|1, t0+7300 // the first claim of node 2 in the history
-	h.Rows[1].Epoch = 2<<32 | 1
+	h.Claims[2].Epoch, h.Claims[2].FromMs = era2<<32|1, t0+7300 // the first claim of node 2 in the history
+	h.Rows[1].Epoch = era2<<32 | 1
 	e := h.Files[4]
-	e.Records[0] = Acquired{Node: 2, Epoch: 2<<32 | 1, PrevHorizon: t0 + 7300, AtNs: ms(t0 + 7402), DeadlineNs: ms(t0 + 10000), ClaimedBeforeNs: ms(t0 + 5000)}
-	e.Records[1] = IDs{Node: 2, Epoch: 2<<32 | 1, IDs: []uint64{mustID(t, e.Header.Layout, t0+7500, 2, 0, 0)}}
-	e.Records[2] = Released{Node: 2, Epoch: 2<<32 | 1, StartNs: ms(t0 + 7990), AtNs: ms(t0 + 8000)}
+	e.Records[0] = Acquired{Node: 2, Epoch: era2<<32 | 1, PrevHorizon: t0 + 7300, AtNs: ms(t0 + 7402), DeadlineNs: ms(t0 + 10000), ClaimedBeforeNs: ms(t0 + 5000)}
+	e.Records[1] = IDs{Node: 2, Epoch: era2<<32 | 1, IDs: []uint64{mustID(t, e.Header.Layout, t0+7500, 2, 0, 0)}}
+	e.Records[2] = Released{Node: 2, Epoch: era2<<32 | 1, StartNs: ms(t0 + 7990), AtNs: ms(t0 + 8000)}
 	if r := Check(h); r.Violations != 0 || r.LostInFailover != 2 {
 		t.Fatalf("d's lease lost in the failover: %d violations, %d lost: %v", r.Violations, r.LostInFailover, r.Details)
 	}

@@ -825,10 +825,11 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		}
 		wait = min(2*wait, time.Second)
 	}
-	if err == nil {
-		s.mode.Store(nil)
+	if err != nil {
+		return s.wrapErr("apply the schema", classifyDDL(err))
 	}
-	return s.wrapErr("apply the schema", classifyDDL(err))
+	_, err = s.ReadConfig(ctx) // the statements of the mode the table now records
+	return err
 }
 
 // classifyDDL recognises the DDL's failures to evaluate the functions that
