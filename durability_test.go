@@ -527,10 +527,21 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Made asynchronous, the same table is refused at the next claim,
-	// naming the functions.
+	// Made asynchronous, the same table is refused, naming the functions.
 	if err := st.ApplyMode(ctx, time.Minute, store.Async); !errors.As(err, new(*store.WALError)) {
 		t.Errorf("switching to asynchronous replication on this server: %v; want a WALError", err)
+	}
+	// An asynchronous table made by a role that may call them (here the
+	// superuser) is refused at the first Acquire of one that may not.
+	execSQL(t, admin, mustSchema(t, postgres.WithTable("ids.other"), postgres.WithNodeRange(0, 3)))
+	execSQL(t, admin, `GRANT SELECT, UPDATE ON ids.other, ids.other_config TO `+role+`; GRANT SELECT, INSERT, UPDATE ON ids.other_history TO `+role)
+	other, err := nodeid.New(db, nodeid.WithTable("ids.other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Acquire(ctx); !postgres.Fatal(err) || !strings.Contains(fmt.Sprint(err), "pg_walfile_name") || !strings.Contains(fmt.Sprint(err), "WithReplication") {
+		t.Errorf("Acquire on an asynchronous table where the WAL functions are refused: %v; want a Fatal error naming them and the option", err)
 	}
 }
 

@@ -35,11 +35,12 @@ func claimToJSON(c store.HistoryRow) claimJSON {
 
 // showJSON is the document of show -o json.
 type showJSON struct {
-	Table   string      `json:"table"`
-	Now     time.Time   `json:"now"`
-	NowMs   int64       `json:"now_ms"`
-	Node    nodeJSON    `json:"node"`
-	History []claimJSON `json:"history"`
+	Table       string      `json:"table"`
+	Replication string      `json:"replication"`
+	Now         time.Time   `json:"now"`
+	NowMs       int64       `json:"now_ms"`
+	Node        nodeJSON    `json:"node"`
+	History     []claimJSON `json:"history"`
 }
 
 func (a *app) showCommand() *cobra.Command {
@@ -77,20 +78,21 @@ exactly.`,
 				row  store.Row
 				now  time.Time
 				hist []store.HistoryRow
+				mode store.Replication
 			)
 			err = a.timed(cmd.Context(), func(ctx context.Context) error {
 				st, r, t, err := a.nodeRow(ctx, node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
 				if err != nil {
 					return err
 				}
-				row, now = r, t
+				row, now, mode = r, t, st.Replication()
 				hist, err = st.History(ctx, node, limit)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			return a.writeShow(row, hist, now, output.value)
+			return a.writeShow(row, hist, now, mode, output.value)
 		}),
 	}
 	cmd.Flags().IntVar(&limit, "limit", 10, "how many claims of the history to show")
@@ -98,9 +100,9 @@ exactly.`,
 	return cmd
 }
 
-func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, output string) error {
+func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, mode store.Replication, output string) error {
 	if output == outJSON || output == outYAML {
-		doc := showJSON{Table: a.table, Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []claimJSON{}}
+		doc := showJSON{Table: a.table, Replication: string(mode), Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []claimJSON{}}
 		for _, c := range hist {
 			doc.History = append(doc.History, claimToJSON(c))
 		}
@@ -119,7 +121,7 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, out
 	} else {
 		kv.row("horizon", fmt.Sprintf("%d (%s, %s)", r.HorizonMs, exactMs(r.HorizonMs), relHorizon(r.HorizonMs, now)))
 	}
-	kv.row("generation", strconv.FormatInt(r.Generation, 10))
+	kv.row("generation", strconv.FormatInt(r.Generation, 10)+" (the table records "+string(mode)+" replication)")
 	if r.QuarantinedUntil.After(now) {
 		kv.row("quarantine", fmt.Sprintf("until %s: last written before a database failover, move or restore; the next holder stamps after it",
 			withRelative(r.QuarantinedUntil, now)))

@@ -172,7 +172,7 @@ func (d *demo) show(ctx context.Context, st *store.Store, node int64) error {
 	}
 	for _, r := range rows {
 		if r.NodeID == node {
-			return d.a.writeShow(r, hist, now, outWide)
+			return d.a.writeShow(r, hist, now, st.Replication(), outWide)
 		}
 	}
 	return fmt.Errorf("node ID %d vanished from table %s", node, d.a.table)

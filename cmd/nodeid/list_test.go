@@ -312,7 +312,7 @@ func TestQuarantineShown(t *testing.T) {
 			t.Errorf("list does not show %q:\n%s", want, out)
 		}
 	}
-	if out := mustCLI(t, "show", "0", "--dsn", dsn); !strings.Contains(out, "quarantine  until") || !strings.Contains(out, "generation  1") {
+	if out := mustCLI(t, "show", "0", "--dsn", dsn); !strings.Contains(out, "quarantine  until") || !strings.Contains(out, "generation  1 (the table records async replication)") {
 		t.Errorf("show of a quarantined node ID:\n%s", out)
 	}
 	var doc struct {

@@ -46,3 +46,12 @@ func TestReplicationSyncWithoutWALFunctions(t *testing.T) {
 		t.Errorf("node ID 1 is still held after the release:\n%s", out)
 	}
 }
+
+// TestInitRefusesUnloggedTables: init checks the tables it leaves behind,
+// and a lease table made UNLOGGED (which a crash empties) fails it, named.
+func TestInitRefusesUnloggedTables(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	mustCLI(t, "init", "--dsn", dsn, "--nodes", "4")
+	execSQL(t, db, `ALTER TABLE snowflake_nodes_history SET UNLOGGED`)
+	wantExit(t, cli(t, "init", "--dsn", dsn), exitFailure, "snowflake_nodes_history is UNLOGGED", "SET LOGGED")
+}

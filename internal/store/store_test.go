@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
@@ -246,5 +248,19 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	}
 	if who, _ := st.Who(ctx, 0, 100, sinceTimeZero()); len(who) != 0 {
 		t.Errorf("Who found a pruned claim: %+v", who)
+	}
+}
+
+// A standby (recovery in progress) is retryable, as during a failover; a
+// server that refuses the WAL functions is Fatal for an asynchronous table.
+func TestReplicationErrorsClassified(t *testing.T) {
+	standby := &pgconn.PgError{Code: "55000", Message: "recovery is in progress",
+		Hint: "WAL control functions cannot be executed during recovery."}
+	if !postgres.Retryable(standby) || postgres.Fatal(standby) {
+		t.Errorf("a standby's refusal: Retryable %v, Fatal %v; want retryable", postgres.Retryable(standby), postgres.Fatal(standby))
+	}
+	aurora := &pgconn.PgError{Code: "55000", Message: "wal_level must be set to 'logical'"}
+	if postgres.Retryable(aurora) {
+		t.Errorf("a server that never allows the function is retryable")
 	}
 }
