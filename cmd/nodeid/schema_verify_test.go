@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +79,77 @@ func TestSchemaVerifySQL(t *testing.T) {
 	}
 	if held, cause := run("worker-1", c.Epoch); held || cause.String != store.CauseReleased {
 		t.Errorf("the printed statement on a released lease: held=%v cause=%v", held, cause)
+	}
+}
+
+// The psql example of docs/verify.md runs as written under nodeid run: it
+// writes while the lease is held, and with the variables of a released
+// lease it writes nothing and says why.
+func TestVerifySQLDocsPsqlExample(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql")
+		if len(matches) == 0 {
+			pgtest.Unavailable(t, fmt.Errorf("no psql: %w", err))
+		}
+		psql = matches[len(matches)-1]
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "verify.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(doc), "\n```\n\\getenv node")
+	script, _, closed := strings.Cut(after, "\n```\n")
+	if !ok || !closed {
+		t.Fatal("docs/verify.md has no psql example starting with \\getenv node")
+	}
+	script = "\\getenv node" + script + "\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "write.sql"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "verify.sql"), []byte(mustCLI(t, "schema", "--verify-sql")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, dsn := pgtest.NewDB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (node_id integer, item text)`); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvDatabaseURL, dsn) // for the command, which keeps it
+	command := `cd "$1" && "$2" "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f write.sql && echo "$NODEID_NODE $NODEID_OWNER $NODEID_EPOCH" > lease`
+	r := cli(t, "run", "--dsn", dsn, "--create", "--keep-db-env", "--ttl", "3s", "--owner", "psql-1", "--", "sh", "-c", command, "sh", dir, psql)
+	if r.code != 0 {
+		t.Fatalf("nodeid run psql: %+v", r)
+	}
+	count := func() int {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM orders WHERE item = 'tea'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d rows written under a held lease, want 1", n)
+	}
+	lease, err := os.ReadFile(filepath.Join(dir, "lease"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(lease))
+	if len(f) != 3 || f[1] != "psql-1" {
+		t.Fatalf("the command's lease variables: %q", lease)
+	}
+	// nodeid run released the lease when psql exited.
+	c := exec.CommandContext(ctx, psql, dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "write.sql")
+	c.Dir = dir
+	c.Env = append(os.Environ(), EnvNode+"="+f[0], EnvOwner+"="+f[1], EnvEpoch+"="+f[2])
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "lease lost: released") {
+		t.Fatalf("the example on a released lease: %v\n%s", err, out)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d rows after a write on a released lease, want 1", n)
 	}
 }
