@@ -264,11 +264,12 @@ func TestVerifyLockLetsRenewalsThroughAndKeepsClaimsOff(t *testing.T) {
 	}
 }
 
-// Under REPEATABLE READ: with Verify first, a renewal committed since the
-// snapshot does not fail the next verification (the lock does not conflict
-// with it) and the row is still held; a takeover committed since the
-// snapshot of a transaction that did not verify first fails with a
-// serialization error, never with a verdict of held.
+// Under REPEATABLE READ and SERIALIZABLE: with Verify first, a renewal
+// committed since the snapshot does not fail the next verification (the
+// lock does not conflict with it) and the row is still held; an eviction
+// or a takeover committed since the snapshot of a transaction that did not
+// verify first fails with a serialization error, never with a verdict of
+// held; the holder's own release is not seen, but the row stays locked.
 func TestVerifyRepeatableRead(t *testing.T) {
 	t.Parallel()
 	for _, level := range []sql.IsolationLevel{sql.LevelRepeatableRead, sql.LevelSerializable} {
@@ -294,22 +295,74 @@ func TestVerifyRepeatableRead(t *testing.T) {
 			}
 			_ = tx.Rollback()
 
+			// A transaction whose snapshot predates Verify: a takeover or an
+			// eviction since the snapshot is a serialization failure.
+			lapse := func(t *testing.T, k store.Key) {
+				mustExec(t, st.DB(), `UPDATE snowflake_nodes SET expires_at = statement_timestamp() - interval '1 ms', horizon_ms = 0
+					WHERE node_id = $1`, k.NodeID)
+			}
+			evict := func(t *testing.T, k store.Key) {
+				if ok, _, err := st.Evict(ctx, k.NodeID, k.Epoch); err != nil || !ok {
+					t.Fatalf("evict: %v %v", ok, err)
+				}
+			}
+			// free makes the row claimable again, whoever holds it.
+			free := func(t *testing.T) {
+				var epoch int64
+				if err := st.DB().QueryRowContext(ctx, `SELECT epoch FROM snowflake_nodes WHERE node_id = 0`).Scan(&epoch); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := st.Evict(ctx, 0, epoch); err != nil {
+					t.Fatal(err)
+				}
+				mustExec(t, st.DB(), `UPDATE snowflake_nodes SET horizon_ms = 0 WHERE node_id = 0`)
+			}
+			for _, ending := range []struct {
+				name string
+				end  func(t *testing.T, k store.Key)
+			}{
+				{"evicted", evict},
+				{"evicted and taken over", func(t *testing.T, k store.Key) { evict(t, k); mustClaim(t, st, "b") }},
+				{"lapsed and taken over", func(t *testing.T, k store.Key) { lapse(t, k); mustClaim(t, st, "b") }},
+			} {
+				free(t)
+				c = mustClaim(t, st, "a")
+				stale, err := st.DB().BeginTx(ctx, &sql.TxOptions{Isolation: level})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustExec(t, stale, "SELECT 1") // takes the snapshot
+				ending.end(t, c.Key)
+				v, err := store.Verify(ctx, stale, st.Config(), c.Key)
+				_ = stale.Rollback()
+				if postgres.SQLSTATE(err) != "40001" || !postgres.Retryable(err) {
+					t.Fatalf("%s since the snapshot: verify = %+v, %v; want a Retryable SQLSTATE 40001", ending.name, v, err)
+				}
+			}
+
+			// The holder's own release since the snapshot is not seen, but
+			// the row stays locked: no claim takes it before the
+			// transaction ends.
+			free(t)
+			c = mustClaim(t, st, "a")
 			stale, err := st.DB().BeginTx(ctx, &sql.TxOptions{Isolation: level})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer stale.Rollback()
-			mustExec(t, stale, "SELECT 1") // takes the snapshot
-			if ok, _, err := st.Evict(ctx, c.NodeID, c.Epoch); err != nil || !ok {
-				t.Fatalf("evict: %v %v", ok, err)
+			mustExec(t, stale, "SELECT 1")
+			if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
+				t.Fatalf("release: %+v %v", o, err)
 			}
-			mustClaim(t, st, "b")
-			v, err := store.Verify(ctx, stale, st.Config(), c.Key)
-			if postgres.SQLSTATE(err) != "40001" {
-				t.Fatalf("verify in a snapshot older than a takeover = %+v, %v; want SQLSTATE 40001", v, err)
+			if v, err := store.Verify(ctx, stale, st.Config(), c.Key); err != nil || !v.Held {
+				t.Fatalf("verify in a snapshot older than the release: %+v %v", v, err)
 			}
-			if !postgres.Retryable(err) {
-				t.Errorf("the serialization failure is not Retryable: %v", err)
+			if _, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || ok {
+				t.Fatalf("a claim took the row of an open verified transaction: ok=%v %v", ok, err)
+			}
+			_ = stale.Rollback()
+			if _, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !ok {
+				t.Fatalf("a claim after the transaction: ok=%v %v", ok, err)
 			}
 		})
 	}
