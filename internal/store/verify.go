@@ -45,9 +45,11 @@ const (
 //
 // When the lease is not held the statement locks nothing and changes
 // nothing, and names the cause from the row and the history of the claim
-// (a released and an evicted row look alike): the order of the CASE is
-// that of the renewal's reading of an outcome (Lease.causeOf). The row is
-// read without a lock for that, so a cause found while a concurrent claim
+// (a released and an evicted row look alike), in the order in which a
+// renewal's Outcome is read: a later epoch is a takeover, an earlier one a
+// failover, a freed row released, evicted or (evicted after it lapsed)
+// expired, another owner a takeover, else an expiry. The row is read
+// without a lock for that, so a cause found while a concurrent claim
 // commits may be named from the row just before it; the lease is lost
 // either way.
 //

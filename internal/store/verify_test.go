@@ -90,12 +90,19 @@ func TestVerifyHeld(t *testing.T) {
 	if after := showIdle(t, conn); after != before {
 		t.Errorf("idle timeout after the transaction = %q, before %q: the setting outlived it", after, before)
 	}
-	// Outside a transaction it is a point check: nothing is held after it.
-	if v, err := store.Verify(ctx, st.DB(), st.Config(), c.Key); err != nil || !v.Held {
-		t.Fatalf("verify on the *sql.DB = %+v, %v", v, err)
+	// Outside a transaction it is a point check: nothing is left after it,
+	// on the connection, and the row is not locked.
+	if v, err := store.Verify(ctx, conn, st.Config(), c.Key); err != nil || !v.Held {
+		t.Fatalf("verify on the *sql.Conn = %+v, %v", v, err)
 	}
 	if got := showIdle(t, conn); got != before {
 		t.Errorf("idle timeout after a point check = %q, want %q", got, before)
+	}
+	if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
+		t.Fatalf("release: %+v %v", o, err)
+	}
+	if cl, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !ok || cl.NodeID != 0 {
+		t.Fatalf("a claim after a point check: %+v ok=%v %v; the row was left locked", cl, ok, err)
 	}
 }
 
