@@ -24,6 +24,7 @@ import (
 const (
 	EnvNode       = "NODEID_NODE"               // the leased node ID
 	EnvEpoch      = "NODEID_EPOCH"              // the claim's fencing epoch
+	EnvOwner      = "NODEID_OWNER"              // the holder name recorded on the lease (for the statement of schema --verify-sql)
 	EnvGrace      = "NODEID_DEADLINE_GRACE"     // whole milliseconds between SIGTERM and the deadline
 	EnvHorizonMs  = "NODEID_HORIZON_MS"         // unix ms: stamp only IDs after it
 	EnvCeilingMs  = "NODEID_HORIZON_CEILING_MS" // unix ms: stamp no ID after it (as of the start)
@@ -64,6 +65,9 @@ The command's environment gets:
   NODEID_NODE                the node ID to put in the IDs it mints
   NODEID_EPOCH               the claim's fencing epoch (for epoch bits or
                              fencing tokens)
+  NODEID_OWNER               the holder name recorded on the lease (with
+                             NODEID_NODE and NODEID_EPOCH, for the statement
+                             of "nodeid schema --verify-sql")
   NODEID_HORIZON_MS          unix milliseconds: stamp only IDs strictly after it
                              (nodeid run starts the command once the wall clock
                              has passed it, waiting up to TTL/5, or for as long
@@ -429,7 +433,7 @@ func commandEnv(keepDB bool, lease map[string]string) []string {
 			env = append(env, kv)
 		}
 	}
-	for _, k := range []string{EnvNode, EnvEpoch, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
+	for _, k := range []string{EnvNode, EnvEpoch, EnvOwner, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
 		if v, ok := lease[k]; ok {
 			env = append(env, k+"="+v)
 		}

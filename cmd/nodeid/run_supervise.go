@@ -160,6 +160,7 @@ func (s *supervisor) startFence() error {
 	lease := map[string]string{
 		EnvNode:       strconv.FormatInt(s.lease.NodeID(), 10),
 		EnvEpoch:      strconv.FormatInt(s.lease.Epoch(), 10),
+		EnvOwner:      s.lease.Owner(),
 		EnvGrace:      strconv.FormatInt(s.grace.Milliseconds(), 10),
 		EnvHorizonMs:  strconv.FormatInt(s.lease.PreviousHorizon(), 10),
 		EnvCeilingMs:  strconv.FormatInt(s.ceiling, 10),

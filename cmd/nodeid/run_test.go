@@ -107,7 +107,7 @@ func readLease(t *testing.T, db *sql.DB, node int64) leaseRow {
 // exit time as its exact horizon.
 func TestRunEnvAndExitCode(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	child := script(t, `echo "node=$NODEID_NODE epoch=$NODEID_EPOCH grace=$NODEID_DEADLINE_GRACE horizon=$NODEID_HORIZON_MS"
+	child := script(t, `echo "node=$NODEID_NODE epoch=$NODEID_EPOCH owner=$NODEID_OWNER grace=$NODEID_DEADLINE_GRACE horizon=$NODEID_HORIZON_MS"
 exit 42
 `)
 	before := time.Now().UnixMilli()
@@ -116,7 +116,7 @@ exit 42
 	if r.code != 42 {
 		t.Fatalf("exit code %d, want the command's 42; stderr %s", r.code, r.stderr)
 	}
-	if r.stdout != "node=0 epoch=1 grace=500 horizon=0\n" {
+	if r.stdout != "node=0 epoch=1 owner=runner-1 grace=500 horizon=0\n" {
 		t.Errorf("the command's environment: %q", r.stdout)
 	}
 	row := readLease(t, db, 0)
@@ -128,8 +128,8 @@ exit 42
 	}
 
 	// The next run gets the next epoch, the horizon, and its own grace.
-	r = cli(t, "run", "--dsn", dsn, "--ttl", "6s", "--grace", "1s", "--", child)
-	if want := "node=0 epoch=2 grace=1000 horizon=" + strconv.FormatInt(row.horizon, 10) + "\n"; r.code != 42 || r.stdout != want {
+	r = cli(t, "run", "--dsn", dsn, "--ttl", "6s", "--grace", "1s", "--owner", "runner-2", "--", child)
+	if want := "node=0 epoch=2 owner=runner-2 grace=1000 horizon=" + strconv.FormatInt(row.horizon, 10) + "\n"; r.code != 42 || r.stdout != want {
 		t.Errorf("second run: %+v; want stdout %q", r, want)
 	}
 }
@@ -383,7 +383,7 @@ func TestRunEnvSecrets(t *testing.T) {
 			env[k] = v
 		}
 	}
-	for _, k := range []string{EnvNode, EnvEpoch, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
+	for _, k := range []string{EnvNode, EnvEpoch, EnvOwner, EnvGrace, EnvHorizonMs, EnvCeilingMs, EnvDeadlineMs, EnvLeaseFile} {
 		if env[k] == "" {
 			t.Errorf("the command's environment lacks %s: %s", k, r.stdout)
 		}
