@@ -246,7 +246,8 @@ func (r *run) failover(ctx context.Context, s FailoverStep) error {
 	if err := r.cluster.WaitHealthy(ctx); err != nil {
 		return err
 	}
-	if err := poll(ctx, r.cluster.DSN(r.dbname), `SELECT count(*) FROM `+postgres.HistoryTable(table)+` WHERE timeline >= $1`, 1, tl); err != nil {
+	// The table's generation counts the timelines (see Check).
+	if err := poll(ctx, r.cluster.DSN(r.dbname), `SELECT count(*) FROM `+postgres.HistoryTable(table)+` WHERE generation >= $1`, 1, tl); err != nil {
 		return fmt.Errorf("no claim on the new primary of timeline %d: %w", tl, err)
 	}
 	return nil
