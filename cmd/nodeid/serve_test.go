@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -694,4 +695,51 @@ func TestServeLeaseLostPaused(t *testing.T) {
 	l.finish(t)
 	l.check(t, db, 1, "expired")
 	p.stop(t)
+}
+
+// TestServeUnixSocket: --listen unix:PATH serves on a Unix socket (a
+// sidecar), which is removed when serve stops.
+func TestServeUnixSocket(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	sock := filepath.Join(t.TempDir(), "ids.sock")
+	c, err := testSelf(context.Background(), "serve", "--dsn", dsn, "--create", "--listen", "unix:"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: c, done: make(chan struct{}), base: "http://sidecar"}
+	c.Stderr = &p.stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = c.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = c.Process.Kill()
+		<-p.done
+	})
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	var r idsResp
+	pollUntil(t, 60*time.Second, "IDs on the socket", func() bool {
+		if p.exited() {
+			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
+		}
+		r, err = getIDs(client, p.base, 3)
+		return err == nil && r.status == 200
+	})
+	if len(r.ids) != 3 || bw.ID(r.ids[0]).Node() != r.node {
+		t.Errorf("IDs on the socket: %+v", r)
+	}
+	if !strings.Contains(p.stderr.String(), "serving IDs on unix:"+sock) {
+		t.Errorf("stderr does not name the socket: %s", p.stderr.String())
+	}
+	p.stop(t)
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket is left behind: %v", err)
+	}
 }
