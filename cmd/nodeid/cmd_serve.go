@@ -469,7 +469,6 @@ func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, 
 	} else {
 		h["Content-Type"] = textPlain
 	}
-	h["X-Content-Type-Options"] = noSniff
 	_, _ = w.Write(b)
 	if cap(b) <= 1<<20 {
 		*bp = b
