@@ -49,6 +49,7 @@ type runOptions struct {
 	metricsAddr         string
 	nodeBits            int
 	rf                  rangeFlags
+	exports             exportFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -177,6 +178,7 @@ of the offset counts as a clock step. It is for tests only.`,
 	fl.IntVar(&o.nodeBits, "node-bits", nodeid.DefaultNodeBits,
 		"width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.rf.registerDefault(cmd, "the table's", "the table's")
+	o.exports.register(cmd)
 	return cmd
 }
 
@@ -215,6 +217,9 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	}
 	db, err := a.openDB()
 	if err != nil {
+		return err
+	}
+	if err := a.checkExports(cmd.Context(), &o.exports, o.rf.given(), r); err != nil {
 		return err
 	}
 	opts := []nodeid.Option{
@@ -293,7 +298,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	stop()
 	s := &supervisor{
 		a: a, lease: lease, grace: grace, ttl: o.ttl, argv: args, name: printable(args[0]),
-		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs,
+		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs, exports: &o.exports,
 	}
 	return s.run()
 }
@@ -434,5 +439,5 @@ func commandEnv(keepDB bool, lease map[string]string) []string {
 			env = append(env, k+"="+v)
 		}
 	}
-	return env
+	return append(env, exportedEnv(lease)...)
 }
