@@ -26,8 +26,12 @@ const ServeMaxCount = 10000
 // serveDefaultListen is where "nodeid serve" listens unless told: loopback.
 const serveDefaultListen = "127.0.0.1:8080"
 
-// serveRetry bounds the pause between failed claims of "nodeid serve".
-var serveRetry = struct{ min, max time.Duration }{100 * time.Millisecond, 5 * time.Second}
+// The pause between failed claims of "nodeid serve" doubles from
+// serveRetryMin to serveRetryMax.
+const (
+	serveRetryMin = 100 * time.Millisecond
+	serveRetryMax = 5 * time.Second
+)
 
 // serveOptions are the flags of serve.
 type serveOptions struct {
@@ -189,6 +193,9 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	defer stop()
 	h := &holder{a: a, reg: reg, m: m, s: s, grace: grace, ttl: o.ttl, clock: clock}
 	lease, holdErr := h.hold(ctx)
+	if holdErr != nil && !o.create && postgres.SQLSTATE(holdErr) == "42P01" {
+		holdErr = fmt.Errorf("%s; or add --create", a.explain(holdErr))
+	}
 
 	// Drain: new requests get 503, those under way finish, then the node
 	// ID is released; the generator, bound to the lease, is sealed first,
@@ -225,7 +232,7 @@ type holder struct {
 // or an error that stops serve: one that a retry cannot fix, met before
 // the first lease.
 func (h *holder) hold(ctx context.Context) (*nodeid.Lease, error) {
-	pause := serveRetry.min
+	pause := serveRetryMin
 	first := true
 	for {
 		lease, err := h.reg.Acquire(ctx)
@@ -243,10 +250,10 @@ func (h *holder) hold(ctx context.Context) (*nodeid.Lease, error) {
 				return nil, nil
 			case <-time.After(pause):
 			}
-			pause = min(2*pause, serveRetry.max)
+			pause = min(2*pause, serveRetryMax)
 			continue
 		}
-		pause = serveRetry.min
+		pause = serveRetryMin
 		hdr := newServeHeader(lease)
 		if err := h.a.waitPastHorizon(ctx, lease, h.clock, runOptions{ttl: h.ttl, wait: true}); err != nil {
 			releaseUnused(lease)

@@ -233,11 +233,12 @@ the exports that do not use {epoch}. Recipes (more in docs/export.md):
     -- sh -c 'exec java -Dworker.id="$WORKER_ID" -jar app.jar'
 What the fence then guarantees a generator that knows nothing of nodeid:
 it starts only once this host's wall clock is past the previous holder's
-horizon, so its first millisecond is after every ID stamped under the node
-ID before; it gets SIGTERM a grace before the deadline and SIGKILL at the
-deadline, before anyone else can claim the node ID. It must stamp from
-this host's clock (not another host's, nor a time it was handed), and must
-stop minting at SIGTERM and exit within the grace.`
+horizon, so that it stamps no millisecond the node ID's earlier holders
+did; it gets SIGTERM when the lease is lost, or a grace before the
+deadline if no renewal has moved it, and SIGKILL at the deadline, before
+anyone else can claim the node ID. What it must not do: stamp from another
+host's clock (or a time it is handed) rather than this host's, and keep
+minting after SIGTERM or running past the grace.`
 
 // register adds --export to cmd and its help to cmd's.
 func (f *exportFlags) register(cmd *cobra.Command) {

@@ -743,3 +743,13 @@ func TestServeUnixSocket(t *testing.T) {
 		t.Errorf("the socket is left behind: %v", err)
 	}
 }
+
+// TestServeMissingTable: without --create, a missing table ends serve at
+// once (exit 1), saying so, rather than retrying for ever.
+func TestServeMissingTable(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	r := cli(t, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "snowflake_nodes") || !strings.Contains(r.stderr, "or add --create") {
+		t.Errorf("%+v, want exit 1 naming the table and --create", r)
+	}
+}
