@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -752,4 +753,61 @@ func TestServeMissingTable(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "snowflake_nodes") || !strings.Contains(r.stderr, "or add --create") {
 		t.Errorf("%+v, want exit 1 naming the table and --create", r)
 	}
+}
+
+// FuzzServeCount: the count of /ids is accepted exactly when it is a
+// decimal of 1 to ServeMaxCount, and no query panics the parser.
+func FuzzServeCount(f *testing.F) {
+	for _, s := range []string{"count=1", "count=10000", "count=10001", "count=0", "count=-1", "count=1e3", "count=%31", "count=1&count=2", "n=1", "count=+5", "count=0010"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", "/ids", nil)
+		req.URL.RawQuery = query
+		n, err := parseCount(req)
+		vals, perr := url.ParseQuery(query)
+		v := vals["count"]
+		valid := perr == nil && len(vals) == 1 && len(v) == 1 && regexp.MustCompile(`^[0-9]+$`).MatchString(v[0])
+		want := 0
+		if valid {
+			if x, err := strconv.Atoi(v[0]); err == nil && x >= 1 && x <= ServeMaxCount {
+				want = x
+			}
+		}
+		switch {
+		case want > 0 && (err != nil || n != want):
+			t.Errorf("%q: %d, %v; want %d", query, n, err, want)
+		case want == 0 && err == nil:
+			t.Errorf("%q: accepted as %d", query, n)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%q: a reason of more than one line: %q", query, err)
+		}
+	})
+}
+
+// FuzzServeListen: --listen is HOST:PORT or unix:PATH, and no value
+// panics the parser.
+func FuzzServeListen(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:8080", ":8080", "[::1]:80", "unix:/run/x.sock", "unix:", "8080", "host"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		network, addr, err := listenAddr(s)
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), "--listen") {
+				t.Errorf("%q: the error does not name the flag: %v", s, err)
+			}
+		case network == "unix":
+			if addr == "" || "unix:"+addr != s {
+				t.Errorf("%q: unix %q", s, addr)
+			}
+		case network == "tcp":
+			if _, _, err := net.SplitHostPort(addr); err != nil || addr != s {
+				t.Errorf("%q: tcp %q: %v", s, addr, err)
+			}
+		default:
+			t.Errorf("%q: network %q", s, network)
+		}
+	})
 }
