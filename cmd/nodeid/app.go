@@ -173,6 +173,7 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.whoCommand(),
 		a.pruneCommand(),
 		a.runCommand(),
+		a.serveCommand(),
 		a.runFenceCommand(),
 		a.demoCommand(),
 		a.benchCommand(),

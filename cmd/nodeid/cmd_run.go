@@ -50,6 +50,7 @@ type runOptions struct {
 	metricsAddr         string
 	nodeBits            int
 	rf                  rangeFlags
+	exports             exportFlags
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -181,6 +182,7 @@ of the offset counts as a clock step. It is for tests only.`,
 	fl.IntVar(&o.nodeBits, "node-bits", nodeid.DefaultNodeBits,
 		"width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.rf.registerDefault(cmd, "the table's", "the table's")
+	o.exports.register(cmd)
 	return cmd
 }
 
@@ -219,6 +221,9 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	}
 	db, err := a.openDB()
 	if err != nil {
+		return err
+	}
+	if err := a.checkExports(cmd.Context(), &o.exports, o.rf.given(), r); err != nil {
 		return err
 	}
 	opts := []nodeid.Option{
@@ -297,7 +302,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	stop()
 	s := &supervisor{
 		a: a, lease: lease, grace: grace, ttl: o.ttl, argv: args, name: printable(args[0]),
-		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs,
+		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs, exports: &o.exports,
 	}
 	return s.run()
 }
@@ -438,5 +443,5 @@ func commandEnv(keepDB bool, lease map[string]string) []string {
 			env = append(env, k+"="+v)
 		}
 	}
-	return env
+	return append(env, exportedEnv(lease)...)
 }

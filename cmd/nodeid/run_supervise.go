@@ -32,6 +32,7 @@ type supervisor struct {
 	steps      *stepWatch
 	keepDBEnv  bool
 	sigs       <-chan os.Signal
+	exports    *exportFlags // --export
 
 	leaseDir    string
 	fence       *exec.Cmd
@@ -167,6 +168,7 @@ func (s *supervisor) startFence() error {
 		EnvDeadlineMs: strconv.FormatInt(deadlineMs, 10),
 		EnvLeaseFile:  filepath.Join(s.leaseDir, leaseFileName),
 	}
+	s.exports.addTo(lease, s.lease.NodeID(), s.lease.Epoch())
 	// Should this fail, the fence exits and the loop sees it.
 	_ = s.ctl.send(fenceMsg{
 		Op: opStart, Argv: s.argv, Env: commandEnv(s.keepDBEnv, lease),

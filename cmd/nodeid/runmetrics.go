@@ -32,19 +32,35 @@ type runMetrics struct {
 
 // startRunMetrics listens on addr and serves until close.
 func startRunMetrics(addr string) (*runMetrics, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	m, mux, err := newRunMetrics()
 	if err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		_ = m.provider.Shutdown(context.Background())
 		return nil, usagef("--metrics-addr %s: %v", addr, err)
+	}
+	m.addr = ln.Addr()
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		defer close(m.served)
+		_ = m.srv.Serve(ln)
+	}()
+	return m, nil
+}
+
+// newRunMetrics returns the metrics and their handler of /metrics and
+// /healthz, not yet served: "nodeid serve" serves it beside its IDs.
+func newRunMetrics() (*runMetrics, http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, nil, err
 	}
 	m := &runMetrics{
 		provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)),
-		addr:     ln.Addr(),
 		served:   make(chan struct{}),
 	}
 	noLease := func() error { return errors.New("no lease yet") }
@@ -52,12 +68,7 @@ func startRunMetrics(addr string) (*runMetrics, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", m.healthz)
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		defer close(m.served)
-		_ = m.srv.Serve(ln)
-	}()
-	return m, nil
+	return m, mux, nil
 }
 
 // leaseHealth is the health of a process under lease: it fails once the
