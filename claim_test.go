@@ -168,7 +168,7 @@ func TestCrashLoopersDoNotBlockHealthyProcesses(t *testing.T) {
 				if err == nil {
 					switch i {
 					case 0:
-						err = l.Bind(func() int64 { return 0 }) // declares that nothing was minted
+						err = nodeid.NewMinter(l).Bind(func() int64 { return 0 }) // declares that nothing was minted
 					case 1:
 						_, err = snowflake.New(l) // a generator that never mints
 					}

@@ -335,7 +335,7 @@ const clockJump = `horizon_ms = horizon_ms - (extract(epoch FROM expires_at - no
 // would.
 func unused(t *testing.T, l *Lease) {
 	t.Helper()
-	if err := l.Bind(func() int64 { return 0 }); err != nil {
+	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 }

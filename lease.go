@@ -27,10 +27,10 @@ type Lease struct {
 
 	// fence is what a generator checks on every ID (fence.go).
 	fence atomic.Pointer[fence]
-	base  time.Time // the monotonic origin of CheckSince: t0 of the claim
+	base  time.Time // the monotonic origin of Minter.Check: t0 of the claim
 	lost  chan struct{}
 
-	// Preallocated so that CheckSince never allocates.
+	// Preallocated so that Minter.Check never allocates.
 	expiredErr, aheadErr error
 
 	mu     sync.Mutex // guards timer, sealer and every change of fence

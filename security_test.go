@@ -393,7 +393,7 @@ func TestNilInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Bind(nil); err == nil {
+	if err := NewMinter(l).Bind(nil); err == nil {
 		t.Error("Bind(nil) succeeded")
 	}
 	if err := l.Release(nilCtx); err != nil {
