@@ -29,9 +29,9 @@ func exampleDB() (*sql.DB, func()) {
 	return db, func() { db.Close(); drop() }
 }
 
-// The life cycle of a lease: acquire a node ID, mint under it, stop minting
-// when the lease is lost, and release it, which ends the lease too, with
-// ErrReleased: no failure.
+// The life cycle of a lease: acquire a node ID, mint under it while the
+// lease's Context lives, and release it, which ends the lease and its
+// Context too, with ErrReleased as the cause: no failure.
 func Example() {
 	db, done := exampleDB()
 	defer done()
@@ -52,30 +52,24 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	failed := make(chan error, 1)
-	go func() {
-		<-lease.Lost()
-		if err := lease.Err(); !errors.Is(err, nodeid.ErrReleased) {
-			failed <- err // taken over, expired or evicted: stop minting
-		}
-		close(failed)
-	}()
+	leaseCtx := lease.Context() // ends when the lease does, with the reason as its cause
 	id, err := gen.Generate()
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("minted an ID of node", id.Node())
+	fmt.Println("minted an ID of node", id.Node(), "while the lease's context lives:", leaseCtx.Err() == nil)
 
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("lost:", <-failed)
+	<-leaseCtx.Done()
+	fmt.Println("ended by the release:", errors.Is(context.Cause(leaseCtx), nodeid.ErrReleased))
 	_, err = gen.Generate()
 	fmt.Println("after the release:", errors.Is(err, nodeid.ErrReleased))
 	// Output:
 	// node 0, epoch 1
-	// minted an ID of node 0
-	// lost: <nil>
+	// minted an ID of node 0 while the lease's context lives: true
+	// ended by the release: true
 	// after the release: true
 }
 
