@@ -322,15 +322,22 @@ func TestTableConfiguration(t *testing.T) {
 			for _, c := range []struct {
 				opts []nodeid.Option
 				want string
+				fix  string // the option that changes the table's side
 			}{
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7"},
-				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s"},
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7", "postgres.WithNodeRange"},
+				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s", "postgres.WithMaxTTL"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7", "postgres.WithNodeRange"},
 			} {
 				r, _ := nodeid.New(db, c.opts...)
 				_, err := r.Acquire(ctx)
-				if !errors.Is(err, nodeid.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nodeid init") {
-					t.Errorf("Acquire = %v; want ErrInvalidOption saying %q and how to change the table", err, c.want)
+				var tce *nodeid.TableConfigError
+				if !errors.Is(err, nodeid.ErrInvalidOption) || !errors.As(err, &tce) || tce.Table != "snowflake_nodes" ||
+					tce.TableMinNode != 0 || tce.TableMaxNode != 7 || tce.MaxTTL != time.Minute {
+					t.Errorf("Acquire = %v; want a *TableConfigError matching ErrInvalidOption with the table's range 0-7 and maximum 1m", err)
+				}
+				if msg := fmt.Sprint(err); !strings.Contains(msg, c.want) || !strings.Contains(msg, "postgres.SchemaSQL") ||
+					!strings.Contains(msg, c.fix) || strings.Contains(msg, "nodeid init") {
+					t.Errorf("Acquire = %v; want it to say %q and how to change the table (SchemaSQL, %s), not the CLI", err, c.want, c.fix)
 				}
 			}
 
@@ -439,8 +446,8 @@ func TestMigrationOfAnEarlierTable(t *testing.T) {
 	UPDATE snowflake_nodes SET epoch = 41, horizon_ms = 1000 WHERE node_id = 0`)
 	r, _ := nodeid.New(db)
 	_, err := r.Acquire(ctx)
-	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "nodeid init") {
-		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming nodeid init", err)
+	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "SchemaSQL") {
+		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming SchemaSQL", err)
 	}
 	ddl, _ := postgres.SchemaSQL()
 	execSQL(t, db, ddl)

@@ -142,8 +142,9 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	// Table creation off (the default), role without privileges, tables
 	// missing: the table is reported missing, not a privilege.
 	_, err = newTestRegistry(t, noCreate, WithCreateTable(false)).Acquire(ctx)
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "nodeid init") {
-		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming nodeid init", err)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "SchemaSQL") ||
+		strings.Contains(err.Error(), "nodeid init") {
+		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming SchemaSQL, not the CLI", err)
 	}
 
 	if after := snapshot(t, admin); after != before {
@@ -188,7 +189,7 @@ func TestBadDeployments(t *testing.T) {
 		retry   bool
 	}{
 		{name: "missing table, creation off", opts: []Option{WithCreateTable(false)},
-			mention: []string{"snowflake_nodes", "does not exist", "nodeid init"}, fatal: true},
+			mention: []string{"snowflake_nodes", "does not exist", "SchemaSQL", "WithCreateTable"}, fatal: true},
 		{name: "wrong column type", setup: "PROVISION; ALTER TABLE snowflake_nodes ALTER horizon_ms TYPE text",
 			mention: []string{"snowflake_nodes"}, fatal: true},
 		{name: "missing column", setup: "PROVISION; ALTER TABLE snowflake_nodes DROP COLUMN acquired_at",
@@ -198,7 +199,7 @@ func TestBadDeployments(t *testing.T) {
 			CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint, owner text, acquired_at timestamptz,
 			from_ms bigint, ended_at timestamptz, end_reason text, horizon_ms bigint);
 			INSERT INTO snowflake_nodes (node_id) SELECT generate_series(0, 1023)`,
-			mention: []string{"no recorded configuration", "nodeid init"}, fatal: true},
+			mention: []string{"no recorded configuration", "SchemaSQL"}, fatal: true},
 		{name: "read-only server", setup: "PROVISION; ALTER DATABASE CURRENT SET default_transaction_read_only = on",
 			mention: []string{"read-only", "primary"}, retry: true},
 	} {

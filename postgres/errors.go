@@ -14,8 +14,7 @@ import (
 
 // ErrUnconfigured matches the error of a lease table that has no recorded
 // configuration: one made by a version of nodeid that did not record it.
-// Apply the DDL of SchemaSQL (or run "nodeid init") as the table's owner to
-// record it.
+// Apply the DDL of SchemaSQL as the table's owner to record it.
 var ErrUnconfigured = errors.New("the table has no recorded configuration")
 
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
@@ -119,9 +118,9 @@ func (e *StatementError) Unwrap() error { return e.Err }
 func (e *StatementError) Hint() string {
 	switch code := SQLSTATE(e.Err); {
 	case code == "42P01":
-		return "the lease tables do not exist: create them with \"nodeid init\" or the DDL of SchemaSQL, or check the table name"
+		return "the lease tables do not exist: create them with the DDL of SchemaSQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
 	case code == "42703" || code == "42804":
-		return "the table does not have the expected columns: bring it up to date with \"nodeid init\" or the DDL of SchemaSQL"
+		return "the table does not have the expected columns: bring it up to date with the DDL of SchemaSQL, applied by its owner"
 	case code == "42501":
 		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
 			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))

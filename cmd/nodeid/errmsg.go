@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -20,10 +21,11 @@ func (a *app) describe(err error) string {
 
 func (a *app) explain(err error) string {
 	var (
-		ce *pgconn.ConnectError
-		pe *pgconn.PgError
-		se *postgres.StatementError
-		te *timeoutError
+		ce  *pgconn.ConnectError
+		pe  *pgconn.PgError
+		se  *postgres.StatementError
+		te  *timeoutError
+		tce *nodeid.TableConfigError
 	)
 	table := a.table
 	code := postgres.SQLSTATE(err)
@@ -34,6 +36,8 @@ func (a *app) explain(err error) string {
 		return a.explainConnect(ce, code, "")
 	case errors.As(err, &te):
 		return te.Error()
+	case errors.As(err, &tce):
+		return explainTableConfig(tce)
 	case code == "42P01":
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)
@@ -59,6 +63,17 @@ func (a *app) explain(err error) string {
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}
 	return err.Error()
+}
+
+// explainTableConfig explains a run whose --range or --ttl asks for more
+// than the table records, with the commands that change either side.
+func explainTableConfig(e *nodeid.TableConfigError) string {
+	if e.MinNode < e.TableMinNode || e.MaxNode > e.TableMaxNode {
+		return fmt.Sprintf("node range %d-%d is not within the range %d-%d recorded by table %s: lease a part of the table's range with --range, or widen it with \"nodeid init --table %s --range %d-%d\" as the table's owner",
+			e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table, e.Table, e.MinNode, e.MaxNode)
+	}
+	return fmt.Sprintf("TTL %s is above the maximum %s recorded by table %s: lower --ttl, or raise the table's maximum with \"nodeid init --table %s --max-ttl %s\" as the table's owner",
+		e.TTL, e.MaxTTL, e.Table, e.Table, e.TTL)
 }
 
 // explainConnect explains a failure to connect. timedOut is the limit that
