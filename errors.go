@@ -36,6 +36,12 @@ var (
 	// it failed over to a server that lacked the latest commits.
 	ErrFailover = errors.New("nodeid: claim lost in a database failover")
 
+	// The clock errors: a stamp outside what the lease or the ID layout
+	// allows. They live here, beside the lease whose horizons they guard,
+	// so that every generator returns the same three: package snowflake,
+	// one of another layout built on Minter, and the nodeid command's run.
+	// Minter.Check returns ErrClockAhead itself.
+
 	// ErrClockBehind: the wall clock is at or before the horizon left by an
 	// earlier holder of the node ID, and did not pass it within the wait bound.
 	ErrClockBehind = errors.New("nodeid: clock behind horizon")
@@ -44,6 +50,10 @@ var (
 	// has recorded in the database, which happens only when a generator's
 	// clock runs ahead of the registry's. It clears after the next renewal.
 	ErrClockAhead = errors.New("nodeid: clock ahead of recorded horizon")
+
+	// ErrTimeOverflow: the time to stamp is past the end of the ID layout's
+	// time field. It does not clear by waiting: the layout is used up.
+	ErrTimeOverflow = errors.New("nodeid: time beyond the end of the ID layout")
 
 	// ErrInvalidOption: an option passed to New has a bad value.
 	ErrInvalidOption = errors.New("nodeid: invalid option")

@@ -46,6 +46,11 @@ func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 //     stop the generator for good and return the latest unix millisecond it
 //     stamped, so that Release records that exact horizon.
 //
+// Such a generator reports its own clock failures with the package's clock
+// errors, so that callers match one set: ErrClockBehind when the clock does
+// not pass the previous horizon in time, ErrTimeOverflow when its layout's
+// time field is used up.
+//
 // A Minter is a small value: copy it freely. The zero Minter has no lease:
 // its Check and Bind return an error.
 type Minter struct{ l *Lease }

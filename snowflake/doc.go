@@ -100,7 +100,7 @@
 //     up, Generate yields (runtime.Gosched, then short sleeps) until the
 //     next millisecond.
 //   - Past the layout's last millisecond (Layout.End), Generate fails with
-//     ErrTimeOverflow.
+//     nodeid.ErrTimeOverflow.
 //
 // # Cost
 //

@@ -1,7 +1,6 @@
 package snowflake
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -14,9 +13,11 @@ import (
 	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
-// ErrTimeOverflow: the time to stamp is past the end of the layout's time
-// field (Layout.End). It does not clear by waiting: the layout is used up.
-var ErrTimeOverflow = errors.New("snowflake: time beyond the end of the layout")
+// ErrTimeOverflow is nodeid.ErrTimeOverflow, which errors.Is matches: the
+// time to stamp is past Layout.End.
+//
+// Deprecated: match nodeid.ErrTimeOverflow, the home of every clock error.
+var ErrTimeOverflow = nodeid.ErrTimeOverflow
 
 // lease is what a Generator needs of a lease: the lease and its
 // nodeid.Minter. leaseMinter implements it; the unit tests use fakes.
@@ -133,7 +134,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		t := prev - lay.Epoch + 1
 		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
-				ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
+				nodeid.ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
 		}
 		g.initial = uint64(t) << pk.seqBits
 	}
@@ -175,7 +176,8 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 //     nodeid.ErrClockAhead, which clears at the next renewal;
 //   - the clock is behind the millisecond the ID must follow by more than
 //     the max wait: an error matching nodeid.ErrClockBehind;
-//   - the layout's time field is used up: ErrTimeOverflow.
+//   - the layout's time field is used up (Layout.End): an error matching
+//     nodeid.ErrTimeOverflow.
 //
 // In the common case it reads the monotonic clock once (and the WithClock
 // clock once, if given), checks the lease once and updates the generator
@@ -317,5 +319,5 @@ func (g *Generator) behindErr(ms, t int64) error {
 
 func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
-		ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
+		nodeid.ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
 }
