@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -311,7 +313,7 @@ func TestTableConfiguration(t *testing.T) {
 			// A mistyped table name is reported missing, and nothing is created.
 			typo, _ := nodeid.New(db, nodeid.WithTable("snowflake_ndoes"))
 			_, err := typo.Acquire(ctx)
-			if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "snowflake_ndoes does not exist") {
+			if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.UndefinedTable || !strings.Contains(err.Error(), "snowflake_ndoes does not exist") {
 				t.Errorf("Acquire on a mistyped table = %v; want a Fatal error saying it does not exist", err)
 			}
 			if n := count("snowflake_ndoes"); n != -1 {
@@ -549,7 +551,7 @@ func TestOwnerLengthOnASQLASCIIDatabase(t *testing.T) {
 		t.Errorf("WithOwner of 257 bytes = %v, want ErrInvalidOption", err)
 	}
 	_, err = db.ExecContext(ctx, `UPDATE snowflake_nodes SET owner = $1`, strings.Repeat("x", 256))
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "23514" {
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.CheckViolation {
 		t.Errorf("an owner the table's check refuses: %v; want a Fatal 23514", err)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"net"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/pgerr"
 )
 
 // describe turns an error of a command into the one-line message printed on
@@ -23,12 +24,11 @@ func (a *app) explain(err error) string {
 	var (
 		ce  *pgconn.ConnectError
 		pe  *pgconn.PgError
-		se  *postgres.StatementError
 		te  *timeoutError
 		tce *nodeid.TableConfigError
 	)
 	table := a.table
-	code := postgres.SQLSTATE(err)
+	code := pgerr.Code(err)
 	switch {
 	case errors.As(err, &ce) && errors.As(err, &te):
 		return a.explainConnect(ce, code, fmt.Sprintf("%s (--timeout)", te.limit))
@@ -38,12 +38,12 @@ func (a *app) explain(err error) string {
 		return te.Error()
 	case errors.As(err, &tce):
 		return explainTableConfig(tce)
-	case code == "42P01":
+	case code == pgerrcode.UndefinedTable:
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)
-	case code == "3F000":
+	case code == pgerrcode.InvalidSchemaName:
 		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, a.conn.where())
-	case code == "42501":
+	case code == pgerrcode.InsufficientPrivilege:
 		msg := err.Error()
 		if errors.As(err, &pe) {
 			msg = pe.Message
@@ -53,12 +53,12 @@ func (a *app) explain(err error) string {
 			need = "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
 		}
 		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, a.user(), need)
-	case code == "42703" || code == "42804":
+	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
-	case code == "25006":
+	case code == pgerrcode.ReadOnlySQLTransaction:
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", a.conn.where())
-	case errors.As(err, &se) && se.Hint() == postgres.PoolerHint:
-		return fmt.Sprintf("%v: %s", rootMessage(err), postgres.PoolerHint)
+	case pgerr.Pooler(err):
+		return fmt.Sprintf("%v: %s", rootMessage(err), pgerr.PoolerHint)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}
@@ -81,9 +81,9 @@ func explainTableConfig(e *nodeid.TableConfigError) string {
 func (a *app) explainConnect(ce *pgconn.ConnectError, code, timedOut string) string {
 	where := a.conn.where()
 	switch code {
-	case "28P01", "28000":
+	case pgerrcode.InvalidPassword, pgerrcode.InvalidAuthorizationSpecification:
 		return fmt.Sprintf("authentication failed for %s: check the password (in the DSN, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf", where)
-	case "3D000":
+	case pgerrcode.InvalidCatalogName:
 		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, a.connSource())
 	}
 	if timedOut == "" && pgconn.Timeout(ce) {
