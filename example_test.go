@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid"
@@ -131,4 +132,64 @@ func ExampleRegistry_CheckSchema() {
 	// Output:
 	// node 0
 	// true true
+}
+
+// A generator of a layout of its own (here a toy one: the millisecond above
+// 10 node bits, one ID per millisecond) keeps the Minter contract: it binds
+// its seal before minting, reads the monotonic clock against Base, stamps
+// after the previous horizon, and checks every stamp.
+func ExampleMinter() {
+	db, done := exampleDB()
+	defer done()
+	ctx := context.Background()
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	lease, err := reg.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	m := nodeid.NewMinter(lease)
+	var (
+		mu     sync.Mutex
+		last   = lease.PreviousHorizon() // the latest millisecond stamped
+		sealed bool
+	)
+	seal := func() int64 { // Release calls it: stop for good, say what was stamped
+		mu.Lock()
+		defer mu.Unlock()
+		sealed = true
+		return last
+	}
+	if err := m.Bind(seal); err != nil {
+		log.Fatal(err)
+	}
+	mint := func() (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		d := time.Since(m.Base())
+		ms := max(m.Base().Add(d).UnixMilli(), last+1)
+		if err := m.Check(d, ms); err != nil {
+			return 0, err // lost, past the deadline, or ahead of the horizon
+		}
+		if sealed {
+			return 0, nodeid.ErrReleased
+		}
+		last = ms
+		return ms<<10 | lease.NodeID(), nil
+	}
+
+	id, err := mint()
+	fmt.Println("minted:", err == nil, "node", id&1023)
+	if err := lease.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = mint()
+	fmt.Println("after the release:", errors.Is(err, nodeid.ErrReleased))
+	// Output:
+	// minted: true node 0
+	// after the release: true
 }
