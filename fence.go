@@ -28,9 +28,9 @@ func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
 func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 
 // Minter is what an ID generator needs of a lease: the protocol between a
-// Lease and the one generator that mints under it. Package snowflake
-// implements it; a generator of another layout (sonyflake's, or one of your
-// own) that keeps nodeid's guarantees must keep this contract:
+// Lease and the one generator that mints under it. Package snowflake's
+// Generator is built on it; a generator of another layout (sonyflake's, or
+// one of your own) that keeps nodeid's guarantees must keep this contract:
 //
 //   - Base: read the monotonic clock as d := time.Since(m.Base()) for each
 //     ID, before the ID's stamp is fixed; Base is a time read with time.Now

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgerr"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // describe turns an error of a command into the one-line message printed on
@@ -38,6 +39,9 @@ func (a *app) explain(err error) string {
 		return te.Error()
 	case errors.As(err, &tce):
 		return explainTableConfig(tce)
+	case errors.Is(err, postgres.ErrUnconfigured):
+		return fmt.Sprintf("table %s has no recorded configuration (it was made by an earlier version of nodeid): record it with \"nodeid init --table %s\" as the table's owner",
+			table, table)
 	case code == pgerrcode.UndefinedTable:
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)

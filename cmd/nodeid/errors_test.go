@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // secret is the password of the DSNs of these tests: it must never be
@@ -178,6 +179,19 @@ func TestExplainTableConfig(t *testing.T) {
 		}
 		if code := exitCode(c.err); code != exitUsage {
 			t.Errorf("exit code of %v = %d, want %d (usage)", c.err, code, exitUsage)
+		}
+	}
+}
+
+// TestExplainUnconfigured: a table of an earlier version gets the CLI's
+// command, whatever the library's message says.
+func TestExplainUnconfigured(t *testing.T) {
+	a := &app{table: "ids"}
+	err := fmt.Errorf("nodeid: read configuration on table ids: %w", postgres.ErrUnconfigured)
+	msg := a.describe(err)
+	for _, w := range []string{"table ids has no recorded configuration", `"nodeid init --table ids"`} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("describe = %q, want it to say %q", msg, w)
 		}
 	}
 }
