@@ -1,6 +1,9 @@
 package nodeid_test
 
 import (
+	"bufio"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/nodeid/nodeid/internal/pgtest"
 )
@@ -59,4 +63,223 @@ func TestREADMEQuickStart(t *testing.T) {
 	if out, err := run(); err != nil || !strings.HasPrefix(string(out), "node 0, epoch 2\n") {
 		t.Fatalf("the second run: %v\n%s\nwant node 0, epoch 2: the first run must have released it", err, out)
 	}
+}
+
+// TestREADMESetUp: the README's set-up runs the demo, and its test command
+// is the one CI runs (.ci/run), character for character.
+func TestREADMESetUp(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)\n## Set-up\n.*?```sh\n(.*?)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no sh block under ## Set-up")
+	}
+	var commands []string
+	for _, line := range strings.Split(strings.TrimSpace(string(m[1])), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		commands = append(commands, strings.TrimSpace(cmd))
+	}
+	ci, err := os.ReadFile(filepath.Join(".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ciTest string
+	for _, line := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(line, "go test ") {
+			ciTest = line
+		}
+	}
+	if ciTest == "" {
+		t.Fatal(".ci/run runs no go test command of its own")
+	}
+	want := []string{"go run ./cmd/nodeid demo", ciTest}
+	if strings.Join(commands, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the README's set-up runs\n%s\nwant\n%s\n(the test command must be .ci/run's)", strings.Join(commands, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// docPages returns the Markdown pages of the documentation: README.md,
+// CONTRIBUTING.md and every page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"README.md", "CONTRIBUTING.md"}
+	err := filepath.WalkDir("docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			pages = append(pages, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
+// markdownText returns the lines of a page, those of its fenced code blocks
+// blanked, and the backquotes of inline code spans removed.
+func markdownText(t *testing.T, page string) []string {
+	t.Helper()
+	f, err := os.Open(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		lines []string
+		fence bool
+	)
+	code := regexp.MustCompile("`[^`]*`")
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+			line = ""
+		}
+		if fence {
+			line = ""
+		}
+		// The words stay: a heading's anchor is made of them.
+		lines = append(lines, code.ReplaceAllStringFunc(line, func(span string) string { return strings.Trim(span, "`") }))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// anchors returns the anchors GitHub gives the headings of a page: the
+// heading in lower case, without punctuation, spaces made hyphens, and -1,
+// -2, ... after repeats.
+func anchors(t *testing.T, page string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, line := range markdownText(t, page) {
+		title, ok := strings.CutPrefix(line, "#")
+		if !ok {
+			continue
+		}
+		title = strings.TrimSpace(strings.TrimLeft(title, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// TestDocsLinks: every relative link of the README, CONTRIBUTING.md and
+// docs/ leads to a file that exists, and a link to a heading of a Markdown
+// page to a heading the page has.
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	link := regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	checked := 0
+	for _, page := range docPages(t) {
+		for i, line := range markdownText(t, page) {
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				checked++
+				file, anchor, _ := strings.Cut(target, "#")
+				path := page
+				if file != "" {
+					path = filepath.Join(filepath.Dir(page), filepath.FromSlash(file))
+					if _, err := os.Stat(path); err != nil {
+						t.Errorf("%s:%d: the link %s leads to no file: %v", page, i+1, target, err)
+						continue
+					}
+				}
+				if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+					t.Errorf("%s:%d: the link %s leads to no heading of %s", page, i+1, target, path)
+				}
+			}
+		}
+	}
+	t.Logf("%d relative links checked", checked)
+	if checked < 50 {
+		t.Errorf("only %d relative links checked: the pattern misses links", checked)
+	}
+}
+
+// TestDocsGuarantees: docs/guarantees.md states the rules of the package
+// documentation (doc.go), under the same numbers, in the same order.
+func TestDocsGuarantees(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docText strings.Builder
+	for _, line := range strings.Split(string(src), "\n") {
+		docText.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "//"), " ") + "\n")
+	}
+	section := regexp.MustCompile(`(?s)\n# Guarantees\n(.*?)\n# `).FindStringSubmatch(docText.String())
+	if section == nil {
+		t.Fatal("doc.go has no # Guarantees section")
+	}
+	doc := numberedItems(section[1])
+	page, err := os.ReadFile(filepath.Join("docs", "guarantees.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := numberedItems(strings.NewReplacer("**", "", "`", "").Replace(string(page)))
+	if len(doc) < 7 || len(md) != len(doc) {
+		t.Fatalf("doc.go has %d numbered rules, docs/guarantees.md %d: they must be the same", len(doc), len(md))
+	}
+	for i, rule := range doc {
+		clause := rule
+		if j := strings.IndexAny(rule, ":.;("); j > 0 {
+			clause = strings.TrimSpace(rule[:j])
+		}
+		if !strings.Contains(md[i], clause) {
+			t.Errorf("rule %d of doc.go begins %q; rule %d of docs/guarantees.md does not say it:\n%s", i+1, clause, i+1, md[i])
+		}
+	}
+}
+
+// numberedItems returns the items of the numbered lists of text ("1. ..."
+// at the start of a line, possibly indented, and their continuation lines),
+// in order, each with its whitespace collapsed. Only the next number
+// starts an item: a line that begins with another is text.
+func numberedItems(text string) []string {
+	item := regexp.MustCompile(`^\s*(\d+)\. (.*)$`)
+	var items []string
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		if m := item.FindStringSubmatch(line); m != nil && m[1] == fmt.Sprint(len(items)+1) {
+			items = append(items, m[2])
+			in = true
+			continue
+		}
+		switch {
+		case strings.TrimSpace(line) == "" || !strings.HasPrefix(line, " "):
+			in = false
+		case in:
+			items[len(items)-1] += " " + strings.TrimSpace(line)
+		}
+	}
+	for i := range items {
+		items[i] = strings.Join(strings.Fields(items[i]), " ")
+	}
+	return items
 }

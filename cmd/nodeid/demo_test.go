@@ -118,11 +118,11 @@ func TestDemoRefusesExistingTable(t *testing.T) {
 	}
 }
 
-// TestDemoDuration: the help and the README say the same of how long each
-// demo takes.
+// TestDemoDuration: the help and docs/commands.md say the same of how long
+// each demo takes.
 func TestDemoDuration(t *testing.T) {
 	help := strings.Join(strings.Fields(mustCLI(t, "demo", "--help")), " ")
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile(docExamplesPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestDemoDuration(t *testing.T) {
 			t.Errorf("demo --help does not say %q:\n%s", d.help, help)
 		}
 		if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), d.readme) {
-			t.Errorf("README.md does not say %q", d.readme)
+			t.Errorf("%s does not say %q", docExamplesPage, d.readme)
 		}
 	}
 }

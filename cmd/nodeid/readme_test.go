@@ -9,18 +9,22 @@ import (
 	"github.com/nodeid/nodeid/internal/pgtest"
 )
 
-// readmeExample is a command of the README's console blocks and what the
-// README says it prints, stdout then stderr.
+// docExamplesPage is the page of the documentation whose console blocks
+// show what the commands print.
+const docExamplesPage = "../../docs/commands.md"
+
+// readmeExample is a command of the console blocks of docExamplesPage and
+// what the page says it prints, stdout then stderr.
 type readmeExample struct {
 	args []string
 	want string
 }
 
-// readmeExamples returns the examples of README.md whose command is one of
-// cmds.
+// readmeExamples returns the examples of docExamplesPage whose command is
+// one of cmds.
 func readmeExamples(t *testing.T, cmds ...string) []readmeExample {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(docExamplesPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +68,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestREADMEExamples: the README's examples of the commands whose output
-// does not depend on the time of the run print what the README shows, on
-// the history the README's examples come from.
-func TestREADMEExamples(t *testing.T) {
+// TestDocsExamples: the examples of docs/commands.md of the commands whose
+// output does not depend on the time of the run print what the page shows,
+// on the history the page's examples come from.
+func TestDocsExamples(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
 	mustCLI(t, "init", "--dsn", dsn)
 	// Node ID 0: ingest-1 released it, billing-7 holds it. The IDs of the
@@ -83,7 +87,7 @@ func TestREADMEExamples(t *testing.T) {
 
 	examples := readmeExamples(t, "schema", "decode", "who", "prune", "lst", "completion")
 	if len(examples) < 10 {
-		t.Fatalf("only %d examples found in README.md", len(examples))
+		t.Fatalf("only %d examples found in %s", len(examples), docExamplesPage)
 	}
 	for _, ex := range examples {
 		env := map[string]string{EnvDatabaseURL: dsn}
@@ -94,7 +98,7 @@ func TestREADMEExamples(t *testing.T) {
 		a.loc = time.UTC
 		a.main(ex.args)
 		if got := out.String() + errb.String(); got != ex.want {
-			t.Errorf("nodeid %s prints\n%s\nREADME.md says\n%s", strings.Join(ex.args, " "), got, ex.want)
+			t.Errorf("nodeid %s prints\n%s\n%s says\n%s", strings.Join(ex.args, " "), got, docExamplesPage, ex.want)
 		}
 	}
 }

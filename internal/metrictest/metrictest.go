@@ -20,7 +20,7 @@ import (
 // DocPath is the document, relative to the module's root, whose table lists
 // every instrument: one row per instrument, "| `name` | recorded by |
 // instrument | `unit` | ...".
-const DocPath = "README.md"
+const DocPath = "docs/metrics.md"
 
 // Reader is an SDK MeterProvider whose measurements a test collects.
 type Reader struct {
