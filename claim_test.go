@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -168,7 +170,7 @@ func TestCrashLoopersDoNotBlockHealthyProcesses(t *testing.T) {
 				if err == nil {
 					switch i {
 					case 0:
-						err = l.Bind(func() int64 { return 0 }) // declares that nothing was minted
+						err = nodeid.NewMinter(l).Bind(func() int64 { return 0 }) // declares that nothing was minted
 					case 1:
 						_, err = snowflake.New(l) // a generator that never mints
 					}
@@ -311,7 +313,7 @@ func TestTableConfiguration(t *testing.T) {
 			// A mistyped table name is reported missing, and nothing is created.
 			typo, _ := nodeid.New(db, nodeid.WithTable("snowflake_ndoes"))
 			_, err := typo.Acquire(ctx)
-			if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "snowflake_ndoes does not exist") {
+			if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.UndefinedTable || !strings.Contains(err.Error(), "snowflake_ndoes does not exist") {
 				t.Errorf("Acquire on a mistyped table = %v; want a Fatal error saying it does not exist", err)
 			}
 			if n := count("snowflake_ndoes"); n != -1 {
@@ -322,15 +324,22 @@ func TestTableConfiguration(t *testing.T) {
 			for _, c := range []struct {
 				opts []nodeid.Option
 				want string
+				fix  string // the option that changes the table's side
 			}{
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7"},
-				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s"},
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7", "postgres.WithNodeRange"},
+				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s", "postgres.WithMaxTTL"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7", "postgres.WithNodeRange"},
 			} {
 				r, _ := nodeid.New(db, c.opts...)
 				_, err := r.Acquire(ctx)
-				if !errors.Is(err, nodeid.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "nodeid init") {
-					t.Errorf("Acquire = %v; want ErrInvalidOption saying %q and how to change the table", err, c.want)
+				var tce *nodeid.TableConfigError
+				if !errors.Is(err, nodeid.ErrInvalidOption) || !errors.As(err, &tce) || tce.Table != "snowflake_nodes" ||
+					tce.TableMinNode != 0 || tce.TableMaxNode != 7 || tce.MaxTTL != time.Minute {
+					t.Errorf("Acquire = %v; want a *TableConfigError matching ErrInvalidOption with the table's range 0-7 and maximum 1m", err)
+				}
+				if msg := fmt.Sprint(err); !strings.Contains(msg, c.want) || !strings.Contains(msg, "postgres.SchemaSQL") ||
+					!strings.Contains(msg, c.fix) || strings.Contains(msg, "nodeid init") {
+					t.Errorf("Acquire = %v; want it to say %q and how to change the table (SchemaSQL, %s), not the CLI", err, c.want, c.fix)
 				}
 			}
 
@@ -542,7 +551,7 @@ func TestOwnerLengthOnASQLASCIIDatabase(t *testing.T) {
 		t.Errorf("WithOwner of 257 bytes = %v, want ErrInvalidOption", err)
 	}
 	_, err = db.ExecContext(ctx, `UPDATE snowflake_nodes SET owner = $1`, strings.Repeat("x", 256))
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "23514" {
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.CheckViolation {
 		t.Errorf("an owner the table's check refuses: %v; want a Fatal 23514", err)
 	}
 }

@@ -4,11 +4,12 @@
 //
 // A Registry claims the lowest claimable node ID of a table in a single
 // statement (SELECT ... FOR UPDATE SKIP LOCKED), renews the lease in the
-// background every TTL/3, and closes the lease's Lost channel when the lease
-// is taken over, lapses, or cannot be renewed before its local deadline.
-// Build an ID generator on the lease with the snowflake package, and stop
-// minting when Lost closes; a Lost closed by your own Release or Close is not
-// a failure (Err matches ErrReleased):
+// background every TTL/3, and ends the lease when it is taken over, lapses,
+// or cannot be renewed before its local deadline. Build an ID generator on
+// the lease with the snowflake package, and do the work that mints under the
+// lease's Context: it is cancelled when the lease ends, and its
+// context.Cause says why (a *LostError; ErrReleased after your own Release
+// or Close, which is no failure):
 //
 //	reg, err := nodeid.New(db, nodeid.WithTTL(30*time.Second))
 //	...
@@ -16,13 +17,12 @@
 //	...
 //	gen, err := snowflake.New(lease) // binds the generator to the lease
 //	...
-//	go func() {
-//		<-lease.Lost()
-//		if !errors.Is(lease.Err(), nodeid.ErrReleased) {
-//			stop(lease.Err()) // taken over, expired, evicted: stop minting, shut down
-//		}
-//	}()
-//	id, err := gen.Generate()
+//	ctx = lease.Context() // taken over, expired, evicted: ctx ends, stop minting
+//	for ctx.Err() == nil {
+//		id, err := gen.Generate()
+//		...
+//	}
+//	return context.Cause(ctx)
 //
 // The table (a lease table, its history and its configuration) is made by
 // "nodeid init", by the DDL of postgres.SchemaSQL, or by the first Acquire

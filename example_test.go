@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid"
@@ -29,9 +30,9 @@ func exampleDB() (*sql.DB, func()) {
 	return db, func() { db.Close(); drop() }
 }
 
-// The life cycle of a lease: acquire a node ID, mint under it, stop minting
-// when the lease is lost, and release it, which ends the lease too, with
-// ErrReleased: no failure.
+// The life cycle of a lease: acquire a node ID, mint under it while the
+// lease's Context lives, and release it, which ends the lease and its
+// Context too, with ErrReleased as the cause: no failure.
 func Example() {
 	db, done := exampleDB()
 	defer done()
@@ -52,30 +53,24 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	failed := make(chan error, 1)
-	go func() {
-		<-lease.Lost()
-		if err := lease.Err(); !errors.Is(err, nodeid.ErrReleased) {
-			failed <- err // taken over, expired or evicted: stop minting
-		}
-		close(failed)
-	}()
+	leaseCtx := lease.Context() // ends when the lease does, with the reason as its cause
 	id, err := gen.Generate()
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("minted an ID of node", id.Node())
+	fmt.Println("minted an ID of node", id.Node(), "while the lease's context lives:", leaseCtx.Err() == nil)
 
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("lost:", <-failed)
+	<-leaseCtx.Done()
+	fmt.Println("ended by the release:", errors.Is(context.Cause(leaseCtx), nodeid.ErrReleased))
 	_, err = gen.Generate()
 	fmt.Println("after the release:", errors.Is(err, nodeid.ErrReleased))
 	// Output:
 	// node 0, epoch 1
-	// minted an ID of node 0
-	// lost: <nil>
+	// minted an ID of node 0 while the lease's context lives: true
+	// ended by the release: true
 	// after the release: true
 }
 
@@ -137,4 +132,64 @@ func ExampleRegistry_CheckSchema() {
 	// Output:
 	// node 0
 	// true true
+}
+
+// A generator of a layout of its own (here a toy one: the millisecond above
+// 10 node bits, one ID per millisecond) keeps the Minter contract: it binds
+// its seal before minting, reads the monotonic clock against Base, stamps
+// after the previous horizon, and checks every stamp.
+func ExampleMinter() {
+	db, done := exampleDB()
+	defer done()
+	ctx := context.Background()
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Close()
+	lease, err := reg.Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	m := nodeid.NewMinter(lease)
+	var (
+		mu     sync.Mutex
+		last   = lease.PreviousHorizon() // the latest millisecond stamped
+		sealed bool
+	)
+	seal := func() int64 { // Release calls it: stop for good, say what was stamped
+		mu.Lock()
+		defer mu.Unlock()
+		sealed = true
+		return last
+	}
+	if err := m.Bind(seal); err != nil {
+		log.Fatal(err)
+	}
+	mint := func() (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		d := time.Since(m.Base())
+		ms := max(m.Base().Add(d).UnixMilli(), last+1)
+		if err := m.Check(d, ms); err != nil {
+			return 0, err // lost, past the deadline, or ahead of the horizon
+		}
+		if sealed {
+			return 0, nodeid.ErrReleased
+		}
+		last = ms
+		return ms<<10 | lease.NodeID(), nil
+	}
+
+	id, err := mint()
+	fmt.Println("minted:", err == nil, "node", id&1023)
+	if err := lease.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = mint()
+	fmt.Println("after the release:", errors.Is(err, nodeid.ErrReleased))
+	// Output:
+	// minted: true node 0
+	// after the release: true
 }

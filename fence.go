@@ -27,16 +27,63 @@ func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
 // passed reports whether the local deadline of f has passed.
 func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 
-// Base returns the monotonic origin of CheckSince: a time read with
-// time.Now before the lease was claimed.
-func (l *Lease) Base() time.Time { return l.base }
+// Minter is what an ID generator needs of a lease: the protocol between a
+// Lease and the one generator that mints under it. Package snowflake's
+// Generator is built on it; a generator of another layout (sonyflake's, or
+// one of your own) that keeps nodeid's guarantees must keep this contract:
+//
+//   - Base: read the monotonic clock as d := time.Since(m.Base()) for each
+//     ID, before the ID's stamp is fixed; Base is a time read with time.Now
+//     before the lease was claimed.
+//   - Check: call m.Check(d, ms) for every ID, with that d and the unix
+//     millisecond ms the ID is stamped with, and return no ID unless it
+//     returns nil. It fails once the lease is lost, at and after the local
+//     deadline, and for a stamp later than the horizon the lease has
+//     recorded in the database (ErrClockAhead). Stamp only strictly after
+//     Lease.PreviousHorizon: Check does not refuse earlier stamps.
+//   - Bind: register the generator's seal function once, before minting.
+//     Release calls it after the lease has stopped admitting IDs; it must
+//     stop the generator for good and return the latest unix millisecond it
+//     stamped, so that Release records that exact horizon.
+//
+// Such a generator reports its own clock failures with the package's clock
+// errors, so that callers match one set: ErrClockBehind when the clock does
+// not pass the previous horizon in time, ErrTimeOverflow when its layout's
+// time field is used up.
+//
+// A Minter is a small value: copy it freely. The zero Minter has no lease:
+// its Check and Bind return an error.
+type Minter struct{ l *Lease }
 
-// CheckSince reports whether an ID stamped with unix millisecond ms may be
+// NewMinter returns the Minter of l, for the generator that mints under it.
+func NewMinter(l *Lease) Minter { return Minter{l: l} }
+
+var errNoLease = errors.New("nodeid: Minter: no lease (build it with NewMinter)")
+
+// Base returns the monotonic origin of Check: a time read with time.Now
+// before the lease was claimed. The zero Minter's is the zero time.
+func (m Minter) Base() time.Time {
+	if m.l == nil {
+		return time.Time{}
+	}
+	return m.l.base
+}
+
+// Check reports whether an ID stamped with unix millisecond ms may be
 // minted at time Base() + d, for d read as time.Since(Base()): nil while the
 // lease is held, d is before the deadline and ms is not after the horizon
-// recorded in the database; otherwise the reason. It takes no lock and does
-// not allocate. Generators call it for every ID.
-func (l *Lease) CheckSince(d time.Duration, ms int64) error {
+// recorded in the database; otherwise the reason: the lease's error
+// (matching ErrLeaseLost and the cause) or an error matching ErrClockAhead.
+// It takes no lock and does not allocate. Generators call it for every ID.
+func (m Minter) Check(d time.Duration, ms int64) error {
+	if m.l == nil {
+		return errNoLease
+	}
+	return m.l.check(d, ms)
+}
+
+// check is Minter.Check.
+func (l *Lease) check(d time.Duration, ms int64) error {
 	f := l.fence.Load()
 	switch {
 	case f.err != nil:
@@ -63,7 +110,15 @@ func (l *Lease) CheckSince(d time.Duration, ms int64) error {
 // (Release records the previous holder's horizon, never less): a process
 // that fails before it mints anything then does not make the node ID's next
 // holder wait for this lease's horizon. Bind fails once the lease is lost.
-func (l *Lease) Bind(seal func() int64) error {
+func (m Minter) Bind(seal func() int64) error {
+	if m.l == nil {
+		return errNoLease
+	}
+	return m.l.bind(seal)
+}
+
+// bind is Minter.Bind.
+func (l *Lease) bind(seal func() int64) error {
 	if seal == nil {
 		return errors.New("nodeid: Bind: the seal function is nil")
 	}

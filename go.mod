@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/bwmarrin/snowflake v0.3.0
+	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lib/pq v1.12.3
 	github.com/ory/dockertest/v3 v3.12.0

@@ -335,8 +335,39 @@ const clockJump = `horizon_ms = horizon_ms - (extract(epoch FROM expires_at - no
 // would.
 func unused(t *testing.T, l *Lease) {
 	t.Helper()
-	if err := l.Bind(func() int64 { return 0 }); err != nil {
+	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A lease's Context ends when Release ends the lease, with the *LostError
+// as its cause, and the next holder's Context is another.
+func TestContextOfReleasedLease(t *testing.T) {
+	t.Parallel()
+	ep := connect(t, "direct")
+	r := newTestRegistry(t, ep.db, WithNodeRange(5, 5))
+	l := acquire(t, r)
+	ctx := l.Context()
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("Context of a held lease ended: %v", context.Cause(ctx))
+	}
+	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil { // nothing minted: claimable again at once
+		t.Fatal(err)
+	}
+	if err := l.Release(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	var le *LostError
+	if cause := context.Cause(ctx); !errors.As(cause, &le) || le.NodeID != 5 || le.Epoch != l.Epoch() ||
+		!errors.Is(cause, ErrLeaseLost) || !errors.Is(cause, ErrReleased) || errors.Is(cause, ErrExpired) {
+		t.Fatalf("Context's cause after Release = %v, want the *LostError of node ID 5 matching ErrReleased", cause)
+	}
+	if !readRow(t, ep.db, 5).free {
+		t.Error("the row is not free after Release")
+	}
+	next := acquire(t, r)
+	if next.Context() == ctx || next.Context().Err() != nil {
+		t.Errorf("the next lease's Context is the released one's, or ended: %v", context.Cause(next.Context()))
 	}
 }
 
@@ -366,6 +397,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			const ttl = 15 * time.Second
 			old := newTestRegistry(t, oldDB, WithNodeRange(3, 3), WithTTL(ttl), WithOwner("old-holder"))
 			lo := acquire(t, old)
+			loCtx := lo.Context()
 			newer := newTestRegistry(t, db, WithNodeRange(3, 3), WithTTL(ttl), WithOwner("new-holder"))
 			if err := newer.ensure(ctx); err != nil {
 				t.Fatal(err)
@@ -390,6 +422,14 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			}
 			if err := check(lo, time.Now(), 0); !errors.Is(err, ErrTakenOver) {
 				t.Errorf("Check after takeover = %v", err)
+			}
+			select {
+			case <-loCtx.Done():
+				if cause := context.Cause(loCtx); cause != lo.Err() {
+					t.Errorf("old lease's Context ended with %v, want its Err %v", cause, lo.Err())
+				}
+			default:
+				t.Error("the old lease's Context did not end with it")
 			}
 
 			// The old holder's renew and release change nothing.

@@ -27,10 +27,12 @@ type Lease struct {
 
 	// fence is what a generator checks on every ID (fence.go).
 	fence atomic.Pointer[fence]
-	base  time.Time // the monotonic origin of CheckSince: t0 of the claim
+	base  time.Time // the monotonic origin of Minter.Check: t0 of the claim
 	lost  chan struct{}
+	ctx   context.Context         // Context: cancelled, with the lease's error, when lost closes
+	end   context.CancelCauseFunc // cancels ctx
 
-	// Preallocated so that CheckSince never allocates.
+	// Preallocated so that Minter.Check never allocates.
 	expiredErr, aheadErr error
 
 	mu     sync.Mutex // guards timer, sealer and every change of fence
@@ -55,6 +57,7 @@ func newLease(r *Registry, c store.Claim, t0 time.Time) *Lease {
 		done: make(chan struct{}),
 		base: t0,
 	}
+	l.ctx, l.end = context.WithCancelCause(context.Background())
 	l.expiredErr = &LostError{NodeID: c.NodeID, Epoch: c.Epoch, Cause: ErrExpired}
 	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", ErrClockAhead, c.NodeID, c.Epoch)
 	l.setFence(localDeadline(t0, c.Expires, c.Now, l.ttl), c.Horizon, nil)
@@ -88,7 +91,20 @@ func (l *Lease) PreviousHorizon() int64 { return l.prev }
 // taken over, expired (the local deadline passed without a successful
 // renewal, or the database found the lease expired), evicted by an
 // operator, lost in a database failover, or released. Err then says why.
+// Context is the same signal as a context.Context.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Context returns a context that is cancelled when the lease ends, by the
+// time Lost closes: taken over, expired, evicted, lost in a failover, or released.
+// Its context.Cause is then the lease's error (Err), a *LostError that
+// matches ErrLeaseLost and the cause: errors.Is(context.Cause(ctx),
+// ErrReleased) tells your own Release or Close from a loss. Pass it, or a
+// context derived from it, to the work done under the lease (an errgroup,
+// a request), so that the work stops with the lease. It has no deadline:
+// a lease whose local deadline passes ends, and so cancels it, when its
+// timer fires. Every call returns the same context, which holds no
+// goroutine.
+func (l *Lease) Context() context.Context { return l.ctx }
 
 // Err returns nil while the lease is held; after that an error matching
 // ErrLeaseLost and one of ErrTakenOver, ErrExpired, ErrEvicted, ErrFailover
@@ -217,6 +233,7 @@ func (l *Lease) endLocked(cause error, label string) {
 	l.timer.Stop()
 	l.cancel()         // stops the renewal loop
 	l.recordEnd(label) // counted by the time Lost closes
+	l.end(err)         // cancelled by the time Lost closes
 	close(l.lost)
 	if cause == ErrReleased {
 		l.log.Debug("nodeid: lease ended", "err", err)

@@ -36,7 +36,9 @@ type Registry struct {
 
 	ensureMu sync.Mutex // serialises the one-off check of the table
 	ensured  bool
-	lo, hi   int64       // the node range claimed from, once ensured
+	lo, hi   int64 // the node range claimed from, once ensured
+	tableLo  int64 // the table's recorded node range, once ensured
+	tableHi  int64
 	ranged   atomic.Bool // lo and hi are set, for readers without ensureMu
 
 	metrics metrics
@@ -198,21 +200,20 @@ func (r *Registry) ensure(ctx context.Context) error {
 		return err
 	}
 	lo, hi := tc.MinNode, tc.MaxNode
-	table := r.cfg.table.Table
-	switch {
-	case r.cfg.rangeSet && (r.cfg.table.MinNode < lo || r.cfg.table.MaxNode > hi):
-		return invalid("node range %d-%d is not within the range %d-%d of table %s; widen the table's with \"nodeid init --table %[5]s --range %[1]d-%[2]d\" if that is meant",
-			r.cfg.table.MinNode, r.cfg.table.MaxNode, lo, hi, table)
-	case r.cfg.ttl > tc.MaxTTL:
-		return invalid("TTL %s is above the maximum %s recorded by table %s; raise it with \"nodeid init --table %[3]s --max-ttl %[1]s\" if that is meant",
-			r.cfg.ttl, tc.MaxTTL, table)
-	case r.cfg.rangeSet:
+	if r.cfg.rangeSet {
 		lo, hi = r.cfg.table.MinNode, r.cfg.table.MaxNode
-	default:
-		if err := r.cfg.checkRange(lo, hi, "table "+table+"'s"); err != nil {
+	}
+	mismatch := &TableConfigError{Table: r.cfg.table.Table, MinNode: lo, MaxNode: hi, TTL: r.cfg.ttl,
+		TableMinNode: tc.MinNode, TableMaxNode: tc.MaxNode, MaxTTL: tc.MaxTTL}
+	switch {
+	case mismatch.rangeOutside() || r.cfg.ttl > tc.MaxTTL:
+		return mismatch
+	case !r.cfg.rangeSet:
+		if err := r.cfg.checkRange(lo, hi, "table "+r.cfg.table.Table+"'s"); err != nil {
 			return fmt.Errorf("%w, or lease a part of it with WithNodeRange", err)
 		}
 	}
+	r.tableLo, r.tableHi = tc.MinNode, tc.MaxNode
 	r.lo, r.hi, r.ensured = lo, hi, true
 	r.ranged.Store(true)
 	return nil
@@ -288,8 +289,9 @@ func (r *Registry) refusal(why store.Refusal) error {
 	switch {
 	case why.Unconfigured:
 		return fmt.Errorf("nodeid: claim on table %s: %w", table, postgres.ErrUnconfigured)
-	case why.TTLAbove:
-		return invalid("TTL %s is above the maximum %s recorded by table %s", r.cfg.ttl, why.MaxTTL, table)
+	case why.TTLAbove: // the table's maximum was changed since ensure read it
+		return &TableConfigError{Table: table, MinNode: r.lo, MaxNode: r.hi, TTL: r.cfg.ttl,
+			TableMinNode: r.tableLo, TableMaxNode: r.tableHi, MaxTTL: why.MaxTTL}
 	}
 	if why.Cooling == 0 {
 		return fmt.Errorf("%w: all of node IDs %d-%d are held", ErrNoNodeIDAvailable, r.lo, r.hi)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+
 	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
@@ -126,7 +128,7 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 		t.Errorf("CheckSchema without UPDATE = %v", err)
 	}
 	_, err = r.Acquire(ctx)
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42501" ||
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.InsufficientPrivilege ||
 		!strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "UPDATE") {
 		t.Errorf("Acquire without UPDATE = %v, want a Fatal 42501 naming the table and UPDATE", err)
 	}
@@ -142,8 +144,9 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	// Table creation off (the default), role without privileges, tables
 	// missing: the table is reported missing, not a privilege.
 	_, err = newTestRegistry(t, noCreate, WithCreateTable(false)).Acquire(ctx)
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" || !strings.Contains(err.Error(), "nodeid init") {
-		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming nodeid init", err)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.UndefinedTable || !strings.Contains(err.Error(), "SchemaSQL") ||
+		strings.Contains(err.Error(), "nodeid init") {
+		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming SchemaSQL, not the CLI", err)
 	}
 
 	if after := snapshot(t, admin); after != before {
@@ -188,7 +191,7 @@ func TestBadDeployments(t *testing.T) {
 		retry   bool
 	}{
 		{name: "missing table, creation off", opts: []Option{WithCreateTable(false)},
-			mention: []string{"snowflake_nodes", "does not exist", "nodeid init"}, fatal: true},
+			mention: []string{"snowflake_nodes", "does not exist", "SchemaSQL", "WithCreateTable"}, fatal: true},
 		{name: "wrong column type", setup: "PROVISION; ALTER TABLE snowflake_nodes ALTER horizon_ms TYPE text",
 			mention: []string{"snowflake_nodes"}, fatal: true},
 		{name: "missing column", setup: "PROVISION; ALTER TABLE snowflake_nodes DROP COLUMN acquired_at",
@@ -291,7 +294,7 @@ func TestDatabaseAtConnectionLimit(t *testing.T) {
 	defer other.Close()
 	r := newTestRegistry(t, other)
 	_, err = r.Acquire(ctx)
-	if !postgres.Retryable(err) || postgres.SQLSTATE(err) != "53300" {
+	if !postgres.Retryable(err) || postgres.SQLSTATE(err) != pgerrcode.TooManyConnections {
 		t.Fatalf("Acquire at the connection limit = %v, want a retryable 53300", err)
 	}
 	hog.Close()
@@ -342,7 +345,7 @@ func waitNoBackends(t *testing.T, srv *pgtest.Server, db string) {
 
 // atLimit reports whether err is the refusal of a database at its
 // connection limit.
-func atLimit(err error) bool { return postgres.SQLSTATE(err) == "53300" }
+func atLimit(err error) bool { return postgres.SQLSTATE(err) == pgerrcode.TooManyConnections }
 
 // No password from a DSN reaches an error.
 func TestNoPasswordInErrors(t *testing.T) {
@@ -393,7 +396,7 @@ func TestNilInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Bind(nil); err == nil {
+	if err := NewMinter(l).Bind(nil); err == nil {
 		t.Error("Bind(nil) succeeded")
 	}
 	if err := l.Release(nilCtx); err != nil {

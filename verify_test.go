@@ -200,7 +200,7 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				}
 				// Nothing was minted: the release records the previous
 				// holder's horizon, and the row is claimable at once.
-				if err := l.Bind(func() int64 { return 0 }); err != nil {
+				if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
 					t.Fatal(err)
 				}
 				tx, err := ep.db.BeginTx(ctx, nil)
@@ -266,7 +266,7 @@ func TestVerifyIdleBoundEndsAStuckTransaction(t *testing.T) {
 	ep := verifyEndpoint(t, "direct")
 	ctx := testContext(t)
 	l := mustAcquire(t, newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithTTL(postgres.MinTTL)))
-	if err := l.Bind(func() int64 { return 0 }); err != nil {
+	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := ep.db.BeginTx(ctx, nil)

@@ -1,6 +1,9 @@
 package postgres
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Defaults and limits of a lease table.
 const (
@@ -13,6 +16,12 @@ const (
 	// MaxNode is the largest node ID a table may hold (20 node bits). Larger
 	// ranges would make the one-off prefill and every listing unwieldy.
 	MaxNode = 1<<20 - 1
+
+	// MinTTL and MaxTTL bound every lease TTL, and so a table's maximum.
+	MinTTL = 3 * time.Second
+	MaxTTL = 24 * time.Hour
+	// DefaultMaxTTL is the maximum TTL recorded when none is given.
+	DefaultMaxTTL = time.Minute
 )
 
 // ValidateRange checks a node range, lo to hi inclusive:

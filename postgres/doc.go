@@ -29,9 +29,10 @@
 //
 // ValidateTable accepts a lowercase SQL identifier, optionally qualified by
 // a schema, that is not a reserved word and leaves room for the suffixes of
-// the history table and the indexes (MaxTableLen). Table names are never
-// quoted, since a table name cannot be a bind parameter: anything that would
-// need quoting is refused with an error naming the character and the rule.
+// the history table and the indexes (at most 50 bytes). Table names are
+// never quoted, since a table name cannot be a bind parameter: anything that
+// would need quoting is refused with an error naming the character and the
+// rule.
 // ValidateRange checks a node range against 0 and MaxNode.
 //
 // # Errors
@@ -42,8 +43,9 @@
 // the error to alert on and to fail a start-up check with. Retryable reports
 // a transient one (a lost or refused connection, a server shutting down or
 // failing over, a serialization failure, a timeout). Neither says anything
-// of whether a lease is still held: the lease's Lost channel does. A
-// StatementError names the operation and the table, wraps the driver's error
-// for errors.Is and errors.As, and carries a hint where the deployment can
-// fix the failure; SQLSTATE reads the PostgreSQL error code of any error.
+// of whether a lease is still held: the lease's Context (or Lost channel)
+// does. A StatementError names the operation and the table, wraps the
+// driver's error for errors.Is and errors.As, and its message adds advice
+// where the deployment can fix the failure; SQLSTATE reads the PostgreSQL
+// error code of any error.
 package postgres

@@ -9,23 +9,19 @@ import (
 	"net"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/nodeid/nodeid/internal/pgerr"
 )
 
 // ErrUnconfigured matches the error of a lease table that has no recorded
 // configuration: one made by a version of nodeid that did not record it.
-// Apply the DDL of SchemaSQL (or run "nodeid init") as the table's owner to
-// record it.
+// Apply the DDL of SchemaSQL as the table's owner to record it.
 var ErrUnconfigured = errors.New("the table has no recorded configuration")
 
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
-func SQLSTATE(err error) string {
-	var se interface{ SQLState() string }
-	if errors.As(err, &se) {
-		return se.SQLState()
-	}
-	return ""
-}
+func SQLSTATE(err error) string { return pgerr.Code(err) }
 
 // Fatal reports whether err describes a deployment problem that will not go
 // away without intervention: a missing table or column, a column of the
@@ -37,24 +33,24 @@ func Fatal(err error) bool {
 	if err == nil {
 		return false
 	}
-	if poolerError(err) || errors.Is(err, ErrUnconfigured) {
+	if pgerr.Pooler(err) || errors.Is(err, ErrUnconfigured) {
 		return true
 	}
 	var marked interface{ Fatal() bool }
 	if errors.As(err, &marked) {
 		return marked.Fatal()
 	}
-	switch SQLSTATE(err) {
-	case "42P01", // undefined_table
-		"42703", // undefined_column
-		"42883", // undefined_function
-		"42804", // datatype_mismatch
-		"42501", // insufficient_privilege
-		"28000", // invalid_authorization_specification
-		"28P01", // invalid_password
-		"3D000", // invalid_catalog_name
-		"3F000", // invalid_schema_name
-		"23514": // check_violation: a value the table refuses, such as an owner too long
+	switch pgerr.Code(err) {
+	case pgerrcode.UndefinedTable,
+		pgerrcode.UndefinedColumn,
+		pgerrcode.UndefinedFunction,
+		pgerrcode.DatatypeMismatch,
+		pgerrcode.InsufficientPrivilege,
+		pgerrcode.InvalidAuthorizationSpecification,
+		pgerrcode.InvalidPassword,
+		pgerrcode.InvalidCatalogName,
+		pgerrcode.InvalidSchemaName,
+		pgerrcode.CheckViolation: // a value the table refuses, such as an owner too long
 		return true
 	}
 	return false
@@ -73,18 +69,22 @@ func Retryable(err error) bool {
 	if errors.As(err, &marked) {
 		return marked.Retryable()
 	}
-	if code := SQLSTATE(err); code != "" {
+	if code := pgerr.Code(err); code != "" {
 		switch {
-		case strings.HasPrefix(code, "08"), // connection_exception
-			strings.HasPrefix(code, "53"),  // insufficient_resources
-			strings.HasPrefix(code, "57P"), // admin/crash shutdown, cannot connect now
-			code == "40001",                // serialization_failure
-			code == "40P01",                // deadlock_detected
-			code == "55P03",                // lock_not_available
-			code == "57014",                // query_canceled (statement_timeout)
-			code == "25006":                // read_only_sql_transaction
+		case pgerrcode.IsConnectionException(code),
+			pgerrcode.IsInsufficientResources(code),
+			code == pgerrcode.AdminShutdown,
+			code == pgerrcode.CrashShutdown,
+			code == pgerrcode.CannotConnectNow,
+			code == pgerrcode.DatabaseDropped,
+			code == pgerrcode.IdleSessionTimeout,
+			code == pgerrcode.SerializationFailure,
+			code == pgerrcode.DeadlockDetected,
+			code == pgerrcode.LockNotAvailable,
+			code == pgerrcode.QueryCanceled, // statement_timeout
+			code == pgerrcode.ReadOnlySQLTransaction:
 			return true
-		case code == "55000" && strings.Contains(err.Error(), "recovery is in progress"):
+		case code == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(err.Error(), "recovery is in progress"):
 			return true // a standby, during a failover
 		}
 		return false
@@ -105,7 +105,7 @@ func isConnectError(err error) bool {
 
 // StatementError is the error of a statement on the lease tables. It names
 // the operation and the table, keeps the driver's error for errors.Is/As,
-// and adds a hint where the failure is one a deployment can fix.
+// and adds advice where the failure is one a deployment can fix.
 type StatementError struct {
 	Op    string // "claim", "renew", ...
 	Table string // the lease table
@@ -113,10 +113,11 @@ type StatementError struct {
 }
 
 // Error names the operation, the table and the driver's error, and adds
-// the hint if there is one.
+// advice for a failure a deployment can fix: the table's rule and the part
+// of the schema (SchemaSQL) or the DSN that fixes it.
 func (e *StatementError) Error() string {
 	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
-	if h := e.Hint(); h != "" {
+	if h := e.hint(); h != "" {
 		msg += " (" + h + ")"
 	}
 	return msg
@@ -125,36 +126,20 @@ func (e *StatementError) Error() string {
 // Unwrap returns the driver's error.
 func (e *StatementError) Unwrap() error { return e.Err }
 
-// Hint returns advice for a failure a deployment can fix, or "".
-func (e *StatementError) Hint() string {
-	switch code := SQLSTATE(e.Err); {
-	case code == "42P01":
-		return "the lease tables do not exist: create them with \"nodeid init\" or the DDL of SchemaSQL, or check the table name"
-	case code == "42703" || code == "42804":
-		return "the table does not have the expected columns: bring it up to date with \"nodeid init\" or the DDL of SchemaSQL"
-	case code == "42501":
+// hint returns advice for a failure a deployment can fix, or "".
+func (e *StatementError) hint() string {
+	switch code := pgerr.Code(e.Err); {
+	case code == pgerrcode.UndefinedTable:
+		return "the lease tables do not exist: create them with the DDL of SchemaSQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
+	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
+		return "the table does not have the expected columns: bring it up to date with the DDL of SchemaSQL, applied by its owner"
+	case code == pgerrcode.InsufficientPrivilege:
 		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
 			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))
-	case code == "25006":
+	case code == pgerrcode.ReadOnlySQLTransaction:
 		return "the server is read-only: point the DSN at the primary"
-	case poolerError(e.Err):
-		return PoolerHint
+	case pgerr.Pooler(e.Err):
+		return pgerr.PoolerHint
 	}
 	return ""
-}
-
-// PoolerHint is the advice given when a pooler rejects named prepared
-// statements.
-const PoolerHint = "a connection pooler in transaction mode cannot keep named prepared statements: " +
-	"open the database with default_query_exec_mode=exec (or simple_protocol) in the DSN"
-
-// poolerError recognises the errors PgBouncer and the driver produce when
-// named prepared statements meet transaction pooling.
-func poolerError(err error) bool {
-	if code := SQLSTATE(err); code == "26000" || code == "42P05" {
-		return true
-	}
-	m := err.Error()
-	return strings.Contains(m, "prepared statement") &&
-		(strings.Contains(m, "does not exist") || strings.Contains(m, "already exists"))
 }

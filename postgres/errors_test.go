@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -21,29 +22,33 @@ func TestClassify(t *testing.T) {
 		fatal, retryable bool
 	}{
 		{"nil", nil, false, false},
-		{"undefined table", pg("42P01"), true, false},
-		{"undefined column", pg("42703"), true, false},
-		{"wrong column type", pg("42804"), true, false},
-		{"no privilege", pg("42501"), true, false},
-		{"bad password", pg("28P01"), true, false},
-		{"no database", pg("3D000"), true, false},
-		{"prepared statement gone (pooler)", pg("26000"), true, false},
-		{"prepared statement exists (pooler)", pg("42P05"), true, false},
-		{"connection failure", pg("08006"), false, true},
-		{"admin shutdown", pg("57P01"), false, true},
-		{"cannot connect now", pg("57P03"), false, true},
-		{"too many connections", pg("53300"), false, true},
-		{"serialization", pg("40001"), false, true},
-		{"deadlock", pg("40P01"), false, true},
-		{"statement timeout", pg("57014"), false, true},
-		{"read only", pg("25006"), false, true},
-		{"unique violation", pg("23505"), false, false},
-		{"syntax error", pg("42601"), false, false},
+		{"undefined table", pg(pgerrcode.UndefinedTable), true, false},
+		{"undefined column", pg(pgerrcode.UndefinedColumn), true, false},
+		{"wrong column type", pg(pgerrcode.DatatypeMismatch), true, false},
+		{"no privilege", pg(pgerrcode.InsufficientPrivilege), true, false},
+		{"bad password", pg(pgerrcode.InvalidPassword), true, false},
+		{"no database", pg(pgerrcode.InvalidCatalogName), true, false},
+		{"prepared statement gone (pooler)", pg(pgerrcode.InvalidSQLStatementName), true, false},
+		{"prepared statement exists (pooler)", pg(pgerrcode.DuplicatePreparedStatement), true, false},
+		{"connection failure", pg(pgerrcode.ConnectionFailure), false, true},
+		{"admin shutdown", pg(pgerrcode.AdminShutdown), false, true},
+		{"cannot connect now", pg(pgerrcode.CannotConnectNow), false, true},
+		{"crash shutdown", pg(pgerrcode.CrashShutdown), false, true},
+		{"idle session timeout", pg(pgerrcode.IdleSessionTimeout), false, true},
+		{"out of memory", pg(pgerrcode.OutOfMemory), false, true},
+		{"lock not available", pg(pgerrcode.LockNotAvailable), false, true},
+		{"too many connections", pg(pgerrcode.TooManyConnections), false, true},
+		{"serialization", pg(pgerrcode.SerializationFailure), false, true},
+		{"deadlock", pg(pgerrcode.DeadlockDetected), false, true},
+		{"statement timeout", pg(pgerrcode.QueryCanceled), false, true},
+		{"read only", pg(pgerrcode.ReadOnlySQLTransaction), false, true},
+		{"unique violation", pg(pgerrcode.UniqueViolation), false, false},
+		{"syntax error", pg(pgerrcode.SyntaxError), false, false},
 		{"eof", fmt.Errorf("x: %w", io.ErrUnexpectedEOF), false, true},
 		{"bad conn", driver.ErrBadConn, false, true},
 		{"deadline", context.DeadlineExceeded, false, true},
 		{"net", &net.OpError{Op: "dial", Err: errors.New("refused")}, false, true},
-		{"check violation", pg("23514"), true, false},
+		{"check violation", pg(pgerrcode.CheckViolation), true, false},
 		{"plain", errors.New("something else"), false, false},
 	} {
 		if got := Fatal(c.err); got != c.fatal {
@@ -57,7 +62,7 @@ func TestClassify(t *testing.T) {
 
 func TestPoolerHint(t *testing.T) {
 	for _, err := range []error{
-		&pgconn.PgError{Code: "26000", Message: `prepared statement "stmtcache_1" does not exist`},
+		&pgconn.PgError{Code: pgerrcode.InvalidSQLStatementName, Message: `prepared statement "stmtcache_1" does not exist`},
 		errors.New(`ERROR: prepared statement "stmtcache_9" already exists`),
 	} {
 		w := &StatementError{Op: "claim", Table: DefaultTable, Err: err}

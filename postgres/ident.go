@@ -5,17 +5,17 @@ import (
 	"strings"
 )
 
-// MaxTableLen is the longest table name (without schema) accepted: the
+// maxTableLen is the longest table name (without schema) accepted: the
 // history table and the indexes append up to 13 bytes to it, and PostgreSQL
-// truncates identifiers longer than 63 bytes.
-const MaxTableLen = 50
+// truncates identifiers longer than 63 bytes. ValidateTable's doc states it.
+const maxTableLen = 50
 
 // maxSchemaLen is PostgreSQL's identifier limit (NAMEDATALEN-1).
 const maxSchemaLen = 63
 
 // ValidateTable checks a table name: a lowercase SQL identifier (a-z, 0-9, _;
-// not starting with a digit; not a reserved word), optionally qualified by a
-// schema of the same form. Names are never quoted: anything that would need
+// not starting with a digit; not a reserved word) of at most 50 bytes,
+// optionally qualified by a schema of the same form (at most 63 bytes). Names are never quoted: anything that would need
 // quoting is rejected, because the table name is the one part of the
 // statements that cannot be a bind parameter.
 func ValidateTable(name string) error {
@@ -28,7 +28,7 @@ func ValidateTable(name string) error {
 			return fmt.Errorf("table %q: schema %w", name, err)
 		}
 	}
-	if err := validIdent(table, MaxTableLen); err != nil {
+	if err := validIdent(table, maxTableLen); err != nil {
 		return fmt.Errorf("table %q: %w", name, err)
 	}
 	return nil

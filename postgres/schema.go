@@ -8,15 +8,6 @@ import (
 	"github.com/nodeid/nodeid/internal/wal"
 )
 
-// Limits of a table's maximum lease TTL.
-const (
-	// MinTTL and MaxTTL bound every lease TTL, and so a table's maximum.
-	MinTTL = 3 * time.Second
-	MaxTTL = 24 * time.Hour
-	// DefaultMaxTTL is the maximum TTL recorded when none is given.
-	DefaultMaxTTL = time.Minute
-)
-
 // The lease table holds one row per node ID, created once and never deleted:
 // deleting a row would reset its epoch and break fencing.
 //

@@ -6,8 +6,11 @@
 //	if err != nil { ... }
 //	gen, err := snowflake.New(lease)
 //	if err != nil { ... }
-//	go func() { <-lease.Lost(); log.Fatal(lease.Err()) }()
-//	id, err := gen.Generate() // a github.com/bwmarrin/snowflake ID
+//	ctx = lease.Context() // ends with the lease: stop minting then
+//	for ctx.Err() == nil {
+//		id, err := gen.Generate() // a github.com/bwmarrin/snowflake ID
+//		...
+//	}
 //
 // Generate returns bwmarrin's ID type, so its String, Base58, Base64 and
 // JSON encodings and parsers apply. With DefaultLayout (41 time bits from
@@ -97,7 +100,7 @@
 //     up, Generate yields (runtime.Gosched, then short sleeps) until the
 //     next millisecond.
 //   - Past the layout's last millisecond (Layout.End), Generate fails with
-//     ErrTimeOverflow.
+//     nodeid.ErrTimeOverflow.
 //
 // # Cost
 //

@@ -14,7 +14,7 @@ import (
 // fakeTable is the table of the fake leases, whose node range is 0-1023.
 const fakeTable = "fake_nodes"
 
-// fakeLease behaves like *nodeid.Lease without a database: CheckSince reads
+// fakeLease behaves like *nodeid.Lease without a database: Check reads
 // an immutable fence through one atomic pointer, as the real one does, and
 // release closes the fence before it calls the seal functions.
 type fakeLease struct {
@@ -52,7 +52,7 @@ func (l *fakeLease) PreviousHorizon() int64    { return l.prev }
 
 func (l *fakeLease) Base() time.Time { return l.base }
 
-func (l *fakeLease) CheckSince(d time.Duration, ms int64) error {
+func (l *fakeLease) Check(d time.Duration, ms int64) error {
 	f := l.fence.Load()
 	switch {
 	case f.err != nil:
@@ -122,12 +122,12 @@ type countingLease struct {
 	checks atomic.Int64
 }
 
-func (l *countingLease) CheckSince(d time.Duration, ms int64) error {
+func (l *countingLease) Check(d time.Duration, ms int64) error {
 	l.checks.Add(1)
-	return l.fakeLease.CheckSince(d, ms)
+	return l.fakeLease.Check(d, ms)
 }
 
-// openLease admits everything: CheckSince always returns nil. It measures
+// openLease admits everything: Check always returns nil. It measures
 // the generator without any fence.
 type openLease struct {
 	node, epoch, prev int64
@@ -138,14 +138,14 @@ func newOpen(node, epoch, prev int64) *openLease {
 	return &openLease{node: node, epoch: epoch, prev: prev, base: time.Now()}
 }
 
-func (l *openLease) NodeID() int64                         { return l.node }
-func (l *openLease) Table() string                         { return fakeTable }
-func (l *openLease) NodeRange() (int64, int64)             { return 0, 1023 }
-func (l *openLease) Epoch() int64                          { return l.epoch }
-func (l *openLease) PreviousHorizon() int64                { return l.prev }
-func (l *openLease) Base() time.Time                       { return l.base }
-func (l *openLease) CheckSince(time.Duration, int64) error { return nil }
-func (l *openLease) Bind(func() int64) error               { return nil }
+func (l *openLease) NodeID() int64                    { return l.node }
+func (l *openLease) Table() string                    { return fakeTable }
+func (l *openLease) NodeRange() (int64, int64)        { return 0, 1023 }
+func (l *openLease) Epoch() int64                     { return l.epoch }
+func (l *openLease) PreviousHorizon() int64           { return l.prev }
+func (l *openLease) Base() time.Time                  { return l.base }
+func (l *openLease) Check(time.Duration, int64) error { return nil }
+func (l *openLease) Bind(func() int64) error          { return nil }
 
 func mustNew(tb testing.TB, l lease, opts ...Option) *Generator {
 	tb.Helper()

@@ -32,7 +32,7 @@ func FuzzGenerate(f *testing.F) {
 			}
 			return
 		case err != nil && prev >= lay.End():
-			if !errors.Is(err, ErrTimeOverflow) {
+			if !errors.Is(err, nodeid.ErrTimeOverflow) {
 				t.Fatalf("New after a horizon %d past the layout's end: %v", prev, err)
 			}
 			return
@@ -46,7 +46,7 @@ func FuzzGenerate(f *testing.F) {
 		id, err := g.Generate()
 		switch {
 		case ms > lay.End():
-			if !errors.Is(err, ErrTimeOverflow) {
+			if !errors.Is(err, nodeid.ErrTimeOverflow) {
 				t.Fatalf("clock %d past the layout's end %d: %v", ms, lay.End(), err)
 			}
 			return

@@ -1,7 +1,6 @@
 package snowflake
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -14,12 +13,14 @@ import (
 	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
-// ErrTimeOverflow: the time to stamp is past the end of the layout's time
-// field (Layout.End). It does not clear by waiting: the layout is used up.
-var ErrTimeOverflow = errors.New("snowflake: time beyond the end of the layout")
+// ErrTimeOverflow is nodeid.ErrTimeOverflow, which errors.Is matches: the
+// time to stamp is past Layout.End.
+//
+// Deprecated: match nodeid.ErrTimeOverflow, the home of every clock error.
+var ErrTimeOverflow = nodeid.ErrTimeOverflow
 
-// lease is what a Generator needs of a lease. *nodeid.Lease implements it;
-// the unit tests use fakes.
+// lease is what a Generator needs of a lease: the lease and its
+// nodeid.Minter. leaseMinter implements it; the unit tests use fakes.
 type lease interface {
 	NodeID() int64
 	Epoch() int64
@@ -27,11 +28,17 @@ type lease interface {
 	NodeRange() (lo, hi int64)
 	PreviousHorizon() int64
 	Base() time.Time
-	CheckSince(d time.Duration, ms int64) error
+	Check(d time.Duration, ms int64) error
 	Bind(seal func() int64) error
 }
 
-var _ lease = (*nodeid.Lease)(nil)
+// leaseMinter is a *nodeid.Lease with its Minter.
+type leaseMinter struct {
+	*nodeid.Lease
+	nodeid.Minter
+}
+
+var _ lease = leaseMinter{}
 
 // sealedBit marks a sealed state word. The packed time and sequence use at
 // most 62 bits (TimeBits + SeqBits <= 63 - NodeBits), so it is never set
@@ -89,7 +96,7 @@ func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
 	if l == nil {
 		return nil, invalid("New: the lease is nil")
 	}
-	return newGenerator(l, opts...)
+	return newGenerator(leaseMinter{l, nodeid.NewMinter(l)}, opts...)
 }
 
 func newGenerator(l lease, opts ...Option) (*Generator, error) {
@@ -127,7 +134,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		t := prev - lay.Epoch + 1
 		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
-				ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
+				nodeid.ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
 		}
 		g.initial = uint64(t) << pk.seqBits
 	}
@@ -169,7 +176,8 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 //     nodeid.ErrClockAhead, which clears at the next renewal;
 //   - the clock is behind the millisecond the ID must follow by more than
 //     the max wait: an error matching nodeid.ErrClockBehind;
-//   - the layout's time field is used up: ErrTimeOverflow.
+//   - the layout's time field is used up (Layout.End): an error matching
+//     nodeid.ErrTimeOverflow.
 //
 // In the common case it reads the monotonic clock once (and the WithClock
 // clock once, if given), checks the lease once and updates the generator
@@ -198,7 +206,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// happens between the read and the compare-and-swap. mint has the
 	// rest: a sealed generator, a stamp after the clock's, waits.
 	if tn := ms - g.epochMs; uint64(tn) < uint64(g.pk.maxT) {
-		if err := g.lease.CheckSince(d, ms); err != nil {
+		if err := g.lease.Check(d, ms); err != nil {
 			return 0, g.metrics.refused(err)
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
@@ -255,7 +263,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			tn = g.sinceEpoch(ms)
 			continue
 		}
-		if err := g.lease.CheckSince(now.Sub(g.base), t+g.epochMs); err != nil {
+		if err := g.lease.Check(now.Sub(g.base), t+g.epochMs); err != nil {
 			return 0, g.metrics.refused(err)
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
@@ -286,7 +294,7 @@ func (g *Generator) seal() int64 {
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
-	if err := g.lease.CheckSince(now.Sub(g.base), math.MinInt64); err != nil {
+	if err := g.lease.Check(now.Sub(g.base), math.MinInt64); err != nil {
 		return err
 	}
 	return g.errSealed
@@ -311,5 +319,5 @@ func (g *Generator) behindErr(ms, t int64) error {
 
 func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
-		ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
+		nodeid.ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
 }

@@ -442,7 +442,7 @@ func TestClockAheadOfRecordedHorizon(t *testing.T) {
 	}
 }
 
-// Stamps past the layout's end fail with ErrTimeOverflow, also when the
+// Stamps past the layout's end fail with nodeid.ErrTimeOverflow, also when the
 // last millisecond's sequence is used up, rather than waiting.
 func TestTimeOverflow(t *testing.T) {
 	lay := Layout{Epoch: 0, NodeBits: 30, StepBits: 1} // 32 time bits: ends 1970-02-19
@@ -453,14 +453,14 @@ func TestTimeOverflow(t *testing.T) {
 			t.Fatalf("ID %d of the last millisecond: %+v", seq, p)
 		}
 	}
-	if _, err := g.Generate(); !errors.Is(err, ErrTimeOverflow) || !strings.Contains(err.Error(), "1970-02-19") {
+	if _, err := g.Generate(); !errors.Is(err, nodeid.ErrTimeOverflow) || !strings.Contains(err.Error(), "1970-02-19") {
 		t.Fatalf("Generate past the end: %v", err)
 	}
 	g2 := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
-	if _, err := g2.Generate(); !errors.Is(err, ErrTimeOverflow) {
+	if _, err := g2.Generate(); !errors.Is(err, nodeid.ErrTimeOverflow) {
 		t.Fatalf("Generate now with a layout that ended in 1970: %v", err)
 	}
-	if _, err := newGenerator(newFake(1, 1, end), WithLayout(lay)); !errors.Is(err, ErrTimeOverflow) {
+	if _, err := newGenerator(newFake(1, 1, end), WithLayout(lay)); !errors.Is(err, nodeid.ErrTimeOverflow) {
 		t.Fatalf("New after a horizon at the layout's end: %v", err)
 	}
 }

@@ -1,11 +1,14 @@
 package snowflake
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
 )
 
 // An ID of the default layout decodes with bwmarrin's own accessors, which
@@ -94,5 +97,13 @@ func TestLayoutString(t *testing.T) {
 	const want = "epoch 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits, 10 node bits, 12 step bits (0 epoch bits)"
 	if got := DefaultLayout.String(); got != want {
 		t.Fatalf("DefaultLayout.String() = %q; want %q", got, want)
+	}
+}
+
+// snowflake.ErrTimeOverflow is nodeid's: errors.Is matches either.
+func TestErrTimeOverflowIsNodeids(t *testing.T) {
+	_, err := newGenerator(newFake(1, 1, DefaultLayout.End()), WithLayout(DefaultLayout))
+	if !errors.Is(err, nodeid.ErrTimeOverflow) || !errors.Is(err, ErrTimeOverflow) {
+		t.Fatalf("a horizon at the layout's end = %v, want nodeid.ErrTimeOverflow", err)
 	}
 }

@@ -35,7 +35,7 @@ const (
 	reasonClockBehind       = "clock_behind"       // a wait, or ErrClockBehind
 	reasonLeaseLost         = "lease_lost"         // nodeid.ErrLeaseLost
 	reasonBeyondHorizon     = "beyond_horizon"     // nodeid.ErrClockAhead
-	reasonTimeOverflow      = "time_overflow"      // ErrTimeOverflow
+	reasonTimeOverflow      = "time_overflow"      // nodeid.ErrTimeOverflow
 )
 
 // instruments are the counters of a Generator, with the attributes of each
@@ -95,7 +95,7 @@ func (in *instruments) refused(err error) error {
 		opt = in.ahead
 	case errors.Is(err, nodeid.ErrClockBehind):
 		opt = in.tooFar
-	case errors.Is(err, ErrTimeOverflow):
+	case errors.Is(err, nodeid.ErrTimeOverflow):
 		opt = in.overflowed
 	default:
 		return err

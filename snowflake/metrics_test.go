@@ -134,7 +134,7 @@ func TestMetricsRefusals(t *testing.T) {
 		{reasonClockBehind, nodeid.ErrClockBehind, func(t *testing.T, rd *metrictest.Reader) *Generator {
 			return mustNew(t, newFake(1, 1, ms+2000), WithClock(fixed), WithMaxWait(time.Second), WithMeterProvider(rd.Provider))
 		}},
-		{reasonTimeOverflow, ErrTimeOverflow, func(t *testing.T, rd *metrictest.Reader) *Generator {
+		{reasonTimeOverflow, nodeid.ErrTimeOverflow, func(t *testing.T, rd *metrictest.Reader) *Generator {
 			lay := Layout{Epoch: 0, NodeBits: 30, StepBits: 1} // ended in 1970
 			return mustNew(t, newFake(1, 1, 0), WithLayout(lay), WithMeterProvider(rd.Provider))
 		}},

@@ -98,7 +98,8 @@ func WithMaxWait(d time.Duration) Option {
 //   - nodeid.generator.refusals (Counter, {refusal}): Generate calls that
 //     minted nothing, by reason: lease_lost (nodeid.ErrLeaseLost),
 //     beyond_horizon (nodeid.ErrClockAhead), clock_behind
-//     (nodeid.ErrClockBehind), time_overflow (ErrTimeOverflow).
+//     (nodeid.ErrClockBehind), time_overflow
+//     (nodeid.ErrTimeOverflow).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
 		if mp == nil {

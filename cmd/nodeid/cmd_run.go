@@ -361,7 +361,7 @@ func (a *app) acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, o r
 // releaseUnused releases a lease under which nothing ran: the node ID
 // keeps the previous holder's horizon.
 func releaseUnused(lease *nodeid.Lease) {
-	_ = lease.Bind(func() int64 { return 0 })
+	_ = nodeid.NewMinter(lease).Bind(func() int64 { return 0 })
 	_ = lease.Release(context.Background())
 }
 
@@ -400,11 +400,12 @@ func (a *app) waitPastHorizon(ctx context.Context, lease *nodeid.Lease, clock *w
 
 // leaseCeiling returns the horizon the lease has recorded in the database,
 // the latest unix millisecond its IDs may be stamped with; ok is false once
-// the lease is lost. Lease.CheckSince admits a stamp, at the lease's base
+// the lease is lost. nodeid.Minter.Check admits a stamp, at the lease's base
 // (before any deadline), exactly when the stamp is not after that horizon,
 // so the largest stamp it admits is found by bisection: 64 atomic loads.
 func leaseCeiling(l *nodeid.Lease) (ceiling int64, ok bool) {
-	admits := func(ms int64) bool { return l.CheckSince(0, ms) == nil }
+	m := nodeid.NewMinter(l)
+	admits := func(ms int64) bool { return m.Check(0, ms) == nil }
 	lo, hi := int64(0), int64(math.MaxInt64) // every horizon is a unix ms after the claim
 	if !admits(lo) {
 		return 0, false

@@ -7,8 +7,11 @@ import (
 	"net"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgerr"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -21,14 +24,14 @@ func (a *app) describe(err error) string {
 
 func (a *app) explain(err error) string {
 	var (
-		ce *pgconn.ConnectError
-		pe *pgconn.PgError
-		se *postgres.StatementError
-		te *timeoutError
-		we *store.WALError
+		ce  *pgconn.ConnectError
+		pe  *pgconn.PgError
+		te  *timeoutError
+		tce *nodeid.TableConfigError
+		we  *store.WALError
 	)
 	table := a.table
-	code := postgres.SQLSTATE(err)
+	code := pgerr.Code(err)
 	switch {
 	case errors.As(err, &ce) && errors.As(err, &te):
 		return a.explainConnect(ce, code, fmt.Sprintf("%s (--timeout)", te.limit))
@@ -36,17 +39,22 @@ func (a *app) explain(err error) string {
 		return a.explainConnect(ce, code, "")
 	case errors.As(err, &te):
 		return te.Error()
+	case errors.As(err, &tce):
+		return explainTableConfig(tce)
 	case errors.As(err, &we):
 		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"nodeid init --table %s --replication sync\")",
 			err, table, table)
-	case code == "55P03":
+	case code == pgerrcode.LockNotAvailable:
 		return a.lockHolders(err)
-	case code == "42P01":
+	case errors.Is(err, postgres.ErrUnconfigured):
+		return fmt.Sprintf("table %s has no recorded configuration, or one of an earlier version of nodeid: bring it up to date with \"nodeid init --table %s\" as the table's owner",
+			table, table)
+	case code == pgerrcode.UndefinedTable:
 		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
 			table, a.conn.where(), table)
-	case code == "3F000":
+	case code == pgerrcode.InvalidSchemaName:
 		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, a.conn.where())
-	case code == "42501":
+	case code == pgerrcode.InsufficientPrivilege:
 		msg := err.Error()
 		if errors.As(err, &pe) {
 			msg = pe.Message
@@ -56,16 +64,27 @@ func (a *app) explain(err error) string {
 			need = "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
 		}
 		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, a.user(), need)
-	case code == "42703" || code == "42804":
+	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
-	case code == "25006":
+	case code == pgerrcode.ReadOnlySQLTransaction:
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", a.conn.where())
-	case errors.As(err, &se) && se.Hint() == postgres.PoolerHint:
-		return fmt.Sprintf("%v: %s", rootMessage(err), postgres.PoolerHint)
+	case pgerr.Pooler(err):
+		return fmt.Sprintf("%v: %s", rootMessage(err), pgerr.PoolerHint)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}
 	return err.Error()
+}
+
+// explainTableConfig explains a run whose --range or --ttl asks for more
+// than the table records, with the commands that change either side.
+func explainTableConfig(e *nodeid.TableConfigError) string {
+	if e.MinNode < e.TableMinNode || e.MaxNode > e.TableMaxNode {
+		return fmt.Sprintf("node range %d-%d is not within the range %d-%d recorded by table %s: lease a part of the table's range with --range, or widen it with \"nodeid init --table %s --range %d-%d\" as the table's owner",
+			e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table, e.Table, e.MinNode, e.MaxNode)
+	}
+	return fmt.Sprintf("TTL %s is above the maximum %s recorded by table %s: lower --ttl, or raise the table's maximum with \"nodeid init --table %s --max-ttl %s\" as the table's owner",
+		e.TTL, e.MaxTTL, e.Table, e.Table, e.TTL)
 }
 
 // explainConnect explains a failure to connect. timedOut is the limit that
@@ -73,9 +92,9 @@ func (a *app) explain(err error) string {
 func (a *app) explainConnect(ce *pgconn.ConnectError, code, timedOut string) string {
 	where := a.conn.where()
 	switch code {
-	case "28P01", "28000":
+	case pgerrcode.InvalidPassword, pgerrcode.InvalidAuthorizationSpecification:
 		return fmt.Sprintf("authentication failed for %s: check the password (in the DSN, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf", where)
-	case "3D000":
+	case pgerrcode.InvalidCatalogName:
 		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, a.connSource())
 	}
 	if timedOut == "" && pgconn.Timeout(ce) {

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // secret is the password of the DSNs of these tests: it must never be
@@ -149,4 +152,46 @@ func silentServer(t *testing.T) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// TestExplainTableConfig: a Registry that asks for more than its table
+// records gets the CLI's advice, the flags and the init command that change
+// either side, where the library names its options.
+func TestExplainTableConfig(t *testing.T) {
+	a := &app{}
+	for _, c := range []struct {
+		err   *nodeid.TableConfigError
+		wants []string
+	}{
+		{&nodeid.TableConfigError{Table: "ids", MinNode: 0, MaxNode: 63, TTL: 10 * time.Second, TableMinNode: 8, TableMaxNode: 11, MaxTTL: time.Minute},
+			[]string{"node range 0-63 is not within the range 8-11 recorded by table ids", "--range", `"nodeid init --table ids --range 0-63"`}},
+		{&nodeid.TableConfigError{Table: "ids", MinNode: 8, MaxNode: 11, TTL: 2 * time.Minute, TableMinNode: 8, TableMaxNode: 11, MaxTTL: time.Minute},
+			[]string{"TTL 2m0s is above the maximum 1m0s recorded by table ids", "--ttl", `"nodeid init --table ids --max-ttl 2m0s"`}},
+	} {
+		msg := a.describe(fmt.Errorf("acquire: %w", c.err))
+		for _, w := range c.wants {
+			if !strings.Contains(msg, w) {
+				t.Errorf("describe(%v) = %q, want it to say %q", c.err, msg, w)
+			}
+		}
+		if strings.Contains(msg, "SchemaSQL") || strings.Contains(msg, "WithTTL") {
+			t.Errorf("describe(%v) = %q names the library's options, not the CLI's", c.err, msg)
+		}
+		if code := exitCode(c.err); code != exitUsage {
+			t.Errorf("exit code of %v = %d, want %d (usage)", c.err, code, exitUsage)
+		}
+	}
+}
+
+// TestExplainUnconfigured: a table of an earlier version gets the CLI's
+// command, whatever the library's message says.
+func TestExplainUnconfigured(t *testing.T) {
+	a := &app{table: "ids"}
+	err := fmt.Errorf("nodeid: read configuration on table ids: %w", postgres.ErrUnconfigured)
+	msg := a.describe(err)
+	for _, w := range []string{"table ids has no recorded configuration", `"nodeid init --table ids"`} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("describe = %q, want it to say %q", msg, w)
+		}
+	}
 }

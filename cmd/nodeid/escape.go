@@ -65,10 +65,13 @@ func oneLine(s string) string {
 // the same value.
 func jsonSafe(b []byte) []byte { return escapeUnprintable(b, false) }
 
-// yamlSafe is jsonSafe for a JSON string written as a YAML double-quoted
-// scalar: YAML has no UTF-16 surrogate escapes, so a character beyond
-// U+FFFF becomes \UXXXXXXXX.
-func yamlSafe(b []byte) []byte { return escapeUnprintable(b, true) }
+// escapeQuoted escapes, as \uXXXX (or \UXXXXXXXX beyond U+FFFF: YAML has
+// no UTF-16 surrogate escapes), every character of YAML text that is not
+// printable and not a newline. The YAML encoder escapes the control
+// characters itself but leaves formatting characters such as U+202E raw;
+// writeYAML double-quotes every string that holds one, and inside a
+// double-quoted scalar the escape reads back as the same character.
+func escapeQuoted(b []byte) []byte { return escapeUnprintable(b, true) }
 
 func escapeUnprintable(b []byte, yaml bool) []byte {
 	if !needsJSONEscape(b) {

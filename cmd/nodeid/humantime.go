@@ -3,21 +3,21 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
-// exactLayout is how tables print an exact time: UTC, milliseconds.
-const exactLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// exact formats t in UTC to the millisecond, or "-" for the zero time.
+// exact formats t as the library's messages do (timefmt.Layout: UTC, to the
+// millisecond), or "-" for the zero time.
 func exact(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.UTC().Format(exactLayout)
+	return timefmt.Time(t)
 }
 
 // exactMs formats unix milliseconds like exact.
-func exactMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(exactLayout) }
+func exactMs(ms int64) string { return timefmt.Time(time.UnixMilli(ms)) }
 
 // relative describes t as seen at now: "in 12s", "3m ago". "-" for the zero
 // time.

@@ -34,3 +34,16 @@ func TestRelative(t *testing.T) {
 		t.Errorf("exact = %q", got)
 	}
 }
+
+// exactMs and exact write one layout, the library's.
+func TestExactMs(t *testing.T) {
+	if got, want := exactMs(1288834974657), "2010-11-04T01:42:54.657Z"; got != want {
+		t.Errorf("exactMs = %q, want %q", got, want)
+	}
+	if got, want := exactMs(-1), "1969-12-31T23:59:59.999Z"; got != want {
+		t.Errorf("exactMs(-1) = %q, want %q", got, want)
+	}
+	if got := exact(time.Time{}); got != "-" {
+		t.Errorf("exact(zero) = %q, want -", got)
+	}
+}

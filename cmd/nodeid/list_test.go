@@ -240,7 +240,7 @@ func TestListYAML(t *testing.T) {
 	if a, b := withoutNow(t, y, true), withoutNow(t, j, false); a != b {
 		t.Errorf("-o yaml holds\n%s\n-o json holds\n%s", a, b)
 	}
-	if !strings.Contains(y, "\n  - node_id: 1\n    state: expired\n    owner: \"web-2\\u001b[2J\\u001b[31mred\\u202e\"\n") {
+	if !strings.Contains(y, "\n  - node_id: 1\n    state: expired\n    owner: \"web-2\\e[2J\\e[31mred\\u202e\"\n") { // YAML's escape of ESC
 		t.Errorf("list -o yaml:\n%s", y)
 	}
 }

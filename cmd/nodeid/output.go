@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
 )
 
 // Output formats of list, watch, show, decode and who.
@@ -115,13 +116,13 @@ func encodeJSON(v any, indent string) ([]byte, error) {
 }
 
 // writeYAML writes v as a YAML document in block style, made from its JSON
-// encoding: the same fields, in the same order. Keys and strings that YAML
-// reads as plain words are written bare; every other string (times, IDs,
-// anything with spaces, punctuation or non-printable characters) is written
-// as its JSON string, which is a YAML double-quoted scalar with the same
-// value, with every non-printable character escaped (as \uXXXX, or
-// \UXXXXXXXX beyond U+FFFF, which YAML has instead of surrogate pairs).
-// Numbers, booleans and null are JSON's, which are YAML's.
+// encoding: the same fields, in the same order, as yaml.Node values that
+// go.yaml.in/yaml/v3 writes. Keys and strings that YAML reads as plain
+// words are written bare; every other string (times, IDs, anything with
+// spaces, punctuation or non-printable characters) is double-quoted.
+// Numbers, booleans and null are JSON's, which are YAML's. No character
+// that is not printable is written raw: the encoder escapes the control
+// characters, and escapeQuoted the formatting ones it leaves (U+202E).
 func writeYAML(w io.Writer, v any) error {
 	js, err := encodeJSON(v, "")
 	if err != nil {
@@ -129,113 +130,71 @@ func writeYAML(w io.Writer, v any) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	n, err := readJSONNode(dec)
+	n, err := yamlNode(dec)
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
-	if n.block() {
-		yamlBlock(&b, n, "", "")
-	} else {
-		b.WriteString(n.text + "\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return err
 	}
-	_, err = w.Write(b.Bytes())
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	_, err = w.Write(escapeQuoted(b.Bytes()))
 	return err
 }
 
-// maxYAMLKey is the longest key YAML allows in "key: value". The keys of
-// the command's documents are their field names.
-const maxYAMLKey = 1024
-
-// jsonNode is a JSON value with the order of its object's keys kept.
-type jsonNode struct {
-	kind  byte // '{' object, '[' array, 0 scalar
-	keys  []string
-	elems []*jsonNode
-	text  string // a scalar, as YAML writes it
-}
-
-// block reports whether n is written as an indented block: a non-empty
-// object or array.
-func (n *jsonNode) block() bool { return n.kind != 0 && len(n.elems) > 0 }
-
-func readJSONNode(dec *json.Decoder) (*jsonNode, error) {
+// yamlNode reads the next JSON value of dec as a YAML node, keeping the
+// order of an object's keys.
+func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
-		n := &jsonNode{kind: byte(t)}
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		if t == '{' {
+			n.Kind, n.Tag = yaml.MappingNode, "!!map"
+		}
 		for dec.More() {
-			if n.kind == '{' {
+			if n.Kind == yaml.MappingNode {
 				k, err := dec.Token()
 				if err != nil {
 					return nil, err
 				}
-				key := yamlString(k.(string))
-				if len(key) > maxYAMLKey {
-					return nil, fmt.Errorf("a key of %d characters: YAML allows at most %d", len(key), maxYAMLKey)
-				}
-				n.keys = append(n.keys, key)
+				n.Content = append(n.Content, yamlString(k.(string)))
 			}
-			e, err := readJSONNode(dec)
+			e, err := yamlNode(dec)
 			if err != nil {
 				return nil, err
 			}
-			n.elems = append(n.elems, e)
+			n.Content = append(n.Content, e)
 		}
 		if _, err := dec.Token(); err != nil { // the closing delimiter
 			return nil, err
 		}
-		if len(n.elems) == 0 {
-			n.text = map[byte]string{'{': "{}", '[': "[]"}[n.kind]
+		if len(n.Content) == 0 {
+			n.Style = yaml.FlowStyle // {} or []
 		}
 		return n, nil
 	case string:
-		return &jsonNode{text: yamlString(t)}, nil
+		return yamlString(t), nil
 	case json.Number:
-		return &jsonNode{text: t.String()}, nil
+		tag := "!!int"
+		if strings.ContainsAny(t.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
 	case bool:
-		return &jsonNode{text: fmt.Sprint(t)}, nil
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(t)}, nil
 	case nil:
-		return &jsonNode{text: "null"}, nil
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
 	}
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
-}
-
-// yamlBlock writes the non-empty object or array n, each line starting with
-// pad, except the first, which starts with first.
-func yamlBlock(b *bytes.Buffer, n *jsonNode, pad, first string) {
-	for i, e := range n.elems {
-		lead := pad
-		if i == 0 {
-			lead = first
-		}
-		if n.kind == '{' {
-			b.WriteString(lead + n.keys[i] + ":")
-			yamlValue(b, e, pad+"  ")
-			continue
-		}
-		b.WriteString(lead + "-")
-		if e.kind == '{' && e.block() { // "- key: value", the other keys below it
-			yamlBlock(b, e, pad+"  ", " ")
-			continue
-		}
-		yamlValue(b, e, pad+"  ")
-	}
-}
-
-// yamlValue writes the value after "key:" or "-": a scalar or an empty
-// collection on the same line, else a block on the next lines, indented by
-// pad.
-func yamlValue(b *bytes.Buffer, n *jsonNode, pad string) {
-	if !n.block() {
-		b.WriteString(" " + n.text + "\n")
-		return
-	}
-	b.WriteString("\n")
-	yamlBlock(b, n, pad, pad)
 }
 
 // yamlPlain matches the strings YAML reads as plain words, and
@@ -245,13 +204,12 @@ var (
 	yamlReserved = regexp.MustCompile(`^(?i:y|n|yes|no|on|off|true|false|null)$`)
 )
 
-// yamlString writes s bare if YAML reads it back as the same string, else
-// as its JSON string, a YAML double-quoted scalar, with every non-printable
-// character escaped.
-func yamlString(s string) string {
-	if yamlPlain.MatchString(s) && !yamlReserved.MatchString(s) {
-		return s
+// yamlString is s as a string node: bare if YAML reads it back as the same
+// string, else double-quoted.
+func yamlString(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	if !yamlPlain.MatchString(s) || yamlReserved.MatchString(s) {
+		n.Style = yaml.DoubleQuotedStyle
 	}
-	b, _ := encodeJSON(s, "") // a string always encodes
-	return string(yamlSafe(bytes.TrimSuffix(b, []byte("\n"))))
+	return n
 }

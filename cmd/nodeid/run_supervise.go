@@ -375,11 +375,11 @@ func (s *supervisor) finish() error {
 		releaseUnused(l) // nothing ran
 		return fmt.Errorf("cannot start %s: %s", s.name, s.startErr)
 	case !s.steps.Stepped():
-		_ = l.Bind(func() int64 { return nowMs })
+		_ = nodeid.NewMinter(l).Bind(func() int64 { return nowMs })
 	default:
 		// The clock was set while the command ran: stamps made before a
 		// backward step may be after now, but not after the ceiling.
-		_ = l.Bind(func() int64 { return max(nowMs, s.ceiling) })
+		_ = nodeid.NewMinter(l).Bind(func() int64 { return max(nowMs, s.ceiling) })
 	}
 	if err := l.Release(context.Background()); err != nil {
 		if errors.Is(err, nodeid.ErrLeaseLost) {

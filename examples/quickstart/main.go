@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -52,20 +51,13 @@ func run() error {
 	}
 	fmt.Printf("node %d, epoch %d\n", lease.NodeID(), lease.Epoch())
 
-	// Stop minting when the lease is lost: taken over, expired, evicted.
-	// The lease also ends when reg.Close releases it, which is no failure.
-	lost := make(chan error, 1)
-	go func() {
-		<-lease.Lost()
-		if err := lease.Err(); !errors.Is(err, nodeid.ErrReleased) {
-			lost <- err
-		}
-	}()
-
+	// The lease's context ends when the lease does: taken over, expired,
+	// evicted (or released by reg.Close, after the loop). Its cause says why.
+	leaseCtx := lease.Context()
 	for range 3 { // a service would go on until it is told to stop
 		select {
-		case err := <-lost:
-			return fmt.Errorf("stopped minting: %w", err)
+		case <-leaseCtx.Done():
+			return fmt.Errorf("stopped minting: %w", context.Cause(leaseCtx))
 		case <-ctx.Done():
 			return nil
 		case <-time.After(100 * time.Millisecond):

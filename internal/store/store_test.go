@@ -120,7 +120,7 @@ func TestReadConfigOnMissingTable(t *testing.T) {
 	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" {
 		t.Fatalf("ReadConfig on a missing table = %v, want Fatal 42P01", err)
 	}
-	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "nodeid init") {
+	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "SchemaSQL") {
 		t.Errorf("error %q does not name the table and the fix", err)
 	}
 }

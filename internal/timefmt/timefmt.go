@@ -1,5 +1,6 @@
-// Package timefmt writes times the way nodeid's messages and tables do: in
-// UTC, to the millisecond.
+// Package timefmt writes times the way nodeid's messages and the nodeid
+// command's tables do: in UTC, to the millisecond. It holds the one layout
+// of an exact time.
 package timefmt
 
 import (

@@ -1,0 +1,145 @@
+package nodeid
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/store"
+)
+
+// wantCause checks that ctx has ended with the lease's error as its cause:
+// a *LostError of l matching ErrLeaseLost and want, and no other cause.
+func wantCause(t *testing.T, l *Lease, ctx context.Context, want error) {
+	t.Helper()
+	if ctx.Err() != context.Canceled {
+		t.Fatalf("ctx.Err() = %v, want context.Canceled", ctx.Err())
+	}
+	cause := context.Cause(ctx)
+	var le *LostError
+	if !errors.As(cause, &le) || le.NodeID != l.NodeID() || le.Epoch != l.Epoch() {
+		t.Fatalf("Cause = %v, want a *LostError of node ID %d, epoch %d", cause, l.NodeID(), l.Epoch())
+	}
+	if !errors.Is(cause, ErrLeaseLost) || !errors.Is(cause, want) {
+		t.Errorf("Cause = %v, want ErrLeaseLost and %v", cause, want)
+	}
+	for _, other := range []error{ErrTakenOver, ErrReleased, ErrExpired, ErrEvicted, ErrFailover} {
+		if other != want && errors.Is(cause, other) {
+			t.Errorf("Cause = %v also matches %v", cause, other)
+		}
+	}
+	if cause != l.Err() {
+		t.Errorf("Cause = %v, Err = %v: want the same error", cause, l.Err())
+	}
+}
+
+// Context lives while the lease is held and ends when Release ends the
+// lease, with the *LostError as its cause; contexts derived from it end
+// with it, with the same cause.
+func TestContextEndsOnRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore(0, 0)
+		r := fakeRegistry(t, st)
+		defer r.Close()
+		l := mustAcquire(t, r)
+		ctx := l.Context()
+		if l.Context() != ctx {
+			t.Error("Context returned a different context on a second call")
+		}
+		child, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ran := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() { close(ran) })
+		defer stop()
+
+		time.Sleep(2 * testTTL) // renewed meanwhile
+		synctest.Wait()
+		if ctx.Err() != nil || context.Cause(ctx) != nil {
+			t.Fatalf("Context ended while the lease is held: %v", context.Cause(ctx))
+		}
+		if _, ok := ctx.Deadline(); ok {
+			t.Error("Context has a deadline")
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Release returns with the context cancelled: no goroutine stands
+		// between the two.
+		wantCause(t, l, ctx, ErrReleased)
+		wantCause(t, l, child, ErrReleased)
+		synctest.Wait()
+		if !isClosed(ran) {
+			t.Error("a function registered with context.AfterFunc did not run")
+		}
+	})
+}
+
+// A takeover found at a renewal, and a local deadline passed without a
+// renewal, end the Context at that instant with the cause.
+func TestContextEndsOnLoss(t *testing.T) {
+	t.Run("taken over", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			st := newFakeStore(0, 0)
+			r := fakeRegistry(t, st)
+			defer r.Close()
+			l := mustAcquire(t, r)
+			st.set(func() {
+				st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+					return store.Outcome{Now: time.Now(), Exists: true, Owner: "other", Epoch: k.Epoch + 1}, nil
+				}
+			})
+			start := time.Now()
+			<-l.Lost()
+			if got := time.Since(start); got != testTTL/3 {
+				t.Errorf("Lost closed %s after the claim, want at the first renewal (%s)", got, testTTL/3)
+			}
+			if l.Context().Err() == nil {
+				t.Fatal("Lost closed before the Context ended")
+			}
+			wantCause(t, l, l.Context(), ErrTakenOver)
+		})
+	})
+	t.Run("expired", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			st := newFakeStore(0, 0)
+			r := fakeRegistry(t, st)
+			defer r.Close()
+			l := mustAcquire(t, r)
+			deadline := l.Deadline()
+			st.set(func() {
+				st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+					return store.Outcome{}, io.ErrUnexpectedEOF // retried until the deadline
+				}
+			})
+			<-l.Context().Done()
+			if !time.Now().Equal(deadline) {
+				t.Errorf("Context ended at deadline%+v, want at the deadline", time.Now().Sub(deadline))
+			}
+			wantCause(t, l, l.Context(), ErrExpired)
+			// Release after the deadline still frees the row, which the
+			// database holds for the lease until its expiry; the cause stays.
+			st.set(func() { st.renewHook = nil })
+			if err := l.Release(context.Background()); err != nil {
+				t.Errorf("Release = %v, want nil", err)
+			}
+			wantCause(t, l, l.Context(), ErrExpired)
+		})
+	})
+}
+
+// Close ends the Context of every lease of the Registry with ErrReleased.
+func TestContextEndsOnClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newFakeStore(0, 1)
+		r := fakeRegistry(t, st)
+		a, b := mustAcquire(t, r), mustAcquire(t, r)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wantCause(t, a, a.Context(), ErrReleased)
+		wantCause(t, b, b.Context(), ErrReleased)
+	})
+}

@@ -1,0 +1,23 @@
+package nodeid
+
+import (
+	"errors"
+	"testing"
+)
+
+// The zero Minter has no lease: Check and Bind refuse, nothing panics.
+func TestZeroMinter(t *testing.T) {
+	var m Minter
+	if err := m.Check(0, 0); err == nil || !errors.Is(err, errNoLease) {
+		t.Errorf("zero Minter's Check = %v, want an error saying it has no lease", err)
+	}
+	if err := m.Bind(func() int64 { return 0 }); !errors.Is(err, errNoLease) {
+		t.Errorf("zero Minter's Bind = %v, want an error saying it has no lease", err)
+	}
+	if b := m.Base(); !b.IsZero() {
+		t.Errorf("zero Minter's Base = %v, want the zero time", b)
+	}
+	if m := NewMinter(nil); m.Check(0, 0) == nil {
+		t.Error("NewMinter(nil).Check admitted an ID")
+	}
+}
