@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // failover is the story of "nodeid demo --failover": a primary and an

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // secret is the password of the DSNs of these tests: it must never be

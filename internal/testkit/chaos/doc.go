@@ -112,9 +112,9 @@
 // run (the seed is printed first thing; timings still differ from run to
 // run):
 //
-//	NODEID_CHAOS_DURATION=10m go test -run 'TestChaos$' -count=1 -timeout 30m ./internal/chaos
-//	NODEID_CHAOS_FAILOVERS=12 go test -run TestChaosFailover -count=1 -timeout 20m ./internal/chaos
-//	NODEID_CHAOS_SEED=12345 go test -run TestChaos -count=1 ./internal/chaos
+//	NODEID_CHAOS_DURATION=10m go test -run 'TestChaos$' -count=1 -timeout 30m ./internal/testkit/chaos
+//	NODEID_CHAOS_FAILOVERS=12 go test -run TestChaosFailover -count=1 -timeout 20m ./internal/testkit/chaos
+//	NODEID_CHAOS_SEED=12345 go test -run TestChaos -count=1 ./internal/testkit/chaos
 //
 // TestChaos needs PostgreSQL binaries or Docker, TestChaosFailover the
 // PostgreSQL binaries, patroni and etcd, and root (see internal/pgtest);
