@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 // Cluster is etcd plus N Patroni-managed PostgreSQL nodes in asynchronous
@@ -44,6 +46,10 @@ type Cluster struct {
 	mu  sync.Mutex
 	seq int
 }
+
+// errUnavailable marks a start that failed because what it needs is not
+// here (programs, or root), not because a program misbehaved.
+var errUnavailable = errors.New("pgtest: not available here")
 
 // MaxClusterNodes is the most nodes StartCluster starts.
 const MaxClusterNodes = 9
@@ -74,7 +80,7 @@ func clusterPrograms() (programs, error) {
 			errUnavailable, strings.Join(missing, ", "))
 	}
 	var err error
-	if p.pgBin, err = findBinaries(); err != nil {
+	if p.pgBin, err = pgserver.FindBinaries(); err != nil {
 		return p, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	return p, nil
@@ -107,7 +113,7 @@ func StartCluster(ctx context.Context, nodes int) (*Cluster, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: a Patroni cluster needs root, to run its nodes in pid namespaces of their own", errUnavailable)
 	}
-	cred, err := credential()
+	cred, err := pgserver.RunAs()
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +212,7 @@ func (c *Cluster) DSN(db string) string {
 	for i, n := range c.nodes {
 		addrs[i] = n.addr()
 	}
-	return multiHostDSN(db, addrs...)
+	return pgserver.MultiHostDSN(db, addrs...)
 }
 
 // NodeDSN returns a superuser DSN for database db on the named node alone.

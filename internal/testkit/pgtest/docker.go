@@ -9,6 +9,8 @@ import (
 
 	"github.com/ory/dockertest/v3"
 	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 // dockerImage is the image a Docker-backed server runs.
@@ -22,7 +24,7 @@ type dockerServer struct {
 // startDocker runs PostgreSQL in a container if a Docker engine answers. The
 // host port is fixed when the container is created, so that it survives
 // Stop and Start.
-func startDocker(ctx context.Context, settings []string) (*Server, error) {
+func startDocker(ctx context.Context, settings []string) (*pgserver.Server, error) {
 	pool, err := dockertest.NewPool("")
 	if err != nil {
 		return nil, err
@@ -35,7 +37,7 @@ func startDocker(ctx context.Context, settings []string) (*Server, error) {
 		return nil, err
 	}
 	cmd := []string{"postgres"}
-	for _, s := range append(append([]string{}, defaultSettings...), settings...) {
+	for _, s := range append(pgserver.DefaultSettings(), settings...) {
 		if s == "listen_addresses=127.0.0.1" {
 			s = "listen_addresses=*" // inside the container
 		}
@@ -55,9 +57,9 @@ func startDocker(ctx context.Context, settings []string) (*Server, error) {
 	}
 	_ = res.Expire(3600) // a crashed test run leaves no container behind for long
 	d := &dockerServer{pool: pool, res: res}
-	s := newServer("docker", port, d)
-	if err := s.waitReady(ctx, nil); err != nil {
-		_ = d.close()
+	s := pgserver.New("docker", port, d)
+	if err := s.WaitReady(ctx, nil); err != nil {
+		_ = d.Close()
 		return nil, err
 	}
 	return s, nil
@@ -69,7 +71,8 @@ var dockerSignal = map[StopMode]dc.Signal{
 	Immediate: dc.SIGQUIT,
 }
 
-func (d *dockerServer) stop(ctx context.Context, mode StopMode) error {
+// Stop sends the container the signal of mode and waits until it stops.
+func (d *dockerServer) Stop(ctx context.Context, mode StopMode) error {
 	sig, ok := dockerSignal[mode]
 	if !ok {
 		return fmt.Errorf("pgtest: unknown stop mode %q", mode)
@@ -94,10 +97,13 @@ func (d *dockerServer) stop(ctx context.Context, mode StopMode) error {
 	return ctx.Err()
 }
 
-func (d *dockerServer) start(ctx context.Context) error {
+// Start starts the stopped container.
+func (d *dockerServer) Start(ctx context.Context) error {
 	return d.pool.Client.StartContainerWithContext(d.res.Container.ID, nil, ctx)
 }
 
-func (d *dockerServer) exitedCh() <-chan struct{} { return nil }
+// Exited is nil: the container's exit is not watched.
+func (d *dockerServer) Exited() <-chan struct{} { return nil }
 
-func (d *dockerServer) close() error { return d.pool.Purge(d.res) }
+// Close removes the container.
+func (d *dockerServer) Close() error { return d.pool.Purge(d.res) }

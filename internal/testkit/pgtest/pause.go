@@ -1,7 +1,7 @@
 package pgtest
 
 import (
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,11 +20,10 @@ func (s *Server) Pause() error { return s.signalAll(syscall.SIGSTOP) }
 func (s *Server) Resume() error { return s.signalAll(syscall.SIGCONT) }
 
 func (s *Server) signalAll(sig syscall.Signal) error {
-	l, ok := s.ctl.(*local)
-	if !ok || l.cmd == nil {
-		return errors.New("pgtest: only a running local server can be paused")
+	pm, err := s.PostmasterPID()
+	if err != nil {
+		return fmt.Errorf("pgtest: only a running local server can be paused: %w", err)
 	}
-	pm := l.cmd.Process.Pid
 	if err := syscall.Kill(pm, sig); err != nil {
 		return err
 	}

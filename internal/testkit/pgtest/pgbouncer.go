@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 // Bouncer is a PgBouncer in transaction pooling mode in front of a Server.
@@ -40,7 +42,7 @@ func (s *Server) StartPgBouncer(ctx context.Context) (*Bouncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, err := credential()
+	cred, err := pgserver.RunAs()
 	if err != nil {
 		return nil, err
 	}

@@ -3,29 +3,15 @@ package pgtest
 import (
 	"context"
 	"database/sql"
-	"net"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 func TestMain(m *testing.M) { Main(m) }
-
-func TestWithDatabase(t *testing.T) {
-	for _, c := range []struct{ in, db, want string }{
-		{"postgres://u:p@h:5/a?sslmode=disable", "b", "postgres://u:p@h:5/b?sslmode=disable"},
-		{"postgresql://h/", "x", "postgresql://h/x"},
-		{"host=h user=u", "b", "host=h user=u dbname=b"},
-	} {
-		if got := WithDatabase(c.in, c.db); got != c.want {
-			t.Errorf("WithDatabase(%q, %q) = %q, want %q", c.in, c.db, got, c.want)
-		}
-	}
-}
 
 // TestServerLifecycle drives a server of its own through every control:
 // fresh databases, terminated backends, restarts in both modes, and a stop
@@ -139,32 +125,6 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	}
 }
 
-// TestFreePortOutsideTheEphemeralRange: the ports FreePort gives are free
-// and below the range the kernel hands out to outgoing connections, so
-// that no client connection can take one before the server binds it.
-func TestFreePortOutsideTheEphemeralRange(t *testing.T) {
-	ephemeralLow := 32768
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if n, err := strconv.Atoi(strings.Fields(string(b))[0]); err == nil && n > 11000 {
-			ephemeralLow = n
-		}
-	}
-	for range 100 {
-		p, err := FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p < 10000 || p >= ephemeralLow {
-			t.Fatalf("FreePort() = %d; want a port in 10000-%d, below the ephemeral range", p, ephemeralLow-1)
-		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			t.Fatalf("FreePort() = %d, which cannot be bound: %v", p, err)
-		}
-		l.Close()
-	}
-}
-
 // TestNewDBConnectTimeout: the DSN of a fresh database gives a new
 // connection testConnectTimeout, in the URL and the key=value form, and
 // connects.
@@ -175,12 +135,12 @@ func TestNewDBConnectTimeout(t *testing.T) {
 		"host=h port=5 user=u dbname=db",
 		"host=h port=5 user=u dbname=db connect_timeout=10",
 	} {
-		cfg, err := pgconn.ParseConfig(withParam(in, "connect_timeout", "60"))
+		cfg, err := pgconn.ParseConfig(pgserver.WithParam(in, "connect_timeout", "60"))
 		if err != nil {
-			t.Fatalf("withParam(%q): %v", in, err)
+			t.Fatalf("WithParam(%q): %v", in, err)
 		}
 		if cfg.ConnectTimeout != time.Minute || cfg.Host != "h" || cfg.Database != "db" {
-			t.Errorf("withParam(%q): connect timeout %s, host %q, database %q; want 1m0s, h, db", in, cfg.ConnectTimeout, cfg.Host, cfg.Database)
+			t.Errorf("WithParam(%q): connect timeout %s, host %q, database %q; want 1m0s, h, db", in, cfg.ConnectTimeout, cfg.Host, cfg.Database)
 		}
 	}
 	db, dsn := NewDB(t)

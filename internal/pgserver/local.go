@@ -1,15 +1,19 @@
-package pgtest
+//go:build unix
+
+package pgserver
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -24,9 +28,15 @@ var defaultSettings = []string{
 	"max_connections=400",
 }
 
-// local runs the postgres binary as a child process, so that it dies with
-// the process that started it (Pdeathsig) instead of outliving a killed
-// test run.
+// DefaultSettings returns the settings ("name=value") every throwaway
+// server starts with, before the caller's, for a Controller that runs one
+// elsewhere.
+func DefaultSettings() []string { return append([]string{}, defaultSettings...) }
+
+// local runs the postgres binary as a child process in a process group of
+// its own (a Ctrl-C in the terminal is for the parent to handle). On Linux
+// it dies with the process that started it (see setDeathSignal) instead
+// of outliving a killed parent.
 type local struct {
 	bin      string // directory holding initdb and postgres
 	root     string // temporary directory: data, socket, log
@@ -38,9 +48,19 @@ type local struct {
 	exited chan struct{}
 }
 
-// findBinaries returns a directory holding initdb and postgres: from PATH
-// (following symlinks), else the newest /usr/lib/postgresql/*/bin.
-func findBinaries() (string, error) {
+// binaryDirs are the directories, glob patterns, searched for initdb and
+// postgres after PATH: Debian's and Ubuntu's packages, Homebrew's
+// versioned formulas (keg-only, so not on PATH), Postgres.app.
+var binaryDirs = []string{
+	"/usr/lib/postgresql/*/bin",
+	"/opt/homebrew/opt/postgresql@*/bin",
+	"/usr/local/opt/postgresql@*/bin",
+	"/Applications/Postgres.app/Contents/Versions/*/bin",
+}
+
+// FindBinaries returns a directory holding initdb and postgres: from PATH
+// (following symlinks), else the newest of binaryDirs.
+func FindBinaries() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			dir := filepath.Dir(real)
@@ -49,24 +69,34 @@ func findBinaries() (string, error) {
 			}
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	var dirs []string
+	for _, pattern := range binaryDirs {
+		m, _ := filepath.Glob(pattern)
+		dirs = append(dirs, m...)
+	}
+	sort.SliceStable(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
 			return d, nil
 		}
 	}
-	return "", errors.New("no initdb and postgres on PATH or under /usr/lib/postgresql/*/bin")
+	return "", errors.New("no initdb and postgres on PATH or under " + strings.Join(binaryDirs, ", "))
 }
 
+// version is the major version in a directory of binaryDirs: 15 of
+// /usr/lib/postgresql/15/bin and of .../postgresql@15/bin, 0 if none.
 func version(binDir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	name := filepath.Base(filepath.Dir(binDir))
+	if _, after, ok := strings.Cut(name, "@"); ok {
+		name = after
+	}
+	v, _ := strconv.Atoi(name)
 	return v
 }
 
-// credential returns the postgres user's credential when running as root:
-// PostgreSQL refuses to run as root.
-func credential() (*syscall.Credential, error) {
+// RunAs returns the credential of the postgres user when the caller is
+// root, since PostgreSQL refuses to run as root, and nil otherwise.
+func RunAs() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -79,18 +109,28 @@ func credential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func startLocal(ctx context.Context, settings []string) (*Server, error) {
+// StartLocal starts a server from the local PostgreSQL programs on a free
+// port of 127.0.0.1, in a new temporary directory, with settings
+// ("name=value") on top of DefaultSettings, and waits until it accepts
+// connections.
+func StartLocal(ctx context.Context, settings ...string) (*Server, error) {
 	return startLocalWith(ctx, settings, (*local).init)
+}
+
+// startStandby starts a server whose data directory pg_basebackup clones,
+// as a standby, from the server at addr.
+func startStandby(ctx context.Context, settings []string, addr string) (*Server, error) {
+	return startLocalWith(ctx, settings, func(l *local, ctx context.Context) error { return l.basebackup(ctx, addr) })
 }
 
 // startLocalWith starts a local server on a data directory that mkdata
 // makes in a new temporary directory owned by the user the server runs as.
 func startLocalWith(ctx context.Context, settings []string, mkdata func(*local, context.Context) error) (*Server, error) {
-	bin, err := findBinaries()
+	bin, err := FindBinaries()
 	if err != nil {
 		return nil, err
 	}
-	cred, err := credential()
+	cred, err := RunAs()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +138,7 @@ func startLocalWith(ctx context.Context, settings []string, mkdata func(*local, 
 	if err != nil {
 		return nil, err
 	}
-	l := &local{bin: bin, root: root, settings: append(append([]string{}, defaultSettings...), settings...), cred: cred}
+	l := &local{bin: bin, root: root, settings: append(DefaultSettings(), settings...), cred: cred}
 	if err := l.chown(); err != nil {
 		os.RemoveAll(root)
 		return nil, err
@@ -111,13 +151,13 @@ func startLocalWith(ctx context.Context, settings []string, mkdata func(*local, 
 		os.RemoveAll(root)
 		return nil, err
 	}
-	s := newServer("local", l.port, l)
-	if err := l.start(ctx); err != nil {
-		l.close()
+	s := New("local", l.port, l)
+	if err := l.Start(ctx); err != nil {
+		l.Close()
 		return nil, err
 	}
-	if err := s.waitReady(ctx, l.exited); err != nil {
-		l.close()
+	if err := s.WaitReady(ctx, l.exited); err != nil {
+		l.Close()
 		return nil, fmt.Errorf("%w; server log:\n%s", err, l.logTail())
 	}
 	return s, nil
@@ -130,9 +170,9 @@ func (l *local) command(ctx context.Context, name string, args ...string) *exec.
 	cmd := exec.CommandContext(ctx, filepath.Join(l.bin, name), args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: l.cred,
-		Pdeathsig:  syscall.SIGKILL,
 		Setpgid:    true, // a Ctrl-C in the terminal is for the parent to handle
 	}
+	setDeathSignal(cmd.SysProcAttr)
 	cmd.Dir = l.root
 	return cmd
 }
@@ -155,12 +195,30 @@ func (l *local) init(ctx context.Context) error {
 	return nil
 }
 
-func (l *local) start(ctx context.Context) error {
+// basebackup makes the data directory as a standby of the server at addr,
+// streaming from a new replication slot.
+func (l *local) basebackup(ctx context.Context, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	out, err := l.command(ctx, "pg_basebackup", "-D", l.data(), "-h", host, "-p", port, "-U", "postgres",
+		"--write-recovery-conf", "--create-slot", "--slot="+standbySlot, "--wal-method=stream",
+		"--checkpoint=fast", "--no-sync").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_basebackup: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Start starts the postgres program; Server.Start waits until it accepts
+// connections.
+func (l *local) Start(ctx context.Context) error {
 	args := []string{"-D", l.data(), "-p", strconv.Itoa(l.port), "-k", l.root}
 	for _, s := range l.settings {
 		args = append(args, "-c", s)
 	}
-	// The server outlives ctx: it is stopped by stop or close.
+	// The server outlives ctx: it is stopped by Stop or Close.
 	cmd := l.command(context.WithoutCancel(ctx), "postgres", args...)
 	logf, err := os.OpenFile(l.logf(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -186,10 +244,12 @@ var stopSignal = map[StopMode]syscall.Signal{
 	Immediate: syscall.SIGQUIT,
 }
 
-func (l *local) stop(ctx context.Context, mode StopMode) error {
+// Stop signals the postmaster to shut down in mode and waits until it has
+// exited (killing it after a minute, or when ctx ends).
+func (l *local) Stop(ctx context.Context, mode StopMode) error {
 	sig, ok := stopSignal[mode]
 	if !ok {
-		return fmt.Errorf("pgtest: unknown stop mode %q", mode)
+		return fmt.Errorf("pgserver: unknown stop mode %q", mode)
 	}
 	if l.cmd == nil {
 		return nil
@@ -214,14 +274,25 @@ func (l *local) stop(ctx context.Context, mode StopMode) error {
 	return nil
 }
 
-func (l *local) exitedCh() <-chan struct{} { return l.exited }
+// Exited is closed when the started postmaster exits.
+func (l *local) Exited() <-chan struct{} { return l.exited }
 
-func (l *local) close() error {
-	err := l.stop(context.Background(), Immediate)
+// Close stops the server at once and removes its temporary directory.
+func (l *local) Close() error {
+	err := l.Stop(context.Background(), Immediate)
 	if rmErr := os.RemoveAll(l.root); err == nil {
 		err = rmErr
 	}
 	return err
+}
+
+// PostmasterPID returns the process ID of the postmaster of a running
+// server that StartLocal or StartPair started.
+func (s *Server) PostmasterPID() (int, error) {
+	if l, ok := s.ctl.(*local); ok && l.cmd != nil && l.cmd.Process != nil {
+		return l.cmd.Process.Pid, nil
+	}
+	return 0, errors.New("pgserver: not a running local server")
 }
 
 func (l *local) logTail() string {
