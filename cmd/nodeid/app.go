@@ -171,7 +171,7 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.whoCommand(),
 		a.pruneCommand(),
 		a.runCommand(),
-		a.runFenceCommand(),
+		a.runWardenCommand(),
 		a.demoCommand(),
 		a.benchCommand(),
 		a.demoWorkerCommand(),

@@ -1,11 +1,8 @@
-package main
+package warden
 
 import (
 	"errors"
-	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The clocks of "nodeid run" and its fence, each used for one thing:
+// The clocks of the supervisor and its warden, each used for one thing:
 //
 //   - CLOCK_BOOTTIME, system-wide and never set, bounds the command by the
 //     lease's deadline. The supervisor converts each deadline (Go's
@@ -22,88 +19,25 @@ import (
 //     clock first, so the converted deadline is never later than the
 //     lease's. Unlike CLOCK_MONOTONIC it also counts time the host spends
 //     suspended, which the database's expiry counts too.
-//   - The wall clock stamps IDs; the fence kills the command when it nears
-//     the lease's horizon ceiling, and the supervisor watches it for steps.
-
-// EnvTestClockFile is a test hook: it names a file holding an offset in
-// milliseconds that "nodeid run", its fence and the test's commands add to
-// the wall clock, so that tests can step a clock all of them share without
-// stepping the host's. A change of the offset counts as a clock step.
-const EnvTestClockFile = "NODEID_RUN_TEST_CLOCK_FILE"
+//   - The wall clock stamps IDs; the warden kills the command when it nears
+//     the lease's horizon ceiling, and the supervisor watches it for steps
+//     (StepWatch).
 
 // bootNow returns CLOCK_BOOTTIME in nanoseconds.
 func bootNow() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic("nodeid: clock_gettime(CLOCK_BOOTTIME): " + err.Error()) // cannot fail on Linux ≥ 2.6.39
+		panic("warden: clock_gettime(CLOCK_BOOTTIME): " + err.Error()) // cannot fail on Linux ≥ 2.6.39
 	}
 	return ts.Nano()
 }
 
-// bootDeadline converts a time read from Go's monotonic clock (a lease's
+// BootTime converts a time read from Go's monotonic clock (a lease's
 // deadline) to CLOCK_BOOTTIME nanoseconds. The boot clock is read before
 // the remaining time, so the result is not later than t.
-func bootDeadline(t time.Time) int64 {
+func BootTime(t time.Time) int64 {
 	now := bootNow()
 	return now + int64(time.Until(t))
-}
-
-// wallClock is the wall clock of "nodeid run" and its fence: the system's,
-// plus the offset of the test hook when EnvTestClockFile is set.
-type wallClock struct {
-	hook string // the offset file, or ""
-	last atomic.Int64
-}
-
-func newWallClock(getenv func(string) string) (*wallClock, error) {
-	w := &wallClock{hook: getenv(EnvTestClockFile)}
-	off, err := w.readOffset()
-	if err != nil {
-		return nil, err
-	}
-	w.last.Store(off)
-	return w, nil
-}
-
-// readOffset reads the hook's offset; a missing or empty file is 0.
-func (w *wallClock) readOffset() (int64, error) {
-	if w.hook == "" {
-		return 0, nil
-	}
-	b, err := os.ReadFile(w.hook)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s (test hook): %w", EnvTestClockFile, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return 0, nil
-	}
-	off, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || off < -int64(100*365*24*time.Hour/time.Millisecond) || off > int64(100*365*24*time.Hour/time.Millisecond) {
-		return 0, fmt.Errorf("%s (test hook): %s holds %q; it must hold a whole number of milliseconds within ±100 years", EnvTestClockFile, w.hook, s)
-	}
-	return off, nil
-}
-
-// offset returns the hook's current offset in milliseconds (0 without the
-// hook). A file that cannot be read keeps the last offset read.
-func (w *wallClock) offset() int64 {
-	if w.hook == "" {
-		return 0
-	}
-	if off, err := w.readOffset(); err == nil {
-		w.last.Store(off)
-	}
-	return w.last.Load()
-}
-
-// nowMs returns the wall clock in unix milliseconds.
-func (w *wallClock) nowMs() int64 {
-	off := w.offset()
-	return time.Now().UnixMilli() + off
 }
 
 // A timerfd is a kernel timer read through Go's poller.
@@ -199,35 +133,33 @@ func (a *clockAlarm) stop() {
 	<-a.done
 }
 
-// stepWatch reports whether the wall clock was set (stepped) since it
+// StepWatch reports whether the wall clock was set (stepped) since it
 // started: the kernel cancels a CLOCK_REALTIME timerfd armed with
 // TFD_TIMER_CANCEL_ON_SET at every discontinuous change of the clock; with
-// the test hook, a change of its offset counts too.
-type stepWatch struct {
-	clock   *wallClock
-	base    int64 // the hook's offset at the start
+// an Offset, a change of the offset counts too.
+type StepWatch struct {
+	clock   *WallClock
+	base    int64 // the Offset at the start
 	t       *timerfd
 	stepped atomic.Bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
 
-// hookPoll is how often the hook's offset is read, with the test hook set.
-const hookPoll = 2 * time.Millisecond
-
-func newStepWatch(clock *wallClock) (*stepWatch, error) {
+// NewStepWatch starts watching clock for steps; Close stops it.
+func NewStepWatch(clock *WallClock) (*StepWatch, error) {
 	t, err := newTimerfd(unix.CLOCK_REALTIME)
 	if err != nil {
 		return nil, err
 	}
-	s := &stepWatch{clock: clock, base: clock.offset(), t: t, stop: make(chan struct{})}
+	s := &StepWatch{clock: clock, base: clock.Offset(), t: t, stop: make(chan struct{})}
 	if err := s.arm(); err != nil {
 		t.close()
 		return nil, err
 	}
 	s.wg.Add(1)
 	go s.watchKernel()
-	if clock.hook != "" {
+	if clock.hooked() {
 		s.wg.Add(1)
 		go s.watchHook()
 	}
@@ -235,11 +167,11 @@ func newStepWatch(clock *wallClock) (*stepWatch, error) {
 }
 
 // arm sets the timer a year ahead: it is there to be cancelled, not to fire.
-func (s *stepWatch) arm() error {
+func (s *StepWatch) arm() error {
 	return s.t.set(time.Now().Add(365*24*time.Hour).UnixNano(), unix.TFD_TIMER_CANCEL_ON_SET)
 }
 
-func (s *stepWatch) watchKernel() {
+func (s *StepWatch) watchKernel() {
 	defer s.wg.Done()
 	for {
 		err := s.t.wait()
@@ -259,7 +191,7 @@ func (s *stepWatch) watchKernel() {
 	}
 }
 
-func (s *stepWatch) watchHook() {
+func (s *StepWatch) watchHook() {
 	defer s.wg.Done()
 	tick := time.NewTicker(hookPoll)
 	defer tick.Stop()
@@ -268,7 +200,7 @@ func (s *stepWatch) watchHook() {
 		case <-s.stop:
 			return
 		case <-tick.C:
-			if s.clock.offset() != s.base {
+			if s.clock.Offset() != s.base {
 				s.stepped.Store(true)
 			}
 		}
@@ -277,15 +209,15 @@ func (s *stepWatch) watchHook() {
 
 // Stepped reports whether the wall clock was stepped since the watch
 // started.
-func (s *stepWatch) Stepped() bool {
-	if s.clock.offset() != s.base {
+func (s *StepWatch) Stepped() bool {
+	if s.clock.Offset() != s.base {
 		s.stepped.Store(true)
 	}
 	return s.stepped.Load()
 }
 
 // Close stops the watch and waits for its goroutines.
-func (s *stepWatch) Close() {
+func (s *StepWatch) Close() {
 	close(s.stop)
 	_ = s.t.close()
 	s.wg.Wait()

@@ -1,4 +1,4 @@
-package main
+package warden
 
 import (
 	"os"
@@ -47,7 +47,7 @@ func TestDescendants(t *testing.T) {
 	const root = 5_000_000
 	table := processTable{
 		root:          {ppid: 1, state: 'S', threads: 1, start: 1},
-		root + 1:      {ppid: root, state: 'S', threads: 1, start: 10}, // the fence
+		root + 1:      {ppid: root, state: 'S', threads: 1, start: 10}, // the warden
 		root + 2:      {ppid: root + 1, state: 'R', threads: 1, start: 11},
 		root + 3:      {ppid: root + 2, state: 'Z', threads: 1, start: 12},
 		root + 4:      {ppid: root, state: 'S', threads: 1, start: 10}, // an adopted orphan
