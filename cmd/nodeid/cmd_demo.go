@@ -72,6 +72,9 @@ leases. It takes %s.`,
   DATABASE_URL=postgres://me@localhost/scratch nodeid demo --table nodeid_demo_2`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if err := demoSupported(); err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("table") {
 				a.table = demoTable
 			}

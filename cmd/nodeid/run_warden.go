@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -226,12 +225,4 @@ func (f leaseFileWriter) write(held bool, deadline time.Time, ceiling int64) err
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(f.dir, leaseFileName))
-}
-
-// signalsForCommand returns the signals that, while the command runs, are
-// for the supervisor to pass on, and what stops their delivery.
-func signalsForCommand() (<-chan os.Signal, func()) {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
-	return sigs, func() { signal.Stop(sigs) }
 }

@@ -18,21 +18,6 @@ import (
 	"time"
 )
 
-// defaultSettings make a throwaway server fast and roomy. fsync=off loses
-// nothing when only the server process dies; synchronous_commit stays on,
-// since an immediate shutdown would otherwise lose committed claims.
-var defaultSettings = []string{
-	"listen_addresses=127.0.0.1",
-	"fsync=off",
-	"full_page_writes=off",
-	"max_connections=400",
-}
-
-// DefaultSettings returns the settings ("name=value") every throwaway
-// server starts with, before the caller's, for a Controller that runs one
-// elsewhere.
-func DefaultSettings() []string { return append([]string{}, defaultSettings...) }
-
 // local runs the postgres binary as a child process in a process group of
 // its own (a Ctrl-C in the terminal is for the parent to handle). On Linux
 // it dies with the process that started it (see setDeathSignal) instead

@@ -33,6 +33,21 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
 )
 
+// defaultSettings make a throwaway server fast and roomy. fsync=off loses
+// nothing when only the server process dies; synchronous_commit stays on,
+// since an immediate shutdown would otherwise lose committed claims.
+var defaultSettings = []string{
+	"listen_addresses=127.0.0.1",
+	"fsync=off",
+	"full_page_writes=off",
+	"max_connections=400",
+}
+
+// DefaultSettings returns the settings ("name=value") every throwaway
+// server starts with, before the caller's, for a Controller that runs one
+// elsewhere.
+func DefaultSettings() []string { return append([]string{}, defaultSettings...) }
+
 // ErrNotControllable is returned by Stop, Start and Restart on a server
 // given by its DSN (External).
 var ErrNotControllable = errors.New("pgserver: the server was given by its DSN and cannot be stopped or restarted")
