@@ -18,8 +18,8 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )

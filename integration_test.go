@@ -1,7 +1,7 @@
 package nodeid
 
 // End-to-end tests of the root package against a real PostgreSQL from
-// internal/pgtest. Each test gets a fresh database; tests that stop or
+// internal/testkit/pgtest. Each test gets a fresh database; tests that stop or
 // restart the server get a server of their own.
 
 import (
@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 func testContext(t *testing.T) context.Context {

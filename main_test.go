@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // envHelperDSN, set in a process that TestConcurrentTableCreation started,

@@ -20,9 +20,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/nodeid/nodeid/internal/metrictest"
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/metrictest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // metricNames are the instruments of a Registry.

@@ -11,7 +11,7 @@ import (
 	_ "github.com/lib/pq" // the database/sql driver "postgres", which does not abort a running statement on its own
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // The README's quick start is the program examples/quickstart, word for

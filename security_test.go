@@ -17,8 +17,8 @@ import (
 
 	"github.com/jackc/pgerrcode"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/internal/syncbuf"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
 )
 

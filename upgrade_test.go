@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
 

@@ -26,8 +26,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/metrictest"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/metrictest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // belowCapLayout has 2^20 IDs per millisecond: no benchmark uses up a

@@ -1,7 +1,7 @@
 package snowflake
 
 // End-to-end tests of the generator on leases from a real PostgreSQL
-// (internal/pgtest). Each test gets a fresh database.
+// (internal/testkit/pgtest). Each test gets a fresh database.
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 func testContext(t *testing.T) context.Context {

@@ -3,7 +3,7 @@ package snowflake
 import (
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // TestMain stops the shared test server after the tests and fails the run if

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/metrictest"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/metrictest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // counts returns the waits and refusals collected, by reason.

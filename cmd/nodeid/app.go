@@ -174,7 +174,7 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 		a.pruneCommand(),
 		a.runCommand(),
 		a.serveCommand(),
-		a.runFenceCommand(),
+		a.runWardenCommand(),
 		a.demoCommand(),
 		a.benchCommand(),
 		a.demoWorkerCommand(),

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -14,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/internal/syncbuf"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
 
 // buildBinary builds the command into a temporary directory.

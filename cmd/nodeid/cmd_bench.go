@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nodeid/nodeid/internal/bench"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 // benchSettings are the settings of the throwaway server of "nodeid bench":
@@ -47,8 +47,8 @@ and the renewals per second the server sustains.
 
 It works only in scratch tables it creates (nodeid_bench_<random>_*) and drops
 at the end, also on Ctrl-C; it never touches the lease table of --table.
-Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL (local server
-binaries, or Docker) with max_connections=700 and pg_stat_statements. The herd
+Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL (from the local
+server binaries) with max_connections=700 and pg_stat_statements. The herd
 needs one connection per claimer: lower --herd on a server with fewer free.
 
 Every figure is a ratio or a distribution measured side by side in the same
@@ -134,7 +134,7 @@ func (a *app) benchTarget(ctx context.Context) (bench.Target, func(), error) {
 		return bench.Target{Conn: c.cfg, Where: c.where() + " (from " + c.source + ")"}, func() {}, nil
 	}
 	fmt.Fprintln(a.stderr, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
-	srv, err := pgtest.Start(ctx, benchSettings...)
+	srv, err := pgserver.StartLocal(ctx, benchSettings...)
 	if err != nil {
 		return bench.Target{}, nil, fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/nodeid/nodeid/internal/bench"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // TestBenchBadInput: every bad flag value is refused before connecting,

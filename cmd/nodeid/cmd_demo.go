@@ -11,7 +11,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
@@ -45,7 +45,8 @@ func (a *app) demoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Show leasing, minting, a crash and a takeover, on a throwaway PostgreSQL",
 		Long: fmt.Sprintf(`Run the whole story in %s. Without --dsn or DATABASE_URL the demo
-starts a throwaway PostgreSQL (local server binaries, or Docker) in a fresh
+starts a throwaway PostgreSQL from the local server binaries (initdb and
+postgres on PATH, or Debian's, Homebrew's or Postgres.app's) in a fresh
 database; with one, it works in a scratch table (%s unless --table is
 given) that must not exist yet, and drops it at the end.
 
@@ -71,6 +72,9 @@ leases. It takes %s.`,
   DATABASE_URL=postgres://me@localhost/scratch nodeid demo --table nodeid_demo_2`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: a.action(func(cmd *cobra.Command, _ []string) error {
+			if err := demoSupported(); err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("table") {
 				a.table = demoTable
 			}
@@ -235,7 +239,7 @@ func (d *demo) database(ctx context.Context) error {
 		return nil
 	}
 	d.step("Starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
-	srv, err := pgtest.Start(ctx)
+	srv, err := pgserver.StartLocal(ctx)
 	if err != nil {
 		if d.interrupted.Err() != nil {
 			return errInterrupted

@@ -8,15 +8,14 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/warden"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -92,11 +91,11 @@ The contract: on SIGTERM the command must stop minting IDs at once; it may
 spend up to NODEID_DEADLINE_GRACE milliseconds on a shutdown that mints
 nothing. The grace must be at most half the TTL (renewals run every TTL/3).
 
-How the command is bounded: it runs under a fence, a small nodeid process
+How the command is bounded: it runs under a warden, a small nodeid process
 that leads the command's process group, adopts every orphan of the
 command's tree (a child subreaper, so a double fork or setsid does not take
 a process out of it) and holds the lease's deadline on its own monotonic
-clock. The fence sends SIGTERM to the group when the lease is lost (taken
+clock. The warden sends SIGTERM to the group when the lease is lost (taken
 over, evicted, expired) or a grace before the deadline if no renewal has
 moved it, and SIGKILL to every process descended from it: at the deadline;
 when the wall clock reaches the lease's horizon ceiling less TTL/20 (a
@@ -104,7 +103,7 @@ forward step of the clock); and at once if nodeid run dies. Only a renewal
 by a running nodeid run moves the deadline, so a stopped (SIGSTOP, Ctrl-Z)
 or killed nodeid run does not extend it; and the deadline precedes the
 lease's expiry in the database: nothing the command started still runs
-when another process can claim the node ID. Should the fence itself be
+when another process can claim the node ID. Should the warden itself be
 killed, nodeid run adopts the command's processes and kills them at once;
 should it be stopped, nodeid run kills them at the deadline.
 
@@ -126,15 +125,15 @@ interactive programs.
 What still needs the command's cooperation:
   - After a forward step of the wall clock straight past the ceiling less
     TTL/20, the command may stamp IDs after the ceiling for as long as the
-    fence takes to kill it: the time the kernel takes to wake it, one read
+    warden takes to kill it: the time the kernel takes to wake it, one read
     of /proc and a SIGKILL to each process, which a loaded host lengthens.
     (A step that lands short of the ceiling less TTL/20 leaves TTL/20 for
     that.) A command that reads horizon_ceiling_ms from NODEID_LEASE_FILE,
     and stamps nothing after it, makes none.
-  - The fence kills the processes of its own tree only: a process the
+  - The warden kills the processes of its own tree only: a process the
     command has started through another (a systemd unit, a container
     runtime, ssh, a job queue) is outside it.
-  - Unless nodeid run runs as root, the fence cannot kill a descendant that
+  - Unless nodeid run runs as root, the warden cannot kill a descendant that
     runs as another user (a setuid program).
   - Stamps must come from this host's wall clock.
 
@@ -154,9 +153,8 @@ Exit codes: the command's; 1 if it could not start or the database failed;
 2 bad usage; 3 no node ID available (or --timeout passed); 130 if
 interrupted while waiting for a node ID.
 
-Test hook: NODEID_RUN_TEST_CLOCK_FILE names a file holding an offset in
-milliseconds that nodeid run and its fence add to the wall clock; a change
-of the offset counts as a clock step. It is for tests only.`,
+nodeid run needs Linux (a child subreaper, CLOCK_BOOTTIME timers, /proc):
+elsewhere it refuses at once, and runs nothing unbounded.`,
 		Example: `  nodeid run -- python3 service.py
   nodeid run --ttl 30s --grace 5s --owner billing-7 -- java -jar billing.jar
   nodeid run --wait --timeout 5m --range 0-63 -- ./worker --flag`,
@@ -201,6 +199,10 @@ func (d *defaultedDuration) String() string {
 }
 
 func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) error {
+	// Never an unbounded command: without the warden, nothing runs.
+	if err := warden.Supported(); err != nil {
+		return err
+	}
 	grace := o.grace
 	if !o.graceSet {
 		grace = o.ttl / 6
@@ -215,7 +217,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	clock, err := newWallClock(a.getenv)
+	clock, err := a.wallClock()
 	if err != nil {
 		return err
 	}
@@ -263,7 +265,7 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		defer cancel()
 	}
 	// From before the claim: a step at any time of the lease counts.
-	steps, err := newStepWatch(clock)
+	steps, err := warden.NewStepWatch(clock)
 	if err != nil {
 		return err
 	}
@@ -296,15 +298,10 @@ func (a *app) runUnderLease(cmd *cobra.Command, o runOptions, args []string) err
 		return err
 	}
 	// From here on, these signals are for the supervisor to pass on.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGTSTP, syscall.SIGCONT)
-	defer signal.Stop(sigs)
+	sigs, stopSigs := signalsForCommand()
+	defer stopSigs()
 	stop()
-	s := &supervisor{
-		a: a, lease: lease, grace: grace, ttl: o.ttl, argv: args, name: printable(args[0]),
-		clock: clock, steps: steps, keepDBEnv: o.keepDBEnv, sigs: sigs, exports: &o.exports,
-	}
-	return s.run()
+	return a.supervise(lease, grace, o.ttl, args, o.keepDBEnv, clock, steps, sigs, &o.exports)
 }
 
 // acquire claims a node ID; with --wait, when none is free, it says so and
@@ -367,9 +364,9 @@ func releaseUnused(lease *nodeid.Lease) {
 
 // waitPastHorizon waits until the wall clock is past the previous holder's
 // horizon: up to TTL/5, or with --wait as long as ctx allows.
-func (a *app) waitPastHorizon(ctx context.Context, lease *nodeid.Lease, clock *wallClock, o runOptions) error {
+func (a *app) waitPastHorizon(ctx context.Context, lease *nodeid.Lease, clock *warden.WallClock, o runOptions) error {
 	prev := lease.PreviousHorizon()
-	behind := func() time.Duration { return time.Duration(prev+1-clock.nowMs()) * time.Millisecond }
+	behind := func() time.Duration { return time.Duration(prev+1-clock.NowMs()) * time.Millisecond }
 	wait := behind()
 	if wait <= 0 {
 		return nil

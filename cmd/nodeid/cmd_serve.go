@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/warden"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -136,7 +137,7 @@ func (a *app) serve(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	clock, err := newWallClock(func(string) string { return "" }) // the generator stamps from the system's clock
+	clock, err := warden.NewWallClock(nil) // the generator stamps from the system's clock: no test offset
 	if err != nil {
 		return err
 	}
@@ -225,7 +226,7 @@ type holder struct {
 	m          *runMetrics
 	s          *idServer
 	grace, ttl time.Duration
-	clock      *wallClock
+	clock      *warden.WallClock
 }
 
 // hold runs until ctx ends, and returns the lease held then (nil if none),

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // demoSteps are what the demo's output must show, in order.

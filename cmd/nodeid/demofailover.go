@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/store"
 )
 
@@ -18,7 +18,7 @@ import (
 // leases.
 func (d *demo) failover(ctx context.Context) error {
 	d.step("Starting a throwaway PostgreSQL primary and an asynchronous streaming standby")
-	pair, err := pgtest.StartPair(ctx)
+	pair, err := pgserver.StartPair(ctx)
 	if err != nil {
 		if d.interrupted.Err() != nil {
 			return errInterrupted
@@ -80,7 +80,7 @@ func (d *demo) failover(ctx context.Context) error {
 		lost.owner, lnode, lepoch, len(lminted), lminted[len(lminted)-1])
 
 	d.step("Killing the primary (an immediate shutdown, as a crash) and promoting the standby")
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+	if err := pair.Primary.Stop(ctx, pgserver.Immediate); err != nil {
 		return err
 	}
 	if err := pair.Promote(ctx); err != nil {

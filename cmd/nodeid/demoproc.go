@@ -47,9 +47,7 @@ func (a *app) startWorker(n int, dsn string, stderr io.Writer, args ...string) (
 	}
 	c.Env = append(c.Env, EnvDatabaseURL+"="+dsn)
 	c.Stderr = stderr
-	// A process group of its own: Ctrl-C in the terminal is for the demo,
-	// which stops the workers itself; and they die with the demo.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.SysProcAttr = workerProcAttr()
 	out, err := c.StdoutPipe()
 	if err != nil {
 		return nil, err

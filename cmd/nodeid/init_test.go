@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 func TestSchemaGolden(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // TestReplicationSyncWithoutWALFunctions: on a database that refuses the

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -17,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/internal/syncbuf"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
 
 // The fencing tests run "nodeid run" (this test binary as the command, see
@@ -47,9 +49,9 @@ func init() {
 // to DIR/PID, one stamp a line, each new millisecond with one write (a
 // killed stamper leaves whole lines), until DIR/stop exists. It does not
 // check the lease: whatever it stamps after it should have stopped, the
-// fence let it.
+// warden let it.
 func stamper(dir string) int {
-	clock, err := newWallClock(os.Getenv)
+	clock, err := testWallClock(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -65,7 +67,7 @@ func stamper(dir string) int {
 		if _, err := os.Stat(stop); err == nil {
 			return 0
 		}
-		if now := clock.nowMs(); now != last {
+		if now := clock.NowMs(); now != last {
 			if _, err := f.WriteString(strconv.FormatInt(now, 10) + "\n"); err != nil {
 				return 1
 			}
@@ -157,7 +159,7 @@ func startHolder(t *testing.T, clockFile string, args ...string) *runProc {
 	c.Env = append(c.Env, EnvTestClockFile+"="+clockFile)
 	c.Stdout, c.Stderr = &h.stdout, &h.stderr
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.WaitDelay = time.Second // output held by processes that outlive it (that the fence failed to kill)
+	c.WaitDelay = time.Second // output held by processes that outlive it (that the warden failed to kill)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +211,7 @@ func pollUntil(t *testing.T, within time.Duration, what string, cond func() bool
 }
 
 // killStampers kills the stampers of dirs that are still alive: the
-// fence's job, but a failing test must not leave them behind.
+// warden's job, but a failing test must not leave them behind.
 func killStampers(t *testing.T, dirs ...string) {
 	for _, dir := range dirs {
 		_, pids := readStamps(t, dir)
@@ -437,7 +439,7 @@ func TestRunFenceJobControl(t *testing.T) {
 }
 
 // TestRunFenceSupervisorKilled: SIGKILL of nodeid run, whose command left
-// a grandchild stamping: the fence kills it at once.
+// a grandchild stamping: the warden kills it at once.
 func TestRunFenceSupervisorKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	h1 := s.startWithGrandchild(t)
@@ -451,14 +453,14 @@ func TestRunFenceSupervisorKilled(t *testing.T) {
 	}
 }
 
-// TestRunFenceKilled: SIGKILL of the fence itself: nodeid run, a
+// TestRunWardenKilled: SIGKILL of the warden itself: nodeid run, a
 // subreaper, adopts the command's processes and kills them, and releases
 // the node ID.
-func TestRunFenceKilled(t *testing.T) {
+func TestRunWardenKilled(t *testing.T) {
 	s := newFenceSetup(t)
 	h1 := s.startWithGrandchild(t)
-	fence := childOf(t, h1.pid(), "run-fence")
-	if err := syscall.Kill(fence, syscall.SIGKILL); err != nil {
+	warden := childOf(t, h1.pid(), "run-warden")
+	if err := syscall.Kill(warden, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	code := h1.wait(t, 60*time.Second)
@@ -466,17 +468,17 @@ func TestRunFenceKilled(t *testing.T) {
 		t.Errorf("stampers still alive after nodeid run exited: %v", alive)
 	}
 	if code == 0 {
-		t.Errorf("exit code 0 after the fence was killed")
+		t.Errorf("exit code 0 after the warden was killed")
 	}
 	if row := readLease(t, s.db, 0); !row.free || row.reason != "released" {
 		t.Errorf("after the run: %+v, want node 0 released", row)
 	}
 }
 
-// TestRunFenceStopped: SIGSTOP of the fence: nodeid run kills the
+// TestRunWardenStopped: SIGSTOP of the warden: nodeid run kills the
 // command's processes itself at the deadline, when the lease is lost for
 // want of renewals.
-func TestRunFenceStopped(t *testing.T) {
+func TestRunWardenStopped(t *testing.T) {
 	srv := pgtest.Shared(t)
 	s := newFenceSetup(t)
 	p, err := pgtest.NewProxy(srv.Addr())
@@ -489,8 +491,8 @@ func TestRunFenceStopped(t *testing.T) {
 	args[1] = pgtest.WithAddr(s.dsn, p.Addr())
 	h1 := startHolder(t, s.clock, args...)
 	s.waitStamping(t, s.dir1, h1)
-	fence := childOf(t, h1.pid(), "run-fence")
-	if err := syscall.Kill(fence, syscall.SIGSTOP); err != nil {
+	warden := childOf(t, h1.pid(), "run-warden")
+	if err := syscall.Kill(warden, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	p.Cut() // no more renewals: the deadline comes
@@ -511,7 +513,7 @@ func TestRunFenceStopped(t *testing.T) {
 func childOf(t *testing.T, pid int, arg string) int {
 	t.Helper()
 	var found int
-	pollUntil(t, 10*time.Second, "the fence process", func() bool {
+	pollUntil(t, 10*time.Second, "the warden process", func() bool {
 		procs, err := readProcessTable()
 		if err != nil {
 			t.Fatal(err)
@@ -573,10 +575,10 @@ func TestRunFenceBackwardStep(t *testing.T) {
 
 // TestRunFenceForwardStep: the wall clock steps forward to just short of
 // the horizon the lease recorded, so that it would pass it before the next
-// renewal, and nodeid run is then killed: the fence kills the command as
+// renewal, and nodeid run is then killed: the warden kills the command as
 // the clock nears the horizon, so that nothing is stamped past the horizon
 // the lapsed lease leaves. The next holder, on a clock set back, stamps
-// only after it. The fence kills the command TTL/20 before the horizon,
+// only after it. The warden kills the command TTL/20 before the horizon,
 // 500ms here, a margin that the scheduling of a loaded host does not eat.
 func TestRunFenceForwardStep(t *testing.T) {
 	s := newFenceSetup(t)

@@ -1,8 +1,12 @@
+//go:build linux
+
 package main
 
 import (
+	"bytes"
 	"database/sql"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/internal/syncbuf"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
 
 // background runs the command in-process in a goroutine; wait returns its
@@ -486,13 +490,16 @@ func TestRunCreate(t *testing.T) {
 }
 
 // TestRunHelp: each default is shown once; the help states the
-// environment, the password advice and the test hook.
+// environment and the password advice, and no test hook.
 func TestRunHelp(t *testing.T) {
 	out := mustCLI(t, "run", "--help")
-	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", EnvTestClockFile, "--keep-db-env", "--create", "--timeout", "--metrics-addr", "/healthz"} {
+	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", "--keep-db-env", "--create", "--timeout", "--metrics-addr", "/healthz", "needs Linux"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help does not say %q", want)
 		}
+	}
+	if strings.Contains(out, EnvTestClockFile) || strings.Contains(out, "hook") {
+		t.Errorf("run --help speaks of the tests' clock hook:\n%s", out)
 	}
 	if strings.Contains(out, "(default 0s)") {
 		t.Errorf("run --help shows a default of 0s:\n%s", out)
@@ -533,5 +540,38 @@ func TestRunNodeBits(t *testing.T) {
 	}
 	if r := cli(t, "run", "--dsn", dsn, "--ttl", "3s", "--node-bits", "12", "--range", "4000-4095", "--", "sh", "-c", `test "$NODEID_NODE" = 4000`); r.code != 0 {
 		t.Errorf("run --node-bits 12 --range 4000-4095: %+v", r)
+	}
+}
+
+// TestPlainBinaryHasNoClockHook: the tests' clock hook (EnvTestClockFile)
+// is not in the command as built: the binary does not contain the
+// variable's name, and ignores it where the test binary reads it.
+func TestPlainBinaryHasNoClockHook(t *testing.T) {
+	bin := buildBinary(t)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(EnvTestClockFile)) {
+		t.Errorf("the binary contains %s", EnvTestClockFile)
+	}
+	bad := filepath.Join(t.TempDir(), "clock")
+	if err := os.WriteFile(bad, []byte("not a number\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens on port 1: the command fails after reading its
+	// clock, on connecting.
+	dsn := "postgres://nodeid@127.0.0.1:1/x?sslmode=disable&connect_timeout=5"
+	// The test binary has the hook, and rejects the file...
+	wantExit(t, cliWith(t, "", map[string]string{EnvTestClockFile: bad}, "run", "--dsn", dsn, "--", "true"), exitFailure, EnvTestClockFile)
+	// ...which the binary never reads.
+	c := exec.Command(bin, "run", "--dsn", dsn, "--", "true")
+	c.Env = append(os.Environ(), EnvTestClockFile+"="+bad)
+	out, err := c.CombinedOutput()
+	if err == nil || bytes.Contains(out, []byte(EnvTestClockFile)) || bytes.Contains(out, []byte("test hook")) {
+		t.Errorf("nodeid run with %s set: %v\n%s", EnvTestClockFile, err, out)
+	}
+	if !bytes.Contains(out, []byte("127.0.0.1")) {
+		t.Errorf("nodeid run did not get as far as connecting:\n%s", out)
 	}
 }

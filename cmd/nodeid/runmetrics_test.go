@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -10,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // TestRunMetrics scrapes nodeid run --metrics-addr over HTTP: the lease's

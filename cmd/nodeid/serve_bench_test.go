@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // Environment of BenchmarkServe.

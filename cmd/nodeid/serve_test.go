@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -24,8 +26,8 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/pgtest"
-	"github.com/nodeid/nodeid/internal/syncbuf"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 	"github.com/nodeid/nodeid/snowflake"
 )
 

@@ -2,18 +2,8 @@ package bench
 
 import (
 	"os"
-	"syscall"
 	"time"
 )
-
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // childCPU returns the CPU time a finished child process used.
 func childCPU(ps *os.ProcessState) time.Duration {

@@ -1,7 +1,7 @@
 package bench
 
 // Go benchmarks of the statement layer, store.Store, one operation at a
-// time on one connection, against the test PostgreSQL (see internal/pgtest).
+// time on one connection, against the test PostgreSQL (see internal/testkit/pgtest).
 // Compare with benchstat:
 //
 //	go test -run '^$' -bench Statement -count 6 ./internal/bench > stmt.txt
@@ -27,8 +27,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
 

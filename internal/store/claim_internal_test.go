@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
 

@@ -27,7 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/nodeid/nodeid/internal/bench"
-	"github.com/nodeid/nodeid/internal/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // settings make the server log lock waits to a file it can read back.

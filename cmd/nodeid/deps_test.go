@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// harnessPackages are what the shipped binary must not link: the test
+// harness and what only it needs.
+var harnessPackages = []string{"testing", "github.com/ory/dockertest/v3", "go.uber.org/goleak"}
+
+// TestBinaryLinksNoHarness: the command, built for Linux, macOS or Windows,
+// depends on no test harness (internal/testkit, testing, dockertest,
+// goleak).
+func TestBinaryLinksNoHarness(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	for _, target := range [][2]string{{runtime.GOOS, runtime.GOARCH}, {"darwin", "arm64"}, {"darwin", "amd64"}, {"windows", "amd64"}} {
+		c := exec.Command(goTool, "list", "-deps", ".")
+		c.Env = append(os.Environ(), "GOOS="+target[0], "GOARCH="+target[1], "CGO_ENABLED=0")
+		out, err := c.Output()
+		if err != nil {
+			t.Fatalf("go list -deps for %s/%s: %v", target[0], target[1], err)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 50 {
+			t.Fatalf("go list -deps for %s/%s listed %d packages: %q", target[0], target[1], len(deps), out)
+		}
+		for _, d := range deps {
+			for _, h := range harnessPackages {
+				if d == h || strings.HasPrefix(d, h+"/") || strings.Contains(d, "/internal/testkit") {
+					t.Errorf("%s/%s: the command depends on %s", target[0], target[1], d)
+				}
+			}
+		}
+	}
+}
