@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates docs/BENCHMARKS.md and its plots (docs/bench-*.png) from one
-# run of every benchmark, against throwaway PostgreSQL servers started
-# through internal/pgtest (local server binaries or Docker; or the server of
-# NODEID_TEST_DSN).
+# run of every benchmark, against throwaway PostgreSQL servers: nodeid
+# bench's through internal/pgserver (local server binaries), the Go
+# benchmarks' through internal/testkit/pgtest (which also takes the server
+# of NODEID_TEST_DSN, or a Docker engine).
 #
 #   scripts/bench.sh                 # the report's settings: 3 repetitions, about 20 minutes
 #   BENCH_REPEAT=1 scripts/bench.sh  # quicker, without spreads
