@@ -28,8 +28,9 @@ func (d *deaf) claims(on bool) {
 			d.st.claimHook = func(ctx context.Context) (store.Claim, bool, error) {
 				<-d.unblock
 				d.st.set(func() { d.st.claimHook = nil })
-				c, ok, _, err := d.st.Claim(context.Background(), d.st.lo, d.st.hi, "me", testTTL, 0)
-				return c, ok, err
+				c, err := d.st.Claim(context.Background(), d.st.lo, d.st.hi, "me", testTTL, 0)
+				ok := c.OK
+				return c.Claim, ok, err
 			}
 		}
 	})

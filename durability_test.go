@@ -698,7 +698,8 @@ func TestRecordedHorizonNeverBelowTheHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok, _, err := st.Claim(ctx, 0, 0, "a", time.Minute, 0)
+	c, err := st.Claim(ctx, 0, 0, "a", time.Minute, 0)
+	ok := c.OK
 	if err != nil || !ok {
 		t.Fatal(c, ok, err)
 	}
@@ -757,7 +758,8 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, ok, _, err := st.Claim(c, 0, 1, "a", time.Minute, 0)
+	cl, err := st.Claim(c, 0, 1, "a", time.Minute, 0)
+	ok := cl.OK
 	if err != nil || !ok {
 		t.Fatal(cl, ok, err)
 	}

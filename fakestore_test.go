@@ -137,14 +137,14 @@ func (f *fakeStore) PruneHistory(ctx context.Context, olderThan time.Duration) (
 	return 0, nil
 }
 
-func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, store.Refusal, error) {
+func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error) {
 	f.record("claim", store.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {
 		c, ok, err := hook(ctx)
-		return c, ok, store.Refusal{}, err
+		return store.ClaimResult{Claim: c, OK: ok}, err
 	}
 	if err := f.wait(ctx); err != nil {
-		return store.Claim{}, false, store.Refusal{}, err
+		return store.ClaimResult{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -161,13 +161,13 @@ func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl t
 			prev := r.horizon
 			r.owner, r.epoch, r.expires, r.ended = owner, r.epoch+1, now.Add(ttl), ""
 			r.horizon = max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
-			return store.Claim{
+			return store.ClaimResult{OK: true, Claim: store.Claim{
 				Key:     store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
 				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Generation: 1,
-			}, true, store.Refusal{}, nil
+			}}, nil
 		}
 	}
-	return store.Claim{}, false, why, nil
+	return store.ClaimResult{Refusal: why}, nil
 }
 
 func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error) {
@@ -211,7 +211,7 @@ func (f *fakeStore) Release(ctx context.Context, k store.Key, horizonMs int64, e
 		o.OK, o.Horizon = true, r.horizon
 	}
 	if r.epoch == k.Epoch {
-		o.EndReason = r.ended
+		o.EndReason = store.EndReason(r.ended)
 	}
 	return o, nil
 }

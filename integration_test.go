@@ -286,7 +286,8 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	if err := l2.Release(ctx); err != nil {
 		t.Fatalf("release after restart: %v", err)
 	}
-	c, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "after-restart", MinTTL, 0)
+	c, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "after-restart", MinTTL, 0)
+	ok := c.OK
 	if err != nil || !ok {
 		t.Fatalf("claim after restart: ok=%v err=%v", ok, err)
 	}
@@ -575,7 +576,8 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := r.st.(*store.Store)
-			c, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "x", MinTTL, 0)
+			c, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "x", MinTTL, 0)
+			ok := c.OK
 			if err != nil || !ok {
 				t.Fatal(ok, err)
 			}

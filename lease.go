@@ -166,7 +166,7 @@ func (l *Lease) release(ctx context.Context) error {
 		case err == nil && o.OK:
 			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact)
 			return nil
-		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "" && o.EndReason == "released":
+		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "" && o.EndReason == store.EndReleased:
 			// An earlier attempt that seemed to fail did release the row.
 			return nil
 		case err == nil:
@@ -188,9 +188,9 @@ func (l *Lease) causeOf(o store.Outcome) error {
 		return ErrTakenOver
 	case o.Epoch < l.key.Epoch:
 		return ErrFailover // the row never saw this claim
-	case o.Owner == "" && o.EndReason == "released":
+	case o.Owner == "" && o.EndReason == store.EndReleased:
 		return ErrReleased
-	case o.Owner == "" && o.EndReason == "expired":
+	case o.Owner == "" && o.EndReason == store.EndExpired:
 		return ErrExpired // evicted after it had lapsed
 	case o.Owner == "":
 		return ErrEvicted

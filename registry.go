@@ -21,7 +21,7 @@ type leaseStore interface {
 	Create(ctx context.Context, maxTTL time.Duration) (bool, error)
 	ReadConfig(ctx context.Context) (store.TableConfig, error)
 	CheckSchema(ctx context.Context) error
-	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.Claim, bool, store.Refusal, error)
+	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error)
 	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error)
 	CheckReplication(ctx context.Context) error
 	Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error)
@@ -227,26 +227,20 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
-	type claimed struct {
-		c   store.Claim
-		ok  bool
-		why store.Refusal
-	}
 	t0 := time.Now()
-	res, err := bounded(r, ctx, func(ctx context.Context) (claimed, error) {
-		c, ok, why, err := r.st.Claim(ctx, r.lo, r.hi, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
-		return claimed{c, ok, why}, err
-	}, func(res claimed, err error) {
-		if err == nil && res.ok { // committed after Acquire gave up: nothing was stamped
+	res, err := bounded(r, ctx, func(ctx context.Context) (store.ClaimResult, error) {
+		return r.st.Claim(ctx, r.lo, r.hi, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
+	}, func(res store.ClaimResult, err error) {
+		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
 			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 			defer cancel()
-			_, _ = r.st.Release(ctx, res.c.Key, res.c.PrevHorizon, true)
+			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon, true)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !res.ok && res.why.ModeChanged && !retried {
+	if !res.OK && res.Refusal.ModeChanged && !retried {
 		// The table's replication mode changed since the Registry read it:
 		// the store has learnt the new one; check it and claim again.
 		r.log().Info("nodeid: the table's replication mode changed; claiming with the new one")
@@ -257,10 +251,10 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		}
 		return r.claimOnce(ctx, true)
 	}
-	if !res.ok {
-		return nil, r.refusal(res.why)
+	if !res.OK {
+		return nil, r.refusal(res.Refusal)
 	}
-	l := newLease(r, res.c, t0)
+	l := newLease(r, res.Claim, t0)
 	r.metrics.held.Add(ctx, 1, r.attrs()) // until the lease ends (recordEnd)
 	l.start(t0)
 
@@ -278,8 +272,8 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		_ = l.Release(context.Background())
 		return nil, fmt.Errorf("nodeid: the claim took longer than the lease allows: %w", err)
 	}
-	l.log.Debug("nodeid: acquired", "deadline_in", time.Until(l.Deadline()), "previous_horizon_ms", res.c.PrevHorizon,
-		"generation", res.c.Generation)
+	l.log.Debug("nodeid: acquired", "deadline_in", time.Until(l.Deadline()), "previous_horizon_ms", res.PrevHorizon,
+		"generation", res.Generation)
 	return l, nil
 }
 

@@ -28,7 +28,7 @@ type claimJSON struct {
 
 func claimToJSON(c store.HistoryRow) claimJSON {
 	j := claimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
-		EndReason: c.EndReason, FromMs: c.FromMs, HorizonMs: c.HorizonMs, Generation: c.Generation}
+		EndReason: string(c.EndReason), FromMs: c.FromMs, HorizonMs: c.HorizonMs, Generation: c.Generation}
 	j.EndedAt, j.EndedAtMs = jsonTime(c.EndedAt)
 	return j
 }
@@ -142,7 +142,7 @@ func (a *app) writeShow(r store.Row, hist []store.HistoryRow, now time.Time, mod
 	}
 	t.row(head...)
 	for _, c := range hist {
-		ended, reason := relative(c.EndedAt, now), orDash(c.EndReason)
+		ended, reason := relative(c.EndedAt, now), orDash(string(c.EndReason))
 		if c.EndedAt.IsZero() {
 			ended, reason = "-", "(open)"
 		}

@@ -175,5 +175,5 @@ func leaseSpan(c store.HistoryRow) string {
 	if c.EndedAt.IsZero() {
 		return s + ", still held"
 	}
-	return s + ", ended " + exact(c.EndedAt) + " (" + orDash(c.EndReason) + ")"
+	return s + ", ended " + exact(c.EndedAt) + " (" + orDash(string(c.EndReason)) + ")"
 }

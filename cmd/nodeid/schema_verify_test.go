@@ -40,7 +40,8 @@ func TestSchemaVerifySQL(t *testing.T) {
 	if err := st.Apply(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	c, ok, _, err := st.Claim(ctx, 0, 1, "worker-1", 30*time.Second, 0)
+	c, err := st.Claim(ctx, 0, 1, "worker-1", 30*time.Second, 0)
+	ok := c.OK
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}

@@ -222,7 +222,8 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	ctr.mu.Lock()
 	ctr.captured = nil
 	ctr.mu.Unlock()
-	c, ok, _, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
+	c, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
+	ok := c.OK
 	if err != nil {
 		return statements{}, err
 	}

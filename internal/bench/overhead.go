@@ -286,7 +286,8 @@ func (r *runner) storeLoop(ctx context.Context, st *store.Store, mode string, c 
 		return nil, err
 	}
 	return r.newPairLoop(ctx, db, c, chunk/4, func(ctx context.Context) error {
-		cl, ok, _, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
+		cl, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
+		ok := cl.OK
 		if err != nil {
 			return err
 		}

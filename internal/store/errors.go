@@ -3,12 +3,14 @@ package store
 import (
 	"fmt"
 
+	"github.com/jackc/pgerrcode"
+
 	"github.com/nodeid/nodeid/internal/wal"
 	"github.com/nodeid/nodeid/postgres"
 )
 
 // wrapErr wraps a statement's error with the operation and the table; the
-// error's Hint names the fix for the failures a deployment can fix.
+// error's message names the fix for the failures a deployment can fix.
 func (s *Store) wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
@@ -25,7 +27,7 @@ func (e *privilegeError) Error() string {
 }
 
 // SQLState lets SQLSTATE and Fatal classify the error like the server's.
-func (e *privilegeError) SQLState() string { return "42501" }
+func (e *privilegeError) SQLState() string { return pgerrcode.InsufficientPrivilege }
 
 // missingError reports a table CheckSchema found missing; it carries
 // SQLSTATE 42P01 like the server's own error.
@@ -36,7 +38,7 @@ func (e *missingError) Error() string {
 }
 
 // SQLState lets SQLSTATE and Fatal classify the error like the server's.
-func (e *missingError) SQLState() string { return "42P01" }
+func (e *missingError) SQLState() string { return pgerrcode.UndefinedTable }
 
 // unloggedError reports lease tables that are UNLOGGED (or temporary),
 // which a crash empties: every epoch and horizon would start again from
@@ -50,7 +52,7 @@ func (e *unloggedError) Error() string {
 }
 
 // SQLState lets SQLSTATE classify the error.
-func (e *unloggedError) SQLState() string { return "55000" }
+func (e *unloggedError) SQLState() string { return pgerrcode.ObjectNotInPrerequisiteState }
 
 // Fatal marks the error as a deployment problem.
 func (e *unloggedError) Fatal() bool { return true }

@@ -114,7 +114,7 @@ type HistoryRow struct {
 	AcquiredAt time.Time
 	FromMs     int64     // the previous holder's horizon
 	EndedAt    time.Time // zero while the claim lasts
-	EndReason  string    // "released", "expired", "evicted"; "" while it lasts
+	EndReason  EndReason // "" while it lasts
 	HorizonMs  int64     // the claim's horizon: final when ended, else the current one
 	Generation int64     // the table's generation the claim was made in
 }

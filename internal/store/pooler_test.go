@@ -38,8 +38,8 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 	}
 	// The first claim prepares its statement on the server connection S1,
 	// which returns to the pool.
-	if _, ok, _, err := cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0); err != nil || !ok {
-		t.Fatalf("first claim through the pooler: %v %v", ok, err)
+	if res, err := cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0); err != nil || !res.OK {
+		t.Fatalf("first claim through the pooler: %+v %v", res, err)
 	}
 	// Another client's open transaction now holds S1 (PgBouncer reuses the
 	// most recently released server connection).
@@ -57,7 +57,7 @@ func TestPoolerWithoutExecModeNamesTheFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The second claim reuses the cached statement name on S2.
-	_, _, _, err = cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0)
+	_, err = cs.Claim(ctx, cs.Config().MinNode, cs.Config().MaxNode, "a", time.Minute, 0)
 	if err == nil {
 		t.Fatal("a cached prepared statement worked on another server connection: the pooler is not in transaction mode")
 	}

@@ -93,7 +93,8 @@ func TestLeaseStatementsThroughAnyDriver(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c, ok, _, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 100)
+			c, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 100)
+			ok := c.OK
 			if err != nil || !ok {
 				t.Fatalf("claim: ok %v, %v", ok, err)
 			}
@@ -135,7 +136,8 @@ func TestLeaseStatementRetriedOnAnotherConnection(t *testing.T) {
 	conn := &connector{dsn: dsn, wrap: func(c *stdlib.Conn) driver.Conn { return closingConn{c, &calls} }}
 	s := storeOn(t, conn)
 	before := conn.opens.Load()
-	c, ok, _, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 0)
+	c, err := s.Claim(t.Context(), s.Config().MinNode, s.Config().MaxNode, "a", time.Minute, 0)
+	ok := c.OK
 	if err != nil || !ok {
 		t.Fatalf("claim: ok %v, %v", ok, err)
 	}

@@ -25,8 +25,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/nodeid/nodeid/internal/pgerr"
 	"github.com/nodeid/nodeid/internal/wal"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -204,6 +206,16 @@ type Refusal struct {
 	Now         time.Time
 }
 
+// EndReason is why a claim ended, as its history records it.
+type EndReason string
+
+// The ends of a claim.
+const (
+	EndReleased EndReason = "released" // released by its holder
+	EndExpired  EndReason = "expired"  // lapsed (and claimed again, or evicted after it lapsed)
+	EndEvicted  EndReason = "evicted"  // evicted by an operator while it was held
+)
+
 // Outcome is the result of a renewal or release. When OK is false the
 // statement changed nothing, and Owner, Epoch and Exists describe the row as
 // it is once every concurrent change to it has committed, so that the
@@ -217,7 +229,7 @@ type Outcome struct {
 	Exists    bool      // the node ID's row exists
 	Owner     string
 	Epoch     int64
-	EndReason string // "released", "expired", "evicted" or ""
+	EndReason EndReason // the history's end of the claim, "" while it lasts
 	// TTLAbove is set when a renewal's TTL exceeds the table's maximum: the
 	// table does not record the maximum the lease was claimed under (a
 	// failover lost its raise), and the renewal changed nothing.
@@ -383,14 +395,23 @@ FROM (
 ) AS w RIGHT JOIN (SELECT 1) AS one ON true
 WHERE NOT EXISTS (SELECT 1 FROM claimed)`
 
+// ClaimResult is the result of a claim that ran: the claim when OK, else
+// the Refusal that says why no node ID was claimable.
+type ClaimResult struct {
+	Claim
+	OK      bool
+	Refusal Refusal
+}
+
 // Claim claims the lowest claimable node ID of lo to hi for owner, for ttl,
 // recording horizonMs as the horizon (see claimTemplate). When no node ID
-// can be claimed, ok is false and the Refusal says why.
-func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (c Claim, ok bool, why Refusal, err error) {
+// can be claimed, the result is not OK and its Refusal says why.
+func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (ClaimResult, error) {
 	q, err := s.sqlFor(ctx)
 	if err != nil {
-		return Claim{}, false, Refusal{}, err
+		return ClaimResult{}, err
 	}
+	var c Claim
 	var (
 		node, epoch, prev, horizon, gen sql.NullInt64
 		expires                         sql.NullTime
@@ -404,14 +425,14 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now,
 		&held, &cooling, &soonest, &until, &setAt, &quarantined, &maxTTL, &mode)
 	if err != nil {
-		return Claim{}, false, Refusal{}, s.wrapErr("claim", err)
+		return ClaimResult{}, s.wrapErr("claim", err)
 	}
 	if node.Valid {
 		c.Key = Key{NodeID: node.Int64, Owner: owner, Epoch: epoch.Int64}
 		c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
-		return c, true, Refusal{}, nil
+		return ClaimResult{Claim: c, OK: true}, nil
 	}
-	why = Refusal{
+	why := Refusal{
 		Held: held.Int64, Cooling: cooling.Int64, Soonest: soonest.Int64, Until: until.Int64,
 		SetAt: setAt.Time, Quarantined: quarantined.Bool, MaxTTL: time.Duration(maxTTL.Int64) * time.Millisecond,
 		Unconfigured: !maxTTL.Valid, Now: c.Now,
@@ -423,7 +444,7 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		s.mode.Store(&m)
 		why.ModeChanged = true
 	}
-	return Claim{}, false, why, nil
+	return ClaimResult{Refusal: why}, nil
 }
 
 // The renewal extends only a live lease of this owner and epoch, and only
@@ -493,7 +514,7 @@ func (s *Store) outcome(ctx context.Context, op, q string, args, dest []any, tai
 	if err != nil {
 		return o, s.wrapErr(op, err)
 	}
-	o.Exists, o.EndReason = true, reason.String
+	o.Exists, o.EndReason = true, EndReason(reason.String)
 	return o, nil
 }
 
@@ -544,7 +565,7 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 	o, err := s.outcome(ctx, "release", q.release, []any{k.NodeID, k.Owner, k.Epoch, arg, horizonMs}, []any{&horizon})
 	o.OK, o.Horizon = horizon.Valid, horizon.Int64
 	if o.OK {
-		o.EndReason = "released"
+		o.EndReason = EndReleased
 	}
 	return o, err
 }
@@ -631,7 +652,7 @@ func (s *Store) Restored(ctx context.Context) (generation int64, until time.Time
 // lockErr names what a statement that gave up waiting for a lock
 // (SQLSTATE 55P03, lock_timeout) waited for.
 func lockErr(err error, what string) error {
-	if postgres.SQLSTATE(err) != "55P03" {
+	if pgerr.Code(err) != pgerrcode.LockNotAvailable {
 		return err
 	}
 	return fmt.Errorf("waited %s for a lock on %s, which another transaction holds (look for it in pg_stat_activity), and gave up so as not to queue the fleet's renewals behind it: %w",
@@ -676,7 +697,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &mode, &c.Generation,
 		&c.GenerationAt, &c.ServerID, &c.Timeline, &c.Unlogged)
-	missing := postgres.SQLSTATE(err) == "42P01"
+	missing := pgerr.Code(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
 		switch {
@@ -687,7 +708,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		}
 	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || missing || postgres.SQLSTATE(err) == "42703":
+	case errors.Is(err, sql.ErrNoRows) || missing || pgerr.Code(err) == pgerrcode.UndefinedColumn:
 		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): bring it up to date with the DDL of SchemaSQL, applied as its owner",
 			postgres.ErrUnconfigured))
 	case err != nil:
@@ -723,7 +744,7 @@ func (s *Store) CheckReplication(ctx context.Context) error {
 		return s.wrapErr("check the server", err)
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "55000" && strings.Contains(pe.Message+pe.Hint, "recovery") {
+	if errors.As(err, &pe) && pe.Code == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(pe.Message+pe.Hint, "recovery") {
 		return s.wrapErr("check the server", &recoveryError{err: err})
 	}
 	return s.wrapErr("check the server", &WALError{err: err})
@@ -765,7 +786,7 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 		_, err := tx.ExecContext(ctx, ddl)
 		return err
 	})
-	if postgres.SQLSTATE(err) == "42501" {
+	if pgerr.Code(err) == pgerrcode.InsufficientPrivilege {
 		err = fmt.Errorf("table %s does not exist, and this role may not create it: %w", s.cfg.Table, err)
 	}
 	if err != nil {
@@ -812,7 +833,7 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		if err != nil && ctx.Err() != nil && waited != nil {
 			err = waited // ctx ended while an attempt waited for the lock again
 		}
-		if postgres.SQLSTATE(err) != "55P03" {
+		if pgerr.Code(err) != pgerrcode.LockNotAvailable {
 			break
 		}
 		waited = err
@@ -836,7 +857,7 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 // asynchronous replication needs.
 func classifyDDL(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42501" || pe.Code == "55000" || pe.Code == "0A000") &&
+	if errors.As(err, &pe) && (pe.Code == pgerrcode.InsufficientPrivilege || pe.Code == pgerrcode.ObjectNotInPrerequisiteState || pe.Code == pgerrcode.FeatureNotSupported) &&
 		(strings.Contains(pe.Message, "pg_walfile_name") || strings.Contains(pe.Message, "pg_current_wal_lsn") ||
 			strings.Contains(pe.Message, "pg_control_system") || strings.Contains(pe.Message, "wal_level") ||
 			strings.Contains(pe.Message, "Aurora")) {

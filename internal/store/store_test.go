@@ -168,7 +168,8 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	}
 	ttl := time.Minute
 	// Claim 1 stamps up to 5000 and releases with that exact horizon.
-	c1, ok, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "a", ttl, 1000)
+	c1, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "a", ttl, 1000)
+	ok := c1.OK
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -179,7 +180,7 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 		t.Fatalf("release 1: %+v %v", o, err)
 	}
 	// Claim 2 promises 9000, then is evicted by an operator.
-	c2, _, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "b", ttl, 9000)
+	c2, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "b", ttl, 9000)
 	if err != nil || c2.PrevHorizon != 5000 || c2.Epoch != 2 {
 		t.Fatalf("claim 2: %+v %v", c2, err)
 	}
@@ -193,7 +194,7 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 		t.Fatal("evicting twice changed the row again")
 	}
 	// Claim 3 is open: its horizon is the row's.
-	c3, _, _, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "c", ttl, 20000)
+	c3, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "c", ttl, 20000)
 	if err != nil || c3.PrevHorizon != 9000 {
 		t.Fatalf("claim 3: %+v %v", c3, err)
 	}

@@ -23,11 +23,12 @@ func verifyStore(t *testing.T, lo, hi int64) *store.Store {
 
 func mustClaim(t *testing.T, st *store.Store, owner string) store.Claim {
 	t.Helper()
-	c, ok, why, err := st.Claim(ctxT(t), st.Config().MinNode, st.Config().MaxNode, owner, 30*time.Second, 0)
+	c, err := st.Claim(ctxT(t), st.Config().MinNode, st.Config().MaxNode, owner, 30*time.Second, 0)
+	ok, why := c.OK, c.Refusal
 	if err != nil || !ok {
 		t.Fatalf("claim for %s: ok=%v %+v %v", owner, ok, why, err)
 	}
-	return c
+	return c.Claim
 }
 
 func mustExec(t *testing.T, q interface {
@@ -101,8 +102,8 @@ func TestVerifyHeld(t *testing.T) {
 	if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
 		t.Fatalf("release: %+v %v", o, err)
 	}
-	if cl, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !ok || cl.NodeID != 0 {
-		t.Fatalf("a claim after a point check: %+v ok=%v %v; the row was left locked", cl, ok, err)
+	if cl, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !cl.OK || cl.NodeID != 0 {
+		t.Fatalf("a claim after a point check: %+v %v; the row was left locked", cl, err)
 	}
 }
 
@@ -220,8 +221,8 @@ func TestVerifyCauses(t *testing.T) {
 			// A failed verification locks nothing: a claim takes a free or
 			// lapsed row at once.
 			if tc.want == store.CauseReleased || tc.want == store.CauseEvicted || tc.want == store.CauseExpired {
-				if _, ok, why, err := st.Claim(ctx, 0, 0, "c", 30*time.Second, 0); err != nil || !ok {
-					t.Errorf("a claim after a failed verification, in its open transaction: ok=%v %+v %v", ok, why, err)
+				if res, err := st.Claim(ctx, 0, 0, "c", 30*time.Second, 0); err != nil || !res.OK {
+					t.Errorf("a claim after a failed verification, in its open transaction: %+v %v", res, err)
 				}
 			}
 		})
@@ -259,15 +260,16 @@ func TestVerifyLockLetsRenewalsThroughAndKeepsClaimsOff(t *testing.T) {
 	if o, err := st.Release(wctx, c.Key, 0, true); err != nil || !o.OK {
 		t.Fatalf("release while a verified transaction is open: %+v %v", o, err)
 	}
-	b, ok, why, err := st.Claim(ctx, 0, 1, "b", 30*time.Second, 0)
+	b, err := st.Claim(ctx, 0, 1, "b", 30*time.Second, 0)
+	ok, why := b.OK, b.Refusal
 	if err != nil || !ok || b.NodeID != 1 {
 		t.Fatalf("claim while the released row is locked = node %d ok=%v %+v %v, want node 1", b.NodeID, ok, why, err)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if cl, ok, why, err := st.Claim(ctx, 0, 1, "c", 30*time.Second, 0); err != nil || !ok || cl.NodeID != 0 || cl.Epoch != c.Epoch+1 {
-		t.Fatalf("claim after the transaction = %+v ok=%v %+v %v, want node 0, epoch %d", cl, ok, why, err, c.Epoch+1)
+	if cl, err := st.Claim(ctx, 0, 1, "c", 30*time.Second, 0); err != nil || !cl.OK || cl.NodeID != 0 || cl.Epoch != c.Epoch+1 {
+		t.Fatalf("claim after the transaction = %+v %v, want node 0, epoch %d", cl, err, c.Epoch+1)
 	}
 }
 
@@ -364,12 +366,12 @@ func TestVerifyRepeatableRead(t *testing.T) {
 			if v, err := store.Verify(ctx, stale, st.Config(), c.Key); err != nil || !v.Held {
 				t.Fatalf("verify in a snapshot older than the release: %+v %v", v, err)
 			}
-			if _, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || ok {
-				t.Fatalf("a claim took the row of an open verified transaction: ok=%v %v", ok, err)
+			if res, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || res.OK {
+				t.Fatalf("a claim took the row of an open verified transaction: %+v %v", res, err)
 			}
 			_ = stale.Rollback()
-			if _, ok, _, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !ok {
-				t.Fatalf("a claim after the transaction: ok=%v %v", ok, err)
+			if res, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !res.OK {
+				t.Fatalf("a claim after the transaction: %+v %v", res, err)
 			}
 		})
 	}

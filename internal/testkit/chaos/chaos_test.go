@@ -713,7 +713,7 @@ func (r *run) history(ctx context.Context) (History, error) {
 		for _, c := range cs {
 			cl := Claim{
 				Node: c.NodeID, Epoch: c.Epoch, Owner: c.Owner, AcquiredNs: c.AcquiredAt.UnixNano(),
-				FromMs: c.FromMs, HorizonMs: c.HorizonMs, EndReason: c.EndReason,
+				FromMs: c.FromMs, HorizonMs: c.HorizonMs, EndReason: string(c.EndReason),
 				Timeline: claimTimelines[key{c.NodeID, c.Epoch}],
 			}
 			if !c.EndedAt.IsZero() {
