@@ -692,17 +692,8 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 // release without an exact horizon does too.
 func TestRecordedHorizonNeverBelowTheHolders(t *testing.T) {
 	t.Parallel()
-	_, db := provisioned(t, false, postgres.WithNodeRange(0, 0))
+	_, st, c := claimedStore(t, 0)
 	ctx := ctxOf(t)
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := st.Claim(ctx, 0, 0, "a", time.Minute, 0)
-	ok := c.OK
-	if err != nil || !ok {
-		t.Fatal(c, ok, err)
-	}
 	// The holder keeps a horizon 63 s ahead of the server's now(): above
 	// now() + TTL, within a tenth of the maximum TTL of it.
 	kept := c.Now.UnixMilli() + 63_000
@@ -752,17 +743,9 @@ func TestRenewalAboveTheMaximumTTLEndsTheLease(t *testing.T) {
 // needs a lock a long reader holds, while renewals go on.
 func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	t.Parallel()
-	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 1))
+	admin, st, cl := claimedStore(t, 1)
+	db := st.DB()
 	c := ctxOf(t)
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := st.Claim(c, 0, 1, "a", time.Minute, 0)
-	ok := cl.OK
-	if err != nil || !ok {
-		t.Fatal(cl, ok, err)
-	}
 	tx, err := admin.BeginTx(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -861,4 +844,20 @@ func BenchmarkPromotionToFirstClaim(b *testing.B) {
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/first-claim")
 		})
 	}
+}
+
+// claimedStore returns a database with a lease table of node IDs 0 to hi,
+// a Store on it, and a one-minute claim of "a" made through the Store.
+func claimedStore(t *testing.T, hi int64) (*sql.DB, *store.Store, store.Claim) {
+	t.Helper()
+	admin, db := provisioned(t, false, postgres.WithNodeRange(0, hi))
+	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.Claim(ctxOf(t), 0, hi, "a", time.Minute, 0)
+	if err != nil || !res.OK {
+		t.Fatal(res, err)
+	}
+	return admin, st, res.Claim
 }
