@@ -861,3 +861,71 @@ func claimedStore(t *testing.T, hi int64) (*sql.DB, *store.Store, store.Claim) {
 	}
 	return admin, st, res.Claim
 }
+
+// Two standbys of one primary promoted one after the other from the same
+// history, with no WAL archive between them: both are on timeline 2, and
+// the second never saw what holder A took on the first. Nothing in the
+// data orders the two branches, yet the second server is not the one its
+// table recorded (timeline 1): the node ID is quarantined there, holder B
+// stamps after every lease the first branch could have granted, and its
+// epoch, of an era after that quarantine, is above A's. No millisecond is
+// stamped by both.
+func TestTwoPromotionsFromOneHistory(t *testing.T) {
+	t.Parallel()
+	const ttl = 5 * time.Second
+	ctx := ctxOf(t)
+	first := pgtest.NewPair(t)
+	second := first.AddStandby(t, "second")
+	dbName, err := first.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Primary.Exec(ctx, dbName, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl))); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*pgtest.Pair{first, second} {
+		if err := p.WaitReplayed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p.Repl.Cut()
+	}
+	if err := first.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := newHolder(t, first.Standby.DSN(dbName), "holder-a", ttl)
+	la, ma := a.claim(t, 100, false)
+	if err := first.Standby.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err := second.Standby.Timeline(ctx); err != nil || tl != 2 {
+		t.Fatalf("the second standby's timeline: %d, %v; want 2, as the first's", tl, err)
+	}
+	b := newHolder(t, second.Standby.DSN(dbName), "holder-b", ttl)
+	lb, mb := b.claim(t, 100, false)
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * ttl):
+		t.Fatal("holder A's lease did not end")
+	}
+	<-ma.done
+	_ = lb.Release(ctx)
+	<-mb.done
+	var s stamps
+	s.add(ma.ids)
+	s.add(mb.ids)
+	dups, shared := s.check()
+	t.Logf("A's epoch %#x on the first promoted standby, B's %#x on the second; %d duplicates, %d ms stamped by both",
+		la.Epoch(), lb.Epoch(), dups, shared)
+	if dups != 0 || shared != 0 {
+		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by both holders", dups, shared)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
+	}
+}

@@ -104,8 +104,8 @@ func StartLocal(ctx context.Context, settings ...string) (*Server, error) {
 
 // startStandby starts a server whose data directory pg_basebackup clones,
 // as a standby, from the server at addr.
-func startStandby(ctx context.Context, settings []string, addr string) (*Server, error) {
-	return startLocalWith(ctx, settings, func(l *local, ctx context.Context) error { return l.basebackup(ctx, addr) })
+func startStandby(ctx context.Context, settings []string, addr, slot string) (*Server, error) {
+	return startLocalWith(ctx, settings, func(l *local, ctx context.Context) error { return l.basebackup(ctx, addr, slot) })
 }
 
 // startLocalWith starts a local server on a data directory that mkdata
@@ -181,14 +181,14 @@ func (l *local) init(ctx context.Context) error {
 }
 
 // basebackup makes the data directory as a standby of the server at addr,
-// streaming from a new replication slot.
-func (l *local) basebackup(ctx context.Context, addr string) error {
+// streaming from a new replication slot of that name.
+func (l *local) basebackup(ctx context.Context, addr, slot string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
 	out, err := l.command(ctx, "pg_basebackup", "-D", l.data(), "-h", host, "-p", port, "-U", "postgres",
-		"--write-recovery-conf", "--create-slot", "--slot="+standbySlot, "--wal-method=stream",
+		"--write-recovery-conf", "--create-slot", "--slot="+slot, "--wal-method=stream",
 		"--checkpoint=fast", "--no-sync").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_basebackup: %w\n%s", err, out)

@@ -40,6 +40,10 @@ const standbySlot = "pgserver_standby"
 type Pair struct {
 	Primary, Standby *Server
 	Repl             *Proxy // the standby's replication connection runs through it
+
+	settings []string // of both servers
+	slot     string   // the standby's replication slot on the primary
+	shared   bool     // the primary is another Pair's: Close leaves it
 }
 
 // StartPair starts a primary from the local PostgreSQL programs (see
@@ -54,18 +58,42 @@ func StartPair(ctx context.Context, settings ...string) (*Pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: start the primary: %w", err)
 	}
-	p := &Pair{Primary: primary}
-	if p.Repl, err = NewProxy(primary.Addr()); err != nil {
+	p := &Pair{Primary: primary, settings: all, slot: standbySlot}
+	if err := p.startStandby(ctx); err != nil {
 		p.Close()
 		return nil, err
 	}
+	return p, nil
+}
+
+// startStandby starts p's standby, cloned from the primary through a new
+// proxy, from p's replication slot.
+func (p *Pair) startStandby(ctx context.Context) error {
+	var err error
+	if p.Repl, err = NewProxy(p.Primary.Addr()); err != nil {
+		return err
+	}
 	// pg_basebackup connects through the proxy, so the primary_conninfo
 	// that -R writes names the proxy.
-	if p.Standby, err = startStandby(ctx, all, p.Repl.Addr()); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("pgserver: start the standby: %w", err)
+	if p.Standby, err = startStandby(ctx, p.settings, p.Repl.Addr(), p.slot); err != nil {
+		return fmt.Errorf("pgserver: start the standby: %w", err)
 	}
-	return p, nil
+	return nil
+}
+
+// AddStandby starts another standby of p's primary, cloned and streaming
+// through a proxy of its own, from a replication slot of its own, and
+// returns it as a Pair that shares the primary: two standbys of one
+// primary, which a test can cut and promote one after the other, each
+// never having seen what the other took after its promotion. Closing the
+// new Pair leaves the primary running.
+func (p *Pair) AddStandby(ctx context.Context, name string) (*Pair, error) {
+	q := &Pair{Primary: p.Primary, settings: p.settings, slot: standbySlot + "_" + name, shared: true}
+	if err := q.startStandby(ctx); err != nil {
+		q.Close()
+		return nil, err
+	}
+	return q, nil
 }
 
 // WaitReplayed waits until the standby has replayed the primary's WAL up to
@@ -147,7 +175,9 @@ func (p *Pair) Close() error {
 	if p.Repl != nil {
 		errs = append(errs, p.Repl.Close())
 	}
-	errs = append(errs, p.Primary.Close())
+	if !p.shared {
+		errs = append(errs, p.Primary.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -52,3 +52,18 @@ func NewPair(t testing.TB, settings ...string) *Pair {
 	t.Cleanup(func() { _ = p.Close() })
 	return &Pair{Primary: &Server{p.Primary}, Standby: &Server{p.Standby}, Repl: p.Repl, pair: p}
 }
+
+// AddStandby starts another standby of p's primary, streaming through a
+// proxy of its own, for the test (see pgserver.Pair.AddStandby), and
+// closes it when the test ends.
+func (p *Pair) AddStandby(t testing.TB, name string) *Pair {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	q, err := p.pair.AddStandby(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.Close() })
+	return &Pair{Primary: p.Primary, Standby: &Server{q.Standby}, Repl: q.Repl, pair: q}
+}
