@@ -929,3 +929,62 @@ func TestTwoPromotionsFromOneHistory(t *testing.T) {
 		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
 	}
 }
+
+// earlierSQL reads a statement of the version that recorded WAL timelines.
+func earlierSQL(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "earlier", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A table of the version that recorded WAL timelines, brought up to date by
+// the new DDL, keeps its claims, epochs and horizons, quarantines nothing
+// new, and refuses that version's statements (undefined column), so that
+// no process of it goes on under rules it does not know during a rolling
+// deploy: its holders' renewals fail, and they stop minting at their
+// deadline.
+func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := ctxOf(t)
+	execSQL(t, db, earlierSQL(t, "schema.sql"))
+	horizon := time.Now().Add(time.Minute).UnixMilli()
+	var node, epoch int64
+	if err := db.QueryRowContext(ctx, earlierSQL(t, "claim.sql"), 0, 1, "old", 60000, horizon).Scan(&node, &epoch,
+		new(any), new(any), new(any), new(any), new(any), new(any), new(any), new(any), new(any), new(any), new(any), new(any)); err != nil || node != 0 || epoch != 1 {
+		t.Fatalf("a claim of the earlier version: node %d, epoch %d, %v", node, epoch, err)
+	}
+	// Node ID 1 was last written on an earlier timeline than the one the
+	// table recorded a moment ago: quarantined, and it must stay so.
+	execSQL(t, db, `UPDATE snowflake_nodes SET timeline = 0 WHERE node_id = 1; UPDATE snowflake_nodes_config SET timeline_seen_at = now()`)
+	execSQL(t, db, mustSchema(t, postgres.WithNodeRange(0, 2)))
+	for _, name := range []string{"renew.sql", "claim.sql"} {
+		args := []any{0, "old", 1, 60000, horizon}
+		if name == "claim.sql" {
+			args = []any{0, 1, "old-2", 60000, horizon}
+		}
+		_, err := db.ExecContext(ctx, earlierSQL(t, name), args...)
+		if postgres.SQLSTATE(err) != "42703" {
+			t.Errorf("the earlier version's %s after the upgrade: %v; want undefined column (42703)", name, err)
+		}
+	}
+	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CheckSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, now, err := st.List(ctx)
+	if err != nil || len(rows) != 3 || rows[0].Owner != "old" || rows[0].Epoch != 1 || rows[0].State(now) != store.Held ||
+		rows[1].State(now) != store.Quarantined || rows[2].State(now) != store.Free {
+		t.Fatalf("the table after the upgrade: %+v, %v; want node 0 still held by the earlier claim, node 1 still quarantined, node 2 free", rows, err)
+	}
+	res, err := st.Claim(ctx, 0, 2, "new", time.Minute, 0)
+	if err != nil || !res.OK || res.NodeID != 2 || res.Epoch != 1 {
+		t.Errorf("a claim of the new version: %+v, %v; want node 2 at epoch 1", res, err)
+	}
+}

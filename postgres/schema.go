@@ -113,8 +113,8 @@ BEGIN
             ADD COLUMN replication text NOT NULL DEFAULT 'async' CHECK (replication IN ('async', 'sync')),
             ADD COLUMN generation bigint NOT NULL DEFAULT 2 CHECK (generation > 0),
             ADD COLUMN server_id bigint;
-        UPDATE {t} SET generation = CASE WHEN generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
-        UPDATE {h} SET generation = CASE WHEN generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
+        UPDATE {t} SET generation = CASE WHEN {t}.generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
+        UPDATE {h} SET generation = CASE WHEN {h}.generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
         IF want IS DISTINCT FROM 'sync' THEN
             -- That version did not record the server's identity: the server
             -- that is on the recorded timeline is taken to be the one.
