@@ -14,4 +14,6 @@ func FindBinaries() (string, error) { return "", ErrUnsupported }
 // run as POSIX child processes, with signals for their shutdown modes.
 func StartLocal(context.Context, ...string) (*Server, error) { return nil, ErrUnsupported }
 
-func startStandby(context.Context, []string, string, string) (*Server, error) { return nil, ErrUnsupported }
+func startStandby(context.Context, []string, string, string) (*Server, error) {
+	return nil, ErrUnsupported
+}
