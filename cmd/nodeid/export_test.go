@@ -379,11 +379,13 @@ func TestExportTakeover(t *testing.T) {
 		h1.run.wait(t, 60*time.Second)
 		ids := readGenIDs(t, h1.dir)
 		first := stampOf(slices.Min(ids))
-		// The second holder's generator reads this clock, set back to a
-		// second before the first holder's first stamp; nodeid run itself
-		// reads the true one.
+		// The second holder's generator reads this clock, set back to 8 s
+		// before the first holder's first stamp; nodeid run itself reads
+		// the true one. The generator reads the offset when it starts,
+		// which a loaded machine delays by seconds: its clock must still be
+		// before the first holder's stamps then, and run through them.
 		back := filepath.Join(t.TempDir(), "clock-back")
-		if err := os.WriteFile(back, []byte(strconv.FormatInt(first-1000-time.Now().UnixMilli(), 10)+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(back, []byte(strconv.FormatInt(first-8000-time.Now().UnixMilli(), 10)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		h2 := &genHolder{lang: "node (clock set back)", dir: t.TempDir()}
