@@ -761,6 +761,14 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	if o, err := st.Renew(c, cl.Key, time.Minute, 0, 0); err != nil || !o.OK {
 		t.Errorf("the holder's renewal meanwhile: %+v, %v", o, err)
 	}
+	// The DDL on an up-to-date table takes no lock that the reader's, or
+	// the fleet's renewals', conflict with.
+	if _, err := tx.ExecContext(c, `SELECT count(*) FROM snowflake_nodes`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(c, time.Minute); err != nil {
+		t.Errorf("the DDL again, on an up-to-date table, beside a reader and a row lock: %v", err)
+	}
 	// A reader of the table holds back a migration that renames a column.
 	_ = tx.Rollback()
 	execSQL(t, admin, `ALTER TABLE snowflake_nodes RENAME COLUMN generation TO timeline`)
