@@ -236,7 +236,10 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	srv := pgtest.NewServer(t)
 	db, _ := srv.NewDB(t)
 	ctx := testContext(t)
-	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(MinTTL))
+	// 6 s leases: a claim on a fresh server of a loaded machine took most
+	// of a 3 s lease's 2.7 s to its deadline (1 run in 3 with two CPU-bound
+	// loops beside the suite), leaving none to bind a generator.
+	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(6*time.Second))
 	st := r.st.(*store.Store)
 	var epochs []int64
 	claim := func(how string) *Lease {
@@ -261,8 +264,8 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	abandoned := r.leasesNow()[0]
 	abandoned.cancel()
 	<-abandoned.done
-	waitLost(t, abandoned, 2*MinTTL)
-	waitExpired(t, db, 0)
+	waitLost(t, abandoned, 2*r.TTL())
+	waitExpiredWithin(t, db, 0, 2*r.TTL())
 	claim("lapse")
 
 	// Takeover: the row's expiry is moved into the past, as a server clock
@@ -313,10 +316,18 @@ func (r *Registry) leasesNow() []*Lease {
 	return out
 }
 
-// waitExpired waits until the database considers node's lease expired.
+// waitExpired waits until the database considers node's lease, of the
+// shortest TTL, expired.
 func waitExpired(t *testing.T, db *sql.DB, node int64) {
 	t.Helper()
-	deadline := time.Now().Add(2 * MinTTL)
+	waitExpiredWithin(t, db, node, 2*MinTTL)
+}
+
+// waitExpiredWithin waits up to within until the database considers node's
+// lease expired.
+func waitExpiredWithin(t *testing.T, db *sql.DB, node int64, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !readRow(t, db, node).expired {
 		if time.Now().After(deadline) {
 			t.Fatalf("node %d did not expire", node)

@@ -193,7 +193,11 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				t.Parallel()
 				ep := verifyEndpoint(t, via)
 				ctx := testContext(t)
-				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(postgres.MinTTL)) // renewed every second
+				// Renewed every 2 s; the transaction's idle bound is the
+				// time left to the lease's expiry at each Verify, so the
+				// test verifies again after each renewal, as a holder whose
+				// transaction lasts across renewals must.
+				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(6*time.Second))
 				l := mustAcquire(t, reg)
 				if l.NodeID() != 0 {
 					t.Fatalf("first lease on node %d", l.NodeID())
@@ -217,9 +221,9 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				for i := range 2 {
 					waitFor(t, l, fmt.Sprintf("renewal %d past deadline %s", i+1, d0), func() bool { return l.Deadline().After(d0) })
 					d0 = l.Deadline()
-				}
-				if err := l.Verify(ctx, tx); err != nil {
-					t.Fatalf("Verify again in the transaction after renewals: %v", err)
+					if err := l.Verify(ctx, tx); err != nil {
+						t.Fatalf("Verify again in the transaction after renewal %d: %v", i+1, err)
+					}
 				}
 
 				// Phase 2: the lease ends; the transaction still holds
