@@ -269,7 +269,9 @@ func TestVerifyIdleBoundEndsAStuckTransaction(t *testing.T) {
 	t.Parallel()
 	ep := verifyEndpoint(t, "direct")
 	ctx := testContext(t)
-	l := mustAcquire(t, newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithTTL(postgres.MinTTL)))
+	// 6 s, not the shortest TTL: on a loaded machine a 3 s lease can reach
+	// its deadline between Acquire and Bind.
+	l := mustAcquire(t, newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithTTL(6*time.Second)))
 	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
 		t.Fatal(err)
 	}
