@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,9 +193,7 @@ func (r *Registry) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := bounded(r, ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, r.st.CheckReplication(ctx)
-	}, nil); err != nil {
+	if err := r.checkReplication(ctx); err != nil {
 		return err
 	}
 	lo, hi := tc.MinNode, tc.MaxNode
@@ -219,10 +216,19 @@ func (r *Registry) ensure(ctx context.Context) error {
 	return nil
 }
 
+// checkReplication checks, within ctx, that the server allows what the
+// table's replication mode needs.
+func (r *Registry) checkReplication(ctx context.Context) error {
+	_, err := bounded(r, ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.st.CheckReplication(ctx)
+	}, nil)
+	return err
+}
+
 func (r *Registry) claim(ctx context.Context) (*Lease, error) { return r.claimOnce(ctx, false) }
 
-func (r *Registry) log() *slog.Logger { return r.cfg.logger }
-
+// claimOnce claims a node ID; retried says it is the second try, after the
+// table's replication mode changed under the first.
 func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
@@ -243,10 +249,8 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	if !res.OK && res.Refusal.ModeChanged && !retried {
 		// The table's replication mode changed since the Registry read it:
 		// the store has learnt the new one; check it and claim again.
-		r.log().Info("nodeid: the table's replication mode changed; claiming with the new one")
-		if _, err := bounded(r, ctx, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, r.st.CheckReplication(ctx)
-		}, nil); err != nil {
+		r.cfg.logger.Info("nodeid: the table's replication mode changed; claiming with the new one")
+		if err := r.checkReplication(ctx); err != nil {
 			return nil, err
 		}
 		return r.claimOnce(ctx, true)

@@ -73,15 +73,14 @@ const (
 
 // expand substitutes the validated table names into a statement template:
 // {t} the lease table, {h} the history table, {c} the configuration table,
-// {head} the common head of the lease statements for mode, {mode} the mode,
-// and {tl} and {sid} the server's timeline and identity.
+// {mode} the mode, {era} EraOrigin, {tl} and {sid} the server's timeline and
+// identity; and the parts that differ by mode: {head} the common head of the
+// lease statements, {identity} the restore's record of the server, and
+// {listChanged} the list's test of a server not yet seen.
 func expand(tmpl string, c Config, mode Replication) string {
-	head := syncHead
+	head, identity, listChanged := syncHead, "", "false"
 	if mode == Async {
 		head = asyncHead
-	}
-	identity, listChanged := "", "false"
-	if mode == Async {
 		identity = ", server_id = {sid}, wal_timeline = {tl}"
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
@@ -93,7 +92,7 @@ func expand(tmpl string, c Config, mode Replication) string {
 
 // statements are the SQL texts of a Store for one replication mode.
 type statements struct {
-	claim, renew, release, list, restored, probe string
+	claim, renew, release, list, restored string
 }
 
 // Store runs the statements on one lease table.
@@ -105,6 +104,7 @@ type Store struct {
 	mode   atomic.Pointer[Replication] // the table's, once read
 
 	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL string
+	probeSQL                                              string // of asynchronous replication only
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -121,7 +121,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 		s.byMode[m] = &statements{
 			claim: expand(claimTemplate, cfg, m), renew: expand(renewTemplate, cfg, m),
 			release: expand(releaseTemplate, cfg, m), list: expand(listTemplate, cfg, m),
-			restored: expand(restoredTemplate, cfg, m), probe: expand(probeTemplate, cfg, m),
+			restored: expand(restoredTemplate, cfg, m),
 		}
 	}
 	for _, q := range []struct {
@@ -133,6 +133,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	} {
 		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
+	s.probeSQL = expand(probeTemplate, cfg, Async)
 	return s, nil
 }
 
@@ -739,7 +740,7 @@ func (s *Store) CheckReplication(ctx context.Context) error {
 		return nil
 	}
 	var sid, tl int64
-	err := s.db.QueryRowContext(ctx, s.byMode[Async].probe).Scan(&sid, &tl)
+	err := s.db.QueryRowContext(ctx, s.probeSQL).Scan(&sid, &tl)
 	if err == nil || postgres.Retryable(err) || postgres.SQLSTATE(err) == "" {
 		return s.wrapErr("check the server", err)
 	}
@@ -849,8 +850,8 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 	if err != nil {
 		return s.wrapErr("apply the schema", classifyDDL(err))
 	}
-	_, err = s.ReadConfig(ctx) // the statements of the mode the table now records
-	return err
+	s.mode.Store(nil) // the next statement reads the mode the table now records
+	return nil
 }
 
 // classifyDDL recognises the DDL's failures to evaluate the functions that
