@@ -437,30 +437,9 @@ func TestMoveThenFailover(t *testing.T) {
 	b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", ttl)
 	lb, mb := b.claim(t, 50, false)
 	claimedAfter := time.Since(promoted)
-	select {
-	case <-la.Lost():
-	case <-time.After(3 * ttl):
-		t.Fatal("holder A's lease did not end")
-	}
-	<-ma.done
-	_ = lb.Release(ctx)
-	<-mb.done
-	a.ids = append(a.ids, ma.ids...)
-	b.ids = append(b.ids, mb.ids...)
-
-	var s stamps
-	s.add(old.ids)
-	s.add(a.ids)
-	s.add(b.ids)
-	dups, shared := s.check()
-	t.Logf("holder A's epochs %#x; holder B's epoch %#x, claimed %s after the promotion; %d duplicates, %d ms stamped twice",
-		a.epochs, b.epochs[0], claimedAfter.Round(time.Millisecond), dups, shared)
-	if dups != 0 || shared != 0 {
-		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by two holders", dups, shared)
-	}
-	if b.epochs[0] <= slices.Max(a.epochs) {
-		t.Errorf("holder B's epoch %#x is not above holder A's %#x, lost in the failover", b.epochs[0], a.epochs)
-	}
+	t.Logf("holder A's epochs %#x; holder B's epoch %#x, claimed %s after the promotion",
+		a.epochs, lb.Epoch(), claimedAfter.Round(time.Millisecond))
+	handedOver(t, ttl, la, ma, lb, mb, old.ids, a.ids)
 	if claimedAfter < ttl {
 		t.Errorf("holder B claimed %s after the promotion, before the quarantine of a maximum TTL (%s) and a tenth", claimedAfter, ttl)
 	}
@@ -661,26 +640,9 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	restoredAt := time.Now()
 	b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", ttl)
 	lb, mb := b.claim(t, 100, false)
-	select {
-	case <-la.Lost():
-	case <-time.After(3 * ttl):
-		t.Fatal("holder A's lease did not end")
-	}
-	<-ma.done
-	_ = lb.Release(ctx)
-	<-mb.done
-	var s stamps
-	s.add(ma.ids)
-	s.add(mb.ids)
-	dups, shared := s.check()
 	t.Logf("generation %d, quarantined until %s; A's epoch %#x, B's %#x, claimed %s after the restore",
 		gen, until.Format(time.RFC3339Nano), la.Epoch(), lb.Epoch(), time.Since(restoredAt).Round(time.Millisecond))
-	if dups != 0 || shared != 0 {
-		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by both holders", dups, shared)
-	}
-	if lb.Epoch() <= la.Epoch() {
-		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
-	}
+	handedOver(t, ttl, la, ma, lb, mb)
 	if lb.PreviousHorizon() < until.UnixMilli() {
 		t.Errorf("B stamps after %d, before the restore's quarantine ends at %d", lb.PreviousHorizon(), until.UnixMilli())
 	}
@@ -916,26 +878,8 @@ func TestTwoPromotionsFromOneHistory(t *testing.T) {
 	}
 	b := newHolder(t, second.Standby.DSN(dbName), "holder-b", ttl)
 	lb, mb := b.claim(t, 100, false)
-	select {
-	case <-la.Lost():
-	case <-time.After(3 * ttl):
-		t.Fatal("holder A's lease did not end")
-	}
-	<-ma.done
-	_ = lb.Release(ctx)
-	<-mb.done
-	var s stamps
-	s.add(ma.ids)
-	s.add(mb.ids)
-	dups, shared := s.check()
-	t.Logf("A's epoch %#x on the first promoted standby, B's %#x on the second; %d duplicates, %d ms stamped by both",
-		la.Epoch(), lb.Epoch(), dups, shared)
-	if dups != 0 || shared != 0 {
-		t.Errorf("%d IDs minted twice, %d ms of node ID 0 stamped by both holders", dups, shared)
-	}
-	if lb.Epoch() <= la.Epoch() {
-		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
-	}
+	t.Logf("A's epoch %#x on the first promoted standby, B's %#x on the second", la.Epoch(), lb.Epoch())
+	handedOver(t, ttl, la, ma, lb, mb)
 }
 
 // earlierSQL reads a statement of the version that recorded WAL timelines.
@@ -994,5 +938,71 @@ func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
 	res, err := st.Claim(ctx, 0, 2, "new", time.Minute, 0)
 	if err != nil || !res.OK || res.NodeID != 2 || res.Epoch != 1 {
 		t.Errorf("a claim of the new version: %+v, %v; want node 2 at epoch 1", res, err)
+	}
+}
+
+// handedOver waits for holder A's lease la to end (its server is gone),
+// releases holder B's lb, and checks the IDs both minted (ma, mb) and those
+// of earlier holders of the node ID: none minted twice, no millisecond
+// stamped by two holders, and B's epoch above A's.
+func handedOver(t *testing.T, ttl time.Duration, la *nodeid.Lease, ma *minter, lb *nodeid.Lease, mb *minter, earlier ...[]uint64) {
+	t.Helper()
+	select {
+	case <-la.Lost():
+	case <-time.After(3 * ttl):
+		t.Fatal("holder A's lease did not end")
+	}
+	<-ma.done
+	_ = lb.Release(ctxOf(t))
+	<-mb.done
+	var s stamps
+	for _, ids := range earlier {
+		s.add(ids)
+	}
+	s.add(ma.ids)
+	s.add(mb.ids)
+	if dups, shared := s.check(); dups != 0 || shared != 0 {
+		t.Errorf("%d IDs minted twice, %d ms of the node ID stamped by two holders", dups, shared)
+	}
+	if lb.Epoch() <= la.Epoch() {
+		t.Errorf("B's epoch %#x is not above A's %#x", lb.Epoch(), la.Epoch())
+	}
+}
+
+// A Registry whose table changes its replication mode under it (init
+// --replication on a running fleet) claims with the new mode's statements
+// at its next Acquire: its first try is refused as built for the old mode,
+// and it tries again.
+func TestRegistryFollowsAChangedReplicationMode(t *testing.T) {
+	t.Parallel()
+	_, db := provisioned(t, false, postgres.WithNodeRange(0, 1))
+	ctx := ctxOf(t)
+	r, err := nodeid.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.Acquire(ctx) // reads the mode: async
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ApplyMode(ctx, time.Minute, store.Sync); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := r.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire after the table became synchronous: %v", err)
+	}
+	if l2.NodeID() != 1 || l2.Epoch() != 1 {
+		t.Errorf("the claim after the change: node %d, epoch %d; want node 1, epoch 1", l2.NodeID(), l2.Epoch())
+	}
+	for _, l := range []*nodeid.Lease{l, l2} {
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("release of node %d after the change: %v", l.NodeID(), err)
+		}
 	}
 }
