@@ -641,19 +641,28 @@ func (l *lossLoad) check(t *testing.T, db *sql.DB, lost int64, cause string) {
 // and mints after the horizon, without a restart; no ID repeats.
 func TestServeLeaseLostEvicted(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
-	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "3s")
+	// 6 s leases: a loaded machine must not lapse the lease before the
+	// eviction, which would end it as expired.
+	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "6s")
 	l := startLossLoad(p.base, 2)
 	pollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
 	mustCLI(t, "release", "0", "--epoch", "1", "--yes", "--dsn", dsn)
+	waitReclaimed(t, p, l)
+	l.finish(t)
+	l.check(t, db, 1, "evicted")
+	p.stop(t)
+}
+
+// waitReclaimed waits until serve, whose lease of node 0 was lost, mints
+// under the node ID's next claim, epoch 2.
+func waitReclaimed(t *testing.T, p *serveProc, l *lossLoad) {
+	t.Helper()
 	pollUntil(t, 60*time.Second, "IDs under epoch 2", func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
 		return l.count(func(r idsResp) bool { return r.status == 200 && r.epoch == 2 }) >= 10
 	})
-	l.finish(t)
-	l.check(t, db, 1, "evicted")
-	p.stop(t)
 }
 
 // TestServeLeaseLostPaused: under load, the database is paused (SIGSTOP)
@@ -689,12 +698,7 @@ func TestServeLeaseLostPaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
-	pollUntil(t, 60*time.Second, "IDs under epoch 2", func() bool {
-		if p.exited() {
-			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
-		}
-		return l.count(func(r idsResp) bool { return r.status == 200 && r.epoch == 2 }) >= 10
-	})
+	waitReclaimed(t, p, l)
 	l.finish(t)
 	l.check(t, db, 1, "expired")
 	p.stop(t)
