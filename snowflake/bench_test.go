@@ -32,7 +32,7 @@ import (
 
 // belowCapLayout has 2^20 IDs per millisecond: no benchmark uses up a
 // millisecond's sequence, so they measure the cost of a call.
-var belowCapLayout = Layout{Epoch: TwitterEpoch, NodeBits: 2, StepBits: 20}
+var belowCapLayout = Layout{Origin: TwitterOrigin, NodeBits: 2, StepBits: 20}
 
 // rawNode returns a bwmarrin Node with the given widths. NewNode reads and
 // writes bwmarrin's package variables, so they are set for the call and

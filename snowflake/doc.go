@@ -14,7 +14,7 @@
 //
 // Generate returns bwmarrin's ID type, so its String, Base58, Base64 and
 // JSON encodings and parsers apply. With DefaultLayout (41 time bits from
-// the Twitter epoch, 10 node bits, 12 step bits) an ID decodes correctly
+// Twitter's origin, 10 node bits, 12 step bits) an ID decodes correctly
 // with bwmarrin's own ID.Time, ID.Node and ID.Step. A custom Layout is a
 // value held by its generator: the package never reads or writes
 // bwmarrin's package variables (Epoch, NodeBits, StepBits), and generators

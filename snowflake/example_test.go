@@ -48,12 +48,12 @@ func Example() {
 	fmt.Println(id, id.Base58(), id.Node() == lease.NodeID())
 }
 
-// A custom layout: a recent epoch, 16 node bits, and 2 of the 8 step bits
+// A custom layout: a recent origin, 16 node bits, and 2 of the 8 step bits
 // holding the lease epoch, so that two claims of a node ID never mint the
 // same ID even if every clock lies.
 func ExampleLayout() {
 	l := snowflake.Layout{
-		Epoch:     time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
+		Origin:    time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(),
 		NodeBits:  16,
 		StepBits:  8,
 		EpochBits: 2,
@@ -64,7 +64,7 @@ func ExampleLayout() {
 	fmt.Println(l.TimeBits(), "time bits, until", time.UnixMilli(l.End()).UTC().Format(time.DateOnly))
 	fmt.Println(l.MaxNode()+1, "node IDs,", l.PerMillisecond(), "IDs per millisecond")
 
-	id, err := l.Encode(snowflake.Parts{Ms: l.Epoch + 1000, Node: 40000, Epoch: 7, Seq: 5})
+	id, err := l.Encode(snowflake.Parts{Ms: l.Origin + 1000, Node: 40000, Epoch: 7, Seq: 5})
 	if err != nil {
 		log.Fatal(err)
 	}

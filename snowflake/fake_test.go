@@ -174,4 +174,4 @@ func (c *stepClock) set(d time.Duration) { c.offset.Store(int64(d)) }
 
 // synctestLayout works in a testing/synctest bubble, whose clock starts in
 // 2000, before the Twitter epoch.
-var synctestLayout = Layout{Epoch: 0, NodeBits: 10, StepBits: 12}
+var synctestLayout = Layout{NodeBits: 10, StepBits: 12}

@@ -14,12 +14,12 @@ import (
 // ID and epoch bits and to a stamp after the previous horizon, and the next
 // ID is greater.
 func FuzzGenerate(f *testing.F) {
-	f.Add(int64(TwitterEpoch), uint8(10), uint8(12), uint8(0), int64(5), int64(3), int64(0), int64(1_800_000_000_000))
+	f.Add(int64(TwitterOrigin), uint8(10), uint8(12), uint8(0), int64(5), int64(3), int64(0), int64(1_800_000_000_000))
 	f.Add(int64(0), uint8(16), uint8(12), uint8(3), int64(65535), int64(-9), int64(1<<40), int64(1<<40))
 	f.Add(int64(0), uint8(30), uint8(1), uint8(0), int64(1), int64(1), int64(0), int64(1<<32-1))
-	f.Add(int64(TwitterEpoch), uint8(10), uint8(12), uint8(2), int64(1024), int64(1), int64(0), int64(-1<<62))
-	f.Fuzz(func(t *testing.T, epoch int64, nodeBits, stepBits, epochBits uint8, node, leaseEpoch, prev, clockMs int64) {
-		lay := Layout{Epoch: epoch, NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
+	f.Add(int64(TwitterOrigin), uint8(10), uint8(12), uint8(2), int64(1024), int64(1), int64(0), int64(-1<<62))
+	f.Fuzz(func(t *testing.T, origin int64, nodeBits, stepBits, epochBits uint8, node, leaseEpoch, prev, clockMs int64) {
+		lay := Layout{Origin: origin, NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
 		wall := time.UnixMilli(clockMs)
 		l := newFake(node, leaseEpoch, prev)
 		defer l.release()
@@ -50,9 +50,9 @@ func FuzzGenerate(f *testing.F) {
 				t.Fatalf("clock %d past the layout's end %d: %v", ms, lay.End(), err)
 			}
 			return
-		case ms <= prev || ms < lay.Epoch:
+		case ms <= prev || ms < lay.Start():
 			if !errors.Is(err, nodeid.ErrClockBehind) {
-				t.Fatalf("clock %d at or behind horizon %d or epoch %d: %v", ms, prev, lay.Epoch, err)
+				t.Fatalf("clock %d at or behind horizon %d or origin %d: %v", ms, prev, lay.Start(), err)
 			}
 			return
 		case err != nil:

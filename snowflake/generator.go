@@ -13,12 +13,6 @@ import (
 	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
-// ErrTimeOverflow is nodeid.ErrTimeOverflow, which errors.Is matches: the
-// time to stamp is past Layout.End.
-//
-// Deprecated: match nodeid.ErrTimeOverflow, the home of every clock error.
-var ErrTimeOverflow = nodeid.ErrTimeOverflow
-
 // lease is what a Generator needs of a lease: the lease and its
 // nodeid.Minter. leaseMinter implements it; the unit tests use fakes.
 type lease interface {
@@ -52,20 +46,22 @@ const sealedBit = 1 << 63
 type Generator struct {
 	// The fields are grouped by cache line: 256 bytes, a size class whose
 	// objects are 64-byte aligned. What every call reads comes first.
-	lease   lease
-	base    time.Time        // the lease's Base; carries the monotonic clock
-	baseNs  int64            // base's wall clock, unix ns
-	clock   func() time.Time // WithClock, or nil
-	epochMs int64            // layout.Epoch
+	lease    lease
+	base     time.Time        // the lease's Base; carries the monotonic clock
+	baseNs   int64            // base's wall clock, unix ns
+	clock    func() time.Time // WithClock, or nil
+	originMs int64            // layout.Start()
 
-	// state packs, as (ms since the layout epoch) << seqBits | sequence, the
-	// least value the next ID may take: the last minted plus one. sealedBit
-	// set means the generator is sealed and mints nothing more. Every call
-	// writes it, so it shares its cache line only with metrics, which only
-	// waits and failures read.
+	// state packs, as (ms since the layout's origin) << seqBits | sequence,
+	// the least value the next ID may take: the last minted plus one.
+	// sealedBit set means the generator is sealed and mints nothing more.
+	// Every call writes it, so it shares its cache line only with what
+	// waits, failures and the seal read.
 	state   atomic.Uint64
 	metrics *instruments
-	_       [48]byte
+	prevMs  int64  // the previous holder's horizon
+	initial uint64 // the state before the first ID
+	_       [32]byte
 
 	// The default stamping clock is base's wall clock plus the monotonic
 	// time since base plus corr, the wall clock's drift from that measured
@@ -76,13 +72,12 @@ type Generator struct {
 	pk       packing // the layout's shifts and masks
 	fields   int64   // the node and epoch fields of every ID (packing.fields)
 
-	// Read only when waiting, sealing or failing.
+	// Read only when waiting, sealing or failing, and by Layout.
 	readWall  func() (unixNs int64, sinceBase time.Duration) // time.Now, for anchoring
 	maxWait   time.Duration
 	layout    Layout
-	prevMs    int64 // the previous holder's horizon
-	initial   uint64
 	errSealed error
+	_         [8]byte // to 256 bytes
 }
 
 // New returns a Generator that mints IDs under l: node ID l.NodeID(), with
@@ -117,21 +112,21 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	}
 	base, pk := l.Base(), lay.packing()
 	g := &Generator{
-		lease:   l,
-		base:    base,
-		baseNs:  base.UnixNano(),
-		clock:   c.clock,
-		epochMs: lay.Epoch,
-		pk:      pk,
-		fields:  pk.fields(node, epoch),
-		maxWait: c.maxWait,
-		layout:  lay,
-		prevMs:  prev,
+		lease:    l,
+		base:     base,
+		baseNs:   base.UnixNano(),
+		clock:    c.clock,
+		originMs: lay.Start(),
+		pk:       pk,
+		fields:   pk.fields(node, epoch),
+		maxWait:  c.maxWait,
+		layout:   lay,
+		prevMs:   prev,
 	}
 	// The first ID is stamped at the millisecond after the previous horizon
 	// at the earliest.
-	if prev >= lay.Epoch {
-		t := prev - lay.Epoch + 1
+	if prev >= lay.Start() {
+		t := prev - lay.Start() + 1
 		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
 				nodeid.ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
@@ -205,7 +200,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 	// that stamp before the state is read, so that under contention little
 	// happens between the read and the compare-and-swap. mint has the
 	// rest: a sealed generator, a stamp after the clock's, waits.
-	if tn := ms - g.epochMs; uint64(tn) < uint64(g.pk.maxT) {
+	if tn := ms - g.originMs; uint64(tn) < uint64(g.pk.maxT) {
 		if err := g.lease.Check(d, ms); err != nil {
 			return 0, g.metrics.refused(err)
 		}
@@ -222,7 +217,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 // mint mints an ID at now, when the stamping clock reads unix millisecond
 // ms.
 func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
-	tn := g.sinceEpoch(ms)
+	tn := g.sinceOrigin(ms)
 	var start time.Time // when this call began waiting for the clock
 	spins, waited := 0, false
 	for {
@@ -260,10 +255,10 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 				waited = true
 				g.metrics.waited(exhausted)
 			}
-			tn = g.sinceEpoch(ms)
+			tn = g.sinceOrigin(ms)
 			continue
 		}
-		if err := g.lease.Check(now.Sub(g.base), t+g.epochMs); err != nil {
+		if err := g.lease.Check(now.Sub(g.base), t+g.originMs); err != nil {
 			return 0, g.metrics.refused(err)
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
@@ -272,13 +267,13 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 	}
 }
 
-// sinceEpoch returns unix millisecond ms in milliseconds since the layout's
-// epoch, or -1 if it is before it.
-func (g *Generator) sinceEpoch(ms int64) int64 {
-	if ms < g.epochMs {
+// sinceOrigin returns unix millisecond ms in milliseconds since the
+// layout's origin, or -1 if it is before it.
+func (g *Generator) sinceOrigin(ms int64) int64 {
+	if ms < g.originMs {
 		return -1
 	}
-	return ms - g.epochMs
+	return ms - g.originMs
 }
 
 // seal is the function bound to the lease: it stops the generator for good
@@ -290,7 +285,7 @@ func (g *Generator) seal() int64 {
 	if s == g.initial {
 		return g.prevMs
 	}
-	return int64(s-1)>>g.pk.seqBits + g.epochMs
+	return int64(s-1)>>g.pk.seqBits + g.originMs
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
@@ -301,11 +296,11 @@ func (g *Generator) sealedErr(now time.Time) error {
 }
 
 func (g *Generator) behindErr(ms, t int64) error {
-	want := t + g.epochMs
+	want := t + g.originMs
 	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", timefmt.Ms(want-1))
 	switch {
-	case ms < g.epochMs:
-		why = "the layout starts at its epoch"
+	case ms < g.originMs:
+		why = "the layout starts at its origin"
 	case uint64(t)<<g.pk.seqBits == g.initial:
 		why = fmt.Sprintf("the previous holder's horizon is %s", timefmt.Ms(g.prevMs))
 	}

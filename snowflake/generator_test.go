@@ -26,7 +26,7 @@ import (
 // during the run.
 func TestConcurrentDistinctIncreasing(t *testing.T) {
 	const goroutines, perG = 8, 250_000
-	lay := Layout{Epoch: TwitterEpoch, NodeBits: 8, StepBits: 14, EpochBits: 2}
+	lay := Layout{Origin: TwitterOrigin, NodeBits: 8, StepBits: 14, EpochBits: 2}
 	l := newFake(201, 7, 0)
 	g := mustNew(t, l, WithLayout(lay))
 
@@ -84,7 +84,7 @@ func TestDeadlineFencing(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		l.setFence(deadline, 1<<60)
 		frozen := time.Now() // a stamping clock that never moves
-		g := mustNew(t, l, WithLayout(Layout{Epoch: 0, NodeBits: 2, StepBits: 20}), WithClock(func() time.Time { return frozen }))
+		g := mustNew(t, l, WithLayout(Layout{NodeBits: 2, StepBits: 20}), WithClock(func() time.Time { return frozen }))
 
 		var last time.Time
 		var err error
@@ -269,7 +269,7 @@ func TestClockStepsBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c stepClock
 		// 4 IDs per millisecond, so that a step back soon uses up a millisecond.
-		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 2}
+		lay := Layout{NodeBits: 10, StepBits: 2}
 		g := mustNew(t, newFake(8, 1, 0), WithLayout(lay), WithClock(c.now), WithMaxWait(time.Second))
 		var last bw.ID
 		next := func() (bw.ID, error) {
@@ -346,7 +346,7 @@ func TestEpochBitsDistinguishClaims(t *testing.T) {
 		epochBits uint8
 		differ    bool
 	}{{2, true}, {0, false}} {
-		lay := Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 12, EpochBits: c.epochBits}
+		lay := Layout{Origin: TwitterOrigin, NodeBits: 10, StepBits: 12, EpochBits: c.epochBits}
 		a := mustGenerate(t, mustNew(t, newFake(5, 6, 0), WithLayout(lay), WithClock(clock)))
 		b := mustGenerate(t, mustNew(t, newFake(5, 7, 0), WithLayout(lay), WithClock(clock)))
 		ida, _ := lay.Encode(a)
@@ -393,7 +393,7 @@ func TestTwoLayoutsConcurrently(t *testing.T) {
 	bw.Epoch, bw.NodeBits, bw.StepBits = 0, 5, 5
 	defer func() { bw.Epoch, bw.NodeBits, bw.StepBits = saved[0], uint8(saved[1]), uint8(saved[2]) }()
 
-	other := Layout{Epoch: 1_600_000_000_000, NodeBits: 16, StepBits: 8, EpochBits: 3}
+	other := Layout{Origin: 1_600_000_000_000, NodeBits: 16, StepBits: 8, EpochBits: 3}
 	gens := []*Generator{
 		mustNew(t, newFake(1023, 2, 0)),
 		mustNew(t, newFake(60_000, 13, 0), WithLayout(other)),
@@ -445,7 +445,7 @@ func TestClockAheadOfRecordedHorizon(t *testing.T) {
 // Stamps past the layout's end fail with nodeid.ErrTimeOverflow, also when the
 // last millisecond's sequence is used up, rather than waiting.
 func TestTimeOverflow(t *testing.T) {
-	lay := Layout{Epoch: 0, NodeBits: 30, StepBits: 1} // 32 time bits: ends 1970-02-19
+	lay := Layout{NodeBits: 30, StepBits: 1} // 32 time bits: ends 1970-02-19
 	end := lay.End()
 	g := mustNew(t, newFake(1, 1, 0), WithLayout(lay), WithClock(func() time.Time { return time.UnixMilli(end) }))
 	for seq := range int64(2) {
@@ -480,7 +480,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{newFake(1, 1, 0), []Option{WithMaxWait(0)}, "max wait 0s"},
 		{newFake(1, 1, 0), []Option{WithMaxWait(2 * time.Hour)}, "max wait 2h0m0s"},
 		{newFake(1, 1, 0), []Option{WithLayout(Layout{NodeBits: 10})}, "step bits 0"},
-		{newFake(1024, 1, 0), nil, "node ID 1024 does not fit the layout (epoch 1288834974657"},
+		{newFake(1024, 1, 0), nil, "node ID 1024 does not fit the layout (origin 1288834974657"},
 		{newFake(8, 1, 0), []Option{WithLayout(Layout{NodeBits: 3, StepBits: 12})}, "node ID 8 does not fit"},
 		{newFake(-1, 1, 0), nil, "node ID -1"},
 	} {
@@ -520,7 +520,7 @@ func TestGenerateCost(t *testing.T) {
 	clock := func() time.Time { reads.Add(1); return time.Now() }
 	l := &countingLease{fakeLease: newFake(1, 1, 0)}
 	// 2^20 IDs per millisecond: the sequence is never used up here.
-	g := mustNew(t, l, WithLayout(Layout{Epoch: TwitterEpoch, NodeBits: 2, StepBits: 20}), WithClock(clock))
+	g := mustNew(t, l, WithLayout(Layout{Origin: TwitterOrigin, NodeBits: 2, StepBits: 20}), WithClock(clock))
 	const n = 10_000
 	for range n {
 		mustGenerate(t, g)
@@ -538,7 +538,7 @@ func TestGenerateCost(t *testing.T) {
 // the next millisecond: each millisecond holds exactly PerMillisecond IDs.
 func TestSequenceExhaustion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 3}
+		lay := Layout{NodeBits: 10, StepBits: 3}
 		g := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
 		t0 := time.Now().UnixMilli()
 		for i := range int64(3 * 8) {
@@ -610,7 +610,7 @@ func TestDefaultClockFollowsWallSteps(t *testing.T) {
 // distinct and strictly increasing per goroutine.
 func TestClockStepsBackConcurrently(t *testing.T) {
 	var c stepClock
-	lay := Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 6} // 64 per ms: steps back use them up
+	lay := Layout{Origin: TwitterOrigin, NodeBits: 10, StepBits: 6} // 64 per ms: steps back use them up
 	g := mustNew(t, newFake(3, 1, 0), WithLayout(lay), WithClock(c.now))
 	stop := make(chan struct{})
 	stepped := make(chan int)

@@ -10,16 +10,19 @@ import (
 )
 
 // Layout is the bit layout of an ID. From the most significant bit: one sign
-// bit (always 0), TimeBits of milliseconds since Epoch, NodeBits of node ID,
+// bit (always 0), TimeBits of milliseconds since Origin, NodeBits of node ID,
 // and StepBits, whose top EpochBits hold the lease epoch modulo 2^EpochBits
 // and whose remaining bits count IDs within a millisecond.
 //
 // A Layout is a value: each generator has its own, and none reads or writes
 // github.com/bwmarrin/snowflake's package-level settings.
 type Layout struct {
-	// Epoch is time zero, in unix milliseconds. Default 1288834974657
-	// (2010-11-04 01:42:54.657 UTC, Twitter's and bwmarrin's).
-	Epoch int64
+	// Origin is the layout's time zero, in unix milliseconds: the time
+	// field counts milliseconds since it. It must not be before 1970 nor
+	// more than a day in the future. When Origin is 0 the deprecated Epoch
+	// field is the origin (0 too: 1970-01-01); DefaultLayout's is
+	// TwitterOrigin.
+	Origin int64
 	// NodeBits is the width of the node ID. Default 10 (node IDs 0-1023).
 	NodeBits uint8
 	// StepBits is the width of the step field, including EpochBits.
@@ -29,6 +32,13 @@ type Layout struct {
 	// so that IDs minted under different claims of a node ID differ even if
 	// every clock lies. Default 0. It costs 2^EpochBits of throughput.
 	EpochBits uint8
+
+	// Epoch is the former name of Origin. When both are non-zero they must
+	// be equal (Validate fails otherwise), and Origin is the origin.
+	//
+	// Deprecated: set Origin; "epoch" names the lease's fencing token.
+	// Start returns the origin a layout has, whichever field holds it.
+	Epoch int64
 }
 
 // Limits of a Layout.
@@ -41,22 +51,41 @@ const (
 )
 
 // DefaultLayout is bit for bit the layout of github.com/bwmarrin/snowflake
-// with its default settings: 41 time bits from the Twitter epoch, 10 node
+// with its default settings: 41 time bits from TwitterOrigin, 10 node
 // bits, 12 step bits.
+//
 // It is a literal, not read from bwmarrin's package variables, so that a
-// program that changes those does not change this package.
-var DefaultLayout = Layout{Epoch: TwitterEpoch, NodeBits: 10, StepBits: 12}
+// program that changes those does not change this package. For one release
+// it keeps its origin in the deprecated Epoch field, so that programs that
+// read DefaultLayout.Epoch keep working; Start returns it. A copy given
+// another Origin must clear Epoch, or Validate reports the two.
+var DefaultLayout = Layout{Epoch: TwitterOrigin, NodeBits: 10, StepBits: 12}
 
-// TwitterEpoch is the default Layout.Epoch in unix milliseconds:
-// 2010-11-04 01:42:54.657 UTC, the epoch of Twitter's Snowflake and of
+// TwitterOrigin is DefaultLayout's origin in unix milliseconds:
+// 2010-11-04 01:42:54.657 UTC, the time zero of Twitter's Snowflake and of
 // github.com/bwmarrin/snowflake.
-const TwitterEpoch = 1288834974657
+const TwitterOrigin = 1288834974657
 
-// String describes the layout, e.g. "epoch 1288834974657 (2010-11-04T01:42:54.657Z),
-// 41 time bits, 10 node bits, 12 step bits (0 epoch bits)".
+// TwitterEpoch is TwitterOrigin.
+//
+// Deprecated: use TwitterOrigin; "epoch" names the lease's fencing token.
+const TwitterEpoch = TwitterOrigin
+
+// String describes the layout, e.g. "origin 1288834974657
+// (2010-11-04T01:42:54.657Z), 41 time bits, 10 node bits, 12 step bits (0
+// epoch bits)".
 func (l Layout) String() string {
-	return fmt.Sprintf("epoch %s, %d time bits, %d node bits, %d step bits (%d epoch bits)",
-		timefmt.Ms(l.Epoch), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+	return fmt.Sprintf("origin %s, %d time bits, %d node bits, %d step bits (%d epoch bits)",
+		timefmt.Ms(l.Start()), l.TimeBits(), l.NodeBits, l.StepBits, l.EpochBits)
+}
+
+// Start returns the layout's origin, in unix milliseconds: Origin, or the
+// deprecated Epoch if Origin is 0.
+func (l Layout) Start() int64 {
+	if l.Origin != 0 {
+		return l.Origin
+	}
+	return l.Epoch
 }
 
 // TimeBits returns the width of the time field: 63 - NodeBits - StepBits.
@@ -69,9 +98,9 @@ func (l Layout) SeqBits() int { return int(l.StepBits) - int(l.EpochBits) }
 func (l Layout) MaxNode() int64 { return l.packing().nodeMask }
 
 // End returns the last unix millisecond the layout can stamp:
-// Epoch + 2^TimeBits - 1. The result is meaningless, but End does not
+// Start + 2^TimeBits - 1. The result is meaningless, but End does not
 // panic, for a layout that fails Validate.
-func (l Layout) End() int64 { return l.Epoch + l.packing().maxT - 1 }
+func (l Layout) End() int64 { return l.Start() + l.packing().maxT - 1 }
 
 // PerMillisecond returns how many IDs one generator can mint per
 // millisecond: the layout's physical cap. The result is meaningless, but
@@ -89,11 +118,18 @@ func (l Layout) Validate() error {
 // check is Validate without the package's name, for the callers that put
 // the error in a context of their own (WithLayout).
 func (l Layout) check() error {
-	switch {
-	case l.Epoch < 0:
-		return fmt.Errorf("layout epoch %d is before 1970", l.Epoch)
-	case l.Epoch > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("layout epoch %s is in the future", timefmt.Ms(l.Epoch))
+	origin := "origin"
+	if l.Origin == 0 {
+		origin = "epoch" // the deprecated field holds it: name the one set
+	}
+	switch start := l.Start(); {
+	case l.Origin != 0 && l.Epoch != 0 && l.Origin != l.Epoch:
+		return fmt.Errorf("layout origin %s and epoch %s differ: Epoch is the deprecated name of Origin; set Origin only",
+			timefmt.Ms(l.Origin), timefmt.Ms(l.Epoch))
+	case start < 0:
+		return fmt.Errorf("layout %s %d is before 1970", origin, start)
+	case start > time.Now().Add(24*time.Hour).UnixMilli():
+		return fmt.Errorf("layout %s %s is in the future", origin, timefmt.Ms(start))
 	case l.NodeBits < 1:
 		return fmt.Errorf("layout node bits %d: at least 1 is needed", l.NodeBits)
 	case l.StepBits < 1:
@@ -126,7 +162,7 @@ func (l Layout) Decode(id bw.ID) Parts {
 	p := l.packing()
 	v := int64(id)
 	return Parts{
-		Ms:    v>>p.timeShift + l.Epoch,
+		Ms:    v>>p.timeShift + l.Start(),
 		Node:  v >> p.nodeShift & p.nodeMask,
 		Epoch: v >> p.seqBits & p.epochMask,
 		Seq:   v & p.seqMask,
@@ -140,10 +176,10 @@ func (l Layout) Encode(p Parts) (bw.ID, error) {
 		return 0, err
 	}
 	pk := l.packing()
-	t := p.Ms - l.Epoch
+	t := p.Ms - l.Start()
 	switch {
 	case t < 0 || t >= pk.maxT:
-		return 0, fmt.Errorf("snowflake: time %d ms is outside the layout's range (%d + [0, 2^%d))", p.Ms, l.Epoch, l.TimeBits())
+		return 0, fmt.Errorf("snowflake: time %d ms is outside the layout's range (%d + [0, 2^%d))", p.Ms, l.Start(), l.TimeBits())
 	case p.Node < 0 || p.Node > pk.nodeMask:
 		return 0, fmt.Errorf("snowflake: node ID %d is outside 0-%d (%d node bits)", p.Node, pk.nodeMask, l.NodeBits)
 	case p.Epoch < 0:
@@ -158,7 +194,7 @@ func (l Layout) Encode(p Parts) (bw.ID, error) {
 //
 //	ID = t<<timeShift | node<<nodeShift | epoch<<seqBits | seq
 //
-// for t the milliseconds since the layout's epoch, 0 <= t < maxT. It is the
+// for t the milliseconds since the layout's origin, 0 <= t < maxT. It is the
 // one place the bit arithmetic of a layout is written: Encode, Decode and
 // the Generator, which keeps a copy for its fast path, all go through it.
 type packing struct {

@@ -65,7 +65,7 @@ func wantCounts(t *testing.T, rd *metrictest.Reader, waits, refusals map[string]
 func TestMetricsWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rd := metrictest.New()
-		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 3} // 8 IDs per millisecond
+		lay := Layout{NodeBits: 10, StepBits: 3} // 8 IDs per millisecond
 		g := mustNew(t, newFake(1, 1, 0), WithLayout(lay), WithMeterProvider(rd.Provider))
 		for range 3 * 8 { // three milliseconds' worth: two waits
 			mustGenerate(t, g)
@@ -94,7 +94,7 @@ func TestMetricsWaits(t *testing.T) {
 		// a sequence used up in the clock's millisecond.
 		rd := metrictest.New()
 		var c stepClock
-		lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 2} // 4 IDs per millisecond
+		lay := Layout{NodeBits: 10, StepBits: 2} // 4 IDs per millisecond
 		g := mustNew(t, newFake(8, 1, 0), WithLayout(lay), WithClock(c.now), WithMeterProvider(rd.Provider))
 		mustGenerate(t, g)
 		c.set(-3 * time.Millisecond)
@@ -135,7 +135,7 @@ func TestMetricsRefusals(t *testing.T) {
 			return mustNew(t, newFake(1, 1, ms+2000), WithClock(fixed), WithMaxWait(time.Second), WithMeterProvider(rd.Provider))
 		}},
 		{reasonTimeOverflow, nodeid.ErrTimeOverflow, func(t *testing.T, rd *metrictest.Reader) *Generator {
-			lay := Layout{Epoch: 0, NodeBits: 30, StepBits: 1} // ended in 1970
+			lay := Layout{NodeBits: 30, StepBits: 1} // ended in 1970
 			return mustNew(t, newFake(1, 1, 0), WithLayout(lay), WithMeterProvider(rd.Provider))
 		}},
 	} {
@@ -172,7 +172,7 @@ func TestMetricsNothingRecordedPerID(t *testing.T) {
 // documented ones, with the documented kinds and units.
 func TestMetricsAreTheDocumentedOnes(t *testing.T) {
 	rd := metrictest.New()
-	lay := Layout{Epoch: 0, NodeBits: 10, StepBits: 1} // 2 IDs per millisecond
+	lay := Layout{NodeBits: 10, StepBits: 1} // 2 IDs per millisecond
 	l := newFake(1, 1, 0)
 	g := mustNew(t, l, WithLayout(lay), WithMeterProvider(rd.Provider))
 	for w, _ := counts(t, rd); w[reasonSequenceExhausted] == 0; w, _ = counts(t, rd) {

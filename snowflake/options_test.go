@@ -20,6 +20,8 @@ func TestWithLayoutError(t *testing.T) {
 		{Layout{NodeBits: 0, StepBits: 12}, "snowflake: WithLayout: layout node bits 0: at least 1 is needed"},
 		{Layout{NodeBits: 10, StepBits: 0}, "snowflake: WithLayout: layout step bits 0: at least 1 is needed"},
 		{Layout{Epoch: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout epoch -1 is before 1970"},
+		{Layout{Origin: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin -1 is before 1970"},
+		{Layout{Origin: 5, Epoch: 6, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin 5 (1970-01-01T00:00:00.005Z) and epoch 6 (1970-01-01T00:00:00.006Z) differ: Epoch is the deprecated name of Origin; set Origin only"},
 		{Layout{NodeBits: 20, StepBits: 12}, "snowflake: WithLayout: layout node bits 20 + step bits 12 leave 31 time bits; at least 32 are needed"},
 		{Layout{NodeBits: 10, StepBits: 4, EpochBits: 4}, "snowflake: WithLayout: layout epoch bits 4 leave 0 of the 4 step bits to count IDs; at least 1 is needed"},
 	} {
