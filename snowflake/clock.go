@@ -60,12 +60,12 @@ func (g *Generator) readAnchor() time.Duration {
 }
 
 // wait waits, without any lock, until the stamping clock may have reached
-// t (ms since the layout's origin), having started waiting at start; it
+// time unit t (since the layout's origin), having started waiting at start; it
 // returns fresh readings. It fails at once if the wait would end after
 // start + maxWait.
 func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
 	_, ms, frac := g.read()
-	remaining := gap(t+g.originMs, ms) - time.Duration(frac)
+	remaining := gap(g.firstMs(t), ms) - time.Duration(frac)
 	if remaining > g.maxWait-now.Sub(start) {
 		return now, ms, g.behindErr(ms, t)
 	}

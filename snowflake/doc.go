@@ -19,7 +19,7 @@
 // value held by its generator: the package never reads or writes
 // bwmarrin's package variables (Epoch, NodeBits, StepBits), and generators
 // with different layouts in one process do not interfere. Layout.Decode
-// splits any ID into its fields.
+// splits an ID of any layout into its fields.
 //
 // The guarantees of a leased node ID, and the assumptions they rest on, are
 // stated once, in package nodeid. This package adds the generator's own
@@ -31,7 +31,9 @@
 // its ID, with its latest reading of the monotonic clock and the stamp it
 // is about to use: the reading must be before the lease's local deadline,
 // and the stamp at or below the horizon the lease has recorded in the
-// database. A call whose check fails mints nothing and
+// database. A stamp is a time unit, which covers every millisecond in it:
+// the lease is checked with the unit's last millisecond (with 1 ms units,
+// the stamp's own). A call whose check fails mints nothing and
 // returns the lease's error (matching nodeid.ErrLeaseLost and the cause,
 // or nodeid.ErrClockAhead, which clears at the next renewal).
 //
@@ -42,13 +44,14 @@
 // alone (a pause of the goroutine in between counts: descheduling, a GC, a
 // stopped process), so no guarantee rests on it.
 //
-// Uniqueness rests on the horizon instead. Every stamp is strictly after
-// the lease's PreviousHorizon, and at or below a horizon already committed
-// in the database when its check passed. The horizon the row keeps for the
-// next holder of the node ID is the last one committed, or after Release
-// the latest stamp the seal counted (below); either way it is at or after
-// every stamp this generator took, and the next holder stamps strictly
-// after it. So however late an ID is returned, and whatever the clocks
+// Uniqueness rests on the horizon instead. Every millisecond of every
+// stamp is strictly after the lease's PreviousHorizon (the first unit
+// stamped is the one after the horizon's), and at or below a horizon
+// already committed in the database when its check passed. The horizon the
+// row keeps for the next holder of the node ID is the last one committed,
+// or after Release the end of the latest stamp the seal counted (below);
+// either way it is at or after every millisecond this generator stamped,
+// and the next holder stamps strictly after it. So however late an ID is returned, and whatever the clocks
 // say, its stamp is before every stamp of the next holder: this rests on
 // the horizon chain of package nodeid. Within one generator, every ID is
 // greater than every ID it returned before the call began, also when the
@@ -60,9 +63,9 @@
 // New binds the generator to the lease, which takes one: a second
 // generator on a lease would mint the same IDs. Release first stops the
 // lease admitting IDs, then seals the generator: one atomic operation on
-// its state word stops it for good and returns the latest millisecond it
-// stamped, which Release records as the horizon, so that the node ID is
-// reusable at once. A Generate racing with the seal either completed its
+// its state word stops it for good and returns the last millisecond of the
+// latest time unit it stamped, which Release records as the horizon, so
+// that the node ID is reusable at once. A Generate racing with the seal either completed its
 // compare-and-swap before it, and its stamp is counted, or fails: no ID is
 // taken after the seal.
 //
@@ -70,9 +73,10 @@
 //
 // A Layout with EpochBits = k > 0 puts the lease epoch modulo 2^k in the
 // top bits of every ID's step field, so that two claims of a node ID whose
-// epochs differ modulo 2^k mint different IDs even with the same stamp: a second line of defence for when a horizon is lost (a
-// failover to an asynchronous replica, see package nodeid). It costs a
-// factor of 2^k of the IDs per millisecond.
+// epochs differ modulo 2^k mint different IDs even with the same stamp: a
+// second line of defence for when a horizon is lost (a failover to an
+// asynchronous replica, see package nodeid). It costs a factor of 2^k of
+// the IDs per time unit.
 //
 // # Clocks and waits
 //
@@ -88,17 +92,19 @@
 // does, and so does the meaning of an ID's time (keep the clock
 // synchronised, as NTP does):
 //
-//   - When the stamping clock is at or behind the previous holder's
-//     horizon (a node ID reused on a host whose clock is slower than the
-//     last holder's), Generate sleeps until it passes, for at most the
-//     max wait (WithMaxWait, default 5 s); if the gap already exceeds the
-//     bound it fails at once with an error matching nodeid.ErrClockBehind.
+//   - When the stamping clock is in or behind the time unit of the
+//     previous holder's horizon (a node ID reused on a host whose clock is
+//     slower than the last holder's, or soon after a release with units
+//     of several milliseconds), Generate sleeps until the unit after it,
+//     for at most the max wait (WithMaxWait, default 5 s); if the gap
+//     already exceeds the bound it fails at once with an error matching
+//     nodeid.ErrClockBehind.
 //   - When the stamping clock steps back, IDs go on in the last stamped
-//     millisecond; once its sequence is used up, Generate waits for the
+//     time unit; once its sequence is used up, Generate waits for the
 //     clock to pass it, within the same bound, else ErrClockBehind.
-//   - When a millisecond's sequence (2^(StepBits-EpochBits) IDs) is used
-//     up, Generate yields (runtime.Gosched, then short sleeps) until the
-//     next millisecond.
+//   - When a time unit's sequence (Layout.PerUnit, 2^(StepBits-EpochBits)
+//     IDs) is used up, Generate yields (runtime.Gosched, then short sleeps)
+//     until the next unit.
 //   - Past the layout's last millisecond (Layout.End), Generate fails with
 //     nodeid.ErrTimeOverflow.
 //

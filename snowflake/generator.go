@@ -35,8 +35,8 @@ type leaseMinter struct {
 var _ lease = leaseMinter{}
 
 // sealedBit marks a sealed state word. The packed time and sequence use at
-// most 62 bits (TimeBits + SeqBits <= 63 - NodeBits), so it is never set
-// by counting.
+// most 62 bits (TimeBits + SeqBits <= Width - NodeBits <= 62), so it is
+// never set by counting.
 const sealedBit = 1 << 63
 
 // Generator mints IDs under one lease. It is safe for concurrent use and
@@ -52,11 +52,11 @@ type Generator struct {
 	clock    func() time.Time // WithClock, or nil
 	originMs int64            // layout.Start()
 
-	// state packs, as (ms since the layout's origin) << seqBits | sequence,
-	// the least value the next ID may take: the last minted plus one.
-	// sealedBit set means the generator is sealed and mints nothing more.
-	// Every call writes it, so it shares its cache line only with what
-	// waits, failures and the seal read.
+	// state packs, as (time units since the layout's origin) << seqBits |
+	// sequence, the least value the next ID may take: the last minted plus
+	// one. sealedBit set means the generator is sealed and mints nothing
+	// more. Every call writes it, so it shares its cache line only with
+	// what waits, failures and the seal read.
 	state   atomic.Uint64
 	metrics *instruments
 	prevMs  int64  // the previous holder's horizon
@@ -69,7 +69,7 @@ type Generator struct {
 	// which the next Generate re-anchors. Both change about once a second.
 	corr     atomic.Int64
 	anchorAt atomic.Int64
-	pk       packing // the layout's shifts and masks
+	pk       packing // the layout's shifts, masks and time unit
 	fields   int64   // the node and epoch fields of every ID (packing.fields)
 
 	// Read only when waiting, sealing or failing, and by Layout.
@@ -77,13 +77,13 @@ type Generator struct {
 	maxWait   time.Duration
 	layout    Layout
 	errSealed error
-	_         [8]byte // to 256 bytes
 }
 
 // New returns a Generator that mints IDs under l: node ID l.NodeID(), with
-// the low EpochBits of l.Epoch() if the layout has epoch bits, stamped
-// strictly after l.PreviousHorizon(). It binds the generator to the lease,
-// so that Release seals it and records the latest millisecond it stamped.
+// the low EpochBits of l.Epoch() if the layout has epoch bits, stamped with
+// time units that begin strictly after l.PreviousHorizon(). It binds the
+// generator to the lease, so that Release seals it and records the last
+// millisecond of the latest time unit it stamped.
 // Build one Generator per lease and share it: New refuses a second one on
 // the same lease (the lease takes one Bind), and fails if the lease is
 // already lost.
@@ -110,6 +110,10 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		return nil, invalid("node ID %d does not fit the layout (%s): its node bits hold 0-%d",
 			node, lay, lay.MaxNode())
 	}
+	if unit := lay.Unit(); c.maxWait < unit {
+		return nil, invalid("max wait %s is shorter than the layout's time unit %s: the wait for the next unit, once a unit's sequence is used up, must fit in it",
+			c.maxWait, unit)
+	}
 	base, pk := l.Base(), lay.packing()
 	g := &Generator{
 		lease:    l,
@@ -123,12 +127,13 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		layout:   lay,
 		prevMs:   prev,
 	}
-	// The first ID is stamped at the millisecond after the previous horizon
-	// at the earliest.
-	if prev >= lay.Start() {
-		t := prev - lay.Start() + 1
+	// The first ID is stamped, at the earliest, with the first time unit
+	// whose first millisecond is after the previous horizon: the unit after
+	// the horizon's. With units of several milliseconds, the horizon's own
+	// unit may hold stamps of the previous holder.
+	if t := g.unitOf(prev) + 1; t > 0 {
 		if t >= pk.maxT {
-			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s is at or after the layout's end %s",
+			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s leaves no time unit before the layout's end %s",
 				nodeid.ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
 		}
 		g.initial = uint64(t) << pk.seqBits
@@ -166,11 +171,12 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 //   - the lease no longer admits IDs (lost, released, or its local deadline
 //     has passed): the lease's error, matching nodeid.ErrLeaseLost and the
 //     cause;
-//   - the stamp would be later than the horizon the lease has recorded in
-//     the database (the clock is ahead of the registry's): an error matching
-//     nodeid.ErrClockAhead, which clears at the next renewal;
-//   - the clock is behind the millisecond the ID must follow by more than
-//     the max wait: an error matching nodeid.ErrClockBehind;
+//   - the stamp (the last millisecond of its time unit) would be later than
+//     the horizon the lease has recorded in the database (the clock is
+//     ahead of the registry's): an error matching nodeid.ErrClockAhead,
+//     which clears at the next renewal;
+//   - the clock is behind the time unit the ID must be stamped with by more
+//     than the max wait: an error matching nodeid.ErrClockBehind;
 //   - the layout's time field is used up (Layout.End): an error matching
 //     nodeid.ErrTimeOverflow.
 //
@@ -196,12 +202,18 @@ func (g *Generator) Generate() (bw.ID, error) {
 		ms = timefmt.FloorMs(g.baseNs + int64(d) + g.corr.Load())
 	}
 	// The common case, inline: the clock is within the layout and the ID
-	// is stamped with the clock's millisecond. The lease is checked for
-	// that stamp before the state is read, so that under contention little
-	// happens between the read and the compare-and-swap. mint has the
-	// rest: a sealed generator, a stamp after the clock's, waits.
-	if tn := ms - g.originMs; uint64(tn) < uint64(g.pk.maxT) {
-		if err := g.lease.Check(d, ms); err != nil {
+	// is stamped with the clock's time unit. The lease is checked for the
+	// unit's last millisecond (the clock's, with 1 ms units) before the
+	// state is read, so that under contention little happens between the
+	// read and the compare-and-swap. mint has the rest: a sealed generator,
+	// a stamp after the clock's, waits.
+	tn, last := ms-g.originMs, ms
+	if u := int64(g.pk.unitMs); u != 1 && ms >= g.originMs {
+		tn /= u
+		last = g.originMs + tn*u + u - 1
+	}
+	if uint64(tn) < uint64(g.pk.maxT) {
+		if err := g.lease.Check(d, last); err != nil {
 			return 0, g.metrics.refused(err)
 		}
 		if s := g.state.Load(); int64(s) >= 0 {
@@ -217,7 +229,7 @@ func (g *Generator) Generate() (bw.ID, error) {
 // mint mints an ID at now, when the stamping clock reads unix millisecond
 // ms.
 func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
-	tn := g.sinceOrigin(ms)
+	tn := g.unitOf(ms)
 	var start time.Time // when this call began waiting for the clock
 	spins, waited := 0, false
 	for {
@@ -226,7 +238,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			return 0, g.metrics.refused(g.sealedErr(now))
 		}
 		// The ID is the larger of the next free value and the first value of
-		// the current millisecond.
+		// the clock's time unit.
 		next := int64(s)
 		if c := min(max(tn, 0), g.pk.maxT) << (g.pk.seqBits & 63); c > next {
 			next = c
@@ -236,16 +248,17 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			return 0, g.metrics.refused(g.overflowErr(ms))
 		}
 		if t > tn && next&g.pk.seqMask == 0 {
-			// The clock is behind a millisecond not stamped yet: the last
-			// millisecond's sequence is used up (after a backward step of the
-			// clock too), or the clock is behind the previous holder's horizon.
-			// Behind a millisecond already stamped, the ID goes on in it.
+			// The clock is behind a time unit not stamped yet: the last
+			// unit's sequence is used up (after a backward step of the clock
+			// too), or the clock is behind the unit after the previous
+			// holder's horizon. Behind a unit already stamped, the ID goes on
+			// in it.
 			if start.IsZero() {
 				start = now
 			}
-			// Waiting for the millisecond after the clock's, whose sequence
-			// is used up, rather than for a clock behind the previous
-			// holder's horizon or a stamp made before it stepped back.
+			// Waiting for the unit after the clock's, whose sequence is used
+			// up, rather than for a clock behind the previous holder's
+			// horizon or a stamp made before it stepped back.
 			exhausted := t == tn+1 && uint64(next) != g.initial
 			var err error
 			if now, ms, err = g.wait(start, now, t, &spins); err != nil {
@@ -255,10 +268,10 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 				waited = true
 				g.metrics.waited(exhausted)
 			}
-			tn = g.sinceOrigin(ms)
+			tn = g.unitOf(ms)
 			continue
 		}
-		if err := g.lease.Check(now.Sub(g.base), t+g.originMs); err != nil {
+		if err := g.lease.Check(now.Sub(g.base), g.lastMs(t)); err != nil {
 			return 0, g.metrics.refused(err)
 		}
 		if g.state.CompareAndSwap(s, uint64(next+1)) {
@@ -267,25 +280,34 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 	}
 }
 
-// sinceOrigin returns unix millisecond ms in milliseconds since the
-// layout's origin, or -1 if it is before it.
-func (g *Generator) sinceOrigin(ms int64) int64 {
+// unitOf returns the time unit since the layout's origin that holds unix
+// millisecond ms, or -1 if ms is before the origin.
+func (g *Generator) unitOf(ms int64) int64 {
 	if ms < g.originMs {
 		return -1
 	}
-	return ms - g.originMs
+	return (ms - g.originMs) / int64(g.pk.unitMs)
 }
 
+// firstMs returns the first unix millisecond of time unit t.
+func (g *Generator) firstMs(t int64) int64 { return g.originMs + t*int64(g.pk.unitMs) }
+
+// lastMs returns the last unix millisecond of time unit t: every stamp
+// with t covers the milliseconds firstMs(t) to lastMs(t), so the lease is
+// checked with the last and the seal returns it.
+func (g *Generator) lastMs(t int64) int64 { return g.firstMs(t+1) - 1 }
+
 // seal is the function bound to the lease: it stops the generator for good
-// with one atomic operation and returns the latest millisecond stamped, or
-// the previous horizon if none was. A Generate racing with it either
-// completed its compare-and-swap before it, and is counted, or fails.
+// with one atomic operation and returns the last millisecond of the latest
+// time unit stamped, or the previous horizon if none was. A Generate racing
+// with it either completed its compare-and-swap before it, and is counted,
+// or fails.
 func (g *Generator) seal() int64 {
 	s := g.state.Or(sealedBit) &^ sealedBit
 	if s == g.initial {
 		return g.prevMs
 	}
-	return int64(s-1)>>g.pk.seqBits + g.originMs
+	return g.lastMs(int64(s-1) >> g.pk.seqBits)
 }
 
 func (g *Generator) sealedErr(now time.Time) error {
@@ -296,8 +318,11 @@ func (g *Generator) sealedErr(now time.Time) error {
 }
 
 func (g *Generator) behindErr(ms, t int64) error {
-	want := t + g.originMs
+	want := g.firstMs(t)
 	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", timefmt.Ms(want-1))
+	if g.pk.unitMs != 1 {
+		why = fmt.Sprintf("the last stamped time unit (%s from %s) has used up its sequence", g.layout.Unit(), timefmt.Ms(g.firstMs(t-1)))
+	}
 	switch {
 	case ms < g.originMs:
 		why = "the layout starts at its origin"

@@ -411,8 +411,8 @@ func TestTwoLayoutsConcurrently(t *testing.T) {
 						return
 					}
 					p := g.Layout().Decode(id)
-					if p.Node != want[i].Node || p.Epoch != want[i].Epoch || p.Ms < before || p.Ms > time.Now().UnixMilli() {
-						t.Errorf("generator %d: ID %d decodes to %+v; want node %d epoch %d", i, id, p, want[i].Node, want[i].Epoch)
+					if after := time.Now().UnixMilli(); p.Node != want[i].Node || p.Epoch != want[i].Epoch || p.Ms < before || p.Ms > after {
+						t.Errorf("generator %d: ID %d decodes to %+v; want node %d epoch %d, time in [%d, %d]", i, id, p, want[i].Node, want[i].Epoch, before, after)
 						return
 					}
 				}
@@ -480,7 +480,9 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{newFake(1, 1, 0), []Option{WithMaxWait(0)}, "max wait 0s"},
 		{newFake(1, 1, 0), []Option{WithMaxWait(2 * time.Hour)}, "max wait 2h0m0s"},
 		{newFake(1, 1, 0), []Option{WithLayout(Layout{NodeBits: 10})}, "step bits 0"},
-		{newFake(1024, 1, 0), nil, "node ID 1024 does not fit the layout (origin 1288834974657"},
+		{newFake(1024, 1, 0), nil, "node ID 1024 does not fit the layout (63-bit IDs: origin 1288834974657"},
+		{newFake(1, 1, 0), []Option{WithLayout(Layout{TimeUnit: 10 * time.Millisecond, NodeBits: 10, StepBits: 12}), WithMaxWait(5 * time.Millisecond)},
+			"max wait 5ms is shorter than the layout's time unit 10ms"},
 		{newFake(8, 1, 0), []Option{WithLayout(Layout{NodeBits: 3, StepBits: 12})}, "node ID 8 does not fit"},
 		{newFake(-1, 1, 0), nil, "node ID -1"},
 	} {
@@ -534,19 +536,124 @@ func TestGenerateCost(t *testing.T) {
 	}
 }
 
-// At the cap, a millisecond's sequence is used up and the next ID waits for
-// the next millisecond: each millisecond holds exactly PerMillisecond IDs.
+// At the cap, a time unit's sequence is used up and the next ID waits for
+// the next unit: each unit holds exactly PerUnit IDs, and minting three
+// units' worth takes two units and a bit.
 func TestSequenceExhaustion(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		lay := Layout{NodeBits: 10, StepBits: 3}
-		g := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
-		t0 := time.Now().UnixMilli()
-		for i := range int64(3 * 8) {
-			p := mustGenerate(t, g)
-			if p.Ms != t0+i/8 || p.Seq != i%8 {
-				t.Fatalf("ID %d: %+v; want stamp %d seq %d", i, p, t0+i/8, i%8)
+	for _, c := range []struct {
+		name string
+		lay  Layout
+	}{
+		{"1ms", Layout{NodeBits: 10, StepBits: 3}},
+		{"10ms", Layout{TimeUnit: 10 * time.Millisecond, NodeBits: 10, StepBits: 3}},
+		{"1s-epoch-bits", Layout{TimeUnit: time.Second, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 5, EpochBits: 1}},
+		{"53-bit", Layout{TotalBits: JSSafeBits, NodeBits: 10, StepBits: 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lay := c.lay
+				g := mustNew(t, newFake(1, 1, 0), WithLayout(lay))
+				t0, per, unit := time.Now(), lay.PerUnit(), lay.Unit()
+				for i := range 3 * per {
+					p := mustGenerate(t, g)
+					if want := t0.Add(time.Duration(i/per) * unit).UnixMilli(); p.Ms != want || p.Seq != i%per {
+						t.Fatalf("ID %d: %+v; want stamp %d seq %d", i, p, want, i%per)
+					}
+				}
+				if took := time.Since(t0); took != 2*unit {
+					t.Fatalf("%d IDs took %s; want %s", 3*per, took, 2*unit)
+				}
+			})
+		})
+	}
+}
+
+// Two holders of one node ID, one after the other, on a layout of 10 ms
+// units, the first's horizon in the middle of a unit: the first mints in no
+// unit that ends after its horizon (the lease is checked with the unit's
+// last millisecond), the second in no unit that begins at or before it
+// (its first unit is the one after the horizon's), and the seal returns the
+// last millisecond of the last unit stamped. Otherwise both would stamp
+// the unit that holds the horizon, and mint the same IDs.
+func TestCoarseUnitHandOver(t *testing.T) {
+	lay := Layout{TimeUnit: 10 * time.Millisecond, NodeBits: 10, StepBits: 2} // 4 IDs per unit
+	// handOver checks a's IDs against the horizon the node ID's row keeps
+	// after a, and b's, minted by the next holder after that horizon.
+	handOver := func(t *testing.T, a []Parts, horizon int64, b []Parts) {
+		t.Helper()
+		for _, p := range a {
+			if last := p.Ms + 9; last > horizon {
+				t.Errorf("the first holder stamped the unit %d-%d, which ends after its horizon %d", p.Ms, last, horizon)
 			}
 		}
+		for _, p := range b {
+			if p.Ms <= horizon {
+				t.Errorf("the next holder stamped the unit %d-%d, which begins at or before the previous horizon %d", p.Ms, p.Ms+9, horizon)
+			}
+			if slices.Contains(a, p) {
+				t.Errorf("both holders minted the ID %+v", p)
+			}
+		}
+	}
+	t.Run("lapsed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now().UnixMilli() // 2000-01-01: a unit begins
+			horizon := t0 + 14           // in the unit t0+10 to t0+19
+			a := newFake(5, 1, 0)
+			a.setFence(time.Now().Add(time.Hour), horizon)
+			ga := mustNew(t, a, WithLayout(lay))
+			time.Sleep(3 * time.Millisecond)
+			var aIDs []Parts
+			for range 4 { // the unit t0 to t0+9 ends before the horizon
+				aIDs = append(aIDs, mustGenerate(t, ga))
+			}
+			// The unit is used up: the next ID waits for the next unit, which
+			// ends after the horizon (the slow path's check).
+			if id, err := ga.Generate(); !errors.Is(err, nodeid.ErrClockAhead) {
+				t.Errorf("Generate in the unit of the horizon, after a wait: %+v, %v; want ErrClockAhead", lay.Decode(id), err)
+				aIDs = append(aIDs, lay.Decode(id))
+			}
+			time.Sleep(2 * time.Millisecond) // t0+12, at or before the horizon: the fast path's check
+			if id, err := ga.Generate(); !errors.Is(err, nodeid.ErrClockAhead) {
+				t.Errorf("Generate at %d, in the unit of the horizon %d: %+v, %v; want ErrClockAhead", time.Now().UnixMilli(), horizon, lay.Decode(id), err)
+				aIDs = append(aIDs, lay.Decode(id))
+			}
+			a.lose(nodeid.ErrExpired) // the row keeps the horizon of a's last renewal
+
+			time.Sleep(3 * time.Millisecond) // t0+15, after the horizon
+			gb := mustNew(t, newFake(5, 2, horizon), WithLayout(lay))
+			start := time.Now()
+			var bIDs []Parts
+			for range 2 {
+				bIDs = append(bIDs, mustGenerate(t, gb))
+			}
+			if waited := time.Since(start); waited != 5*time.Millisecond {
+				t.Errorf("the next holder waited %s; want 5ms, for the unit after the horizon's", waited)
+			}
+			handOver(t, aIDs, horizon, bIDs)
+		})
+	})
+	t.Run("released", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now().UnixMilli()
+			a := newFake(5, 1, 0)
+			ga := mustNew(t, a, WithLayout(lay))
+			time.Sleep(3 * time.Millisecond)
+			aIDs := []Parts{mustGenerate(t, ga)}
+			horizon := a.release() // the seal's: the last millisecond of the unit
+			if horizon != t0+9 {
+				t.Errorf("released at %d with the horizon %d; want %d, the last millisecond of the unit stamped", t0+3, horizon, t0+9)
+			}
+
+			time.Sleep(2 * time.Millisecond) // t0+5
+			gb := mustNew(t, newFake(5, 2, horizon), WithLayout(lay))
+			start := time.Now()
+			bIDs := []Parts{mustGenerate(t, gb)}
+			if waited := time.Since(start); waited != 5*time.Millisecond {
+				t.Errorf("the next holder waited %s; want 5ms, for the unit after the horizon's", waited)
+			}
+			handOver(t, aIDs, horizon, bIDs)
+		})
 	})
 }
 

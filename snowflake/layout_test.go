@@ -14,8 +14,8 @@ func TestDefaultLayoutIsBwmarrins(t *testing.T) {
 	if bw.Epoch != 1288834974657 || bw.NodeBits != 10 || bw.StepBits != 12 {
 		t.Fatal("bwmarrin's package settings are not its defaults")
 	}
-	if DefaultLayout.TimeBits() != 41 || DefaultLayout.PerMillisecond() != 4096 || DefaultLayout.MaxNode() != 1023 {
-		t.Fatalf("default layout: %d time bits, %d per ms, max node %d", DefaultLayout.TimeBits(), DefaultLayout.PerMillisecond(), DefaultLayout.MaxNode())
+	if DefaultLayout.TimeBits() != 41 || DefaultLayout.PerUnit() != 4096 || DefaultLayout.MaxNode() != 1023 {
+		t.Fatalf("default layout: %d time bits, %d per ms, max node %d", DefaultLayout.TimeBits(), DefaultLayout.PerUnit(), DefaultLayout.MaxNode())
 	}
 	ms := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).UnixMilli()
 	id, err := DefaultLayout.Encode(Parts{Ms: ms, Node: 777, Seq: 4095})
@@ -40,65 +40,37 @@ func TestLayoutValidate(t *testing.T) {
 		{Layout{Origin: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "origin"},
 		{Layout{Epoch: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "future"},
 		{Layout{Origin: TwitterOrigin, Epoch: TwitterOrigin + 1, NodeBits: 10, StepBits: 12}, "differ"},
+		{Layout{TimeUnit: -time.Millisecond, NodeBits: 10, StepBits: 12}, "time unit -1ms"},
+		{Layout{TimeUnit: time.Microsecond, NodeBits: 10, StepBits: 12}, "time unit 1µs is not a whole number of milliseconds"},
+		{Layout{TimeUnit: 2 * time.Second, NodeBits: 10, StepBits: 12}, "time unit 2s is not a whole number of milliseconds from 1ms to 1s"},
+		{Layout{TotalBits: 64, NodeBits: 10, StepBits: 12}, "total bits 64: at most 63"},
+		{Layout{TotalBits: 255, NodeBits: 10, StepBits: 12}, "total bits 255"},
 		{Layout{NodeBits: 0, StepBits: 12}, "node bits 0"},
 		{Layout{NodeBits: 10, StepBits: 0}, "step bits 0"},
-		{Layout{NodeBits: 20, StepBits: 12}, "leave 31 time bits"},
+		{Layout{NodeBits: 20, StepBits: 12}, "leave 31 time bits of 63"},
+		{Layout{TotalBits: 40, NodeBits: 10, StepBits: 2}, "leave 28 time bits of 40"},
 		{Layout{NodeBits: 10, StepBits: 4, EpochBits: 4}, "leave 0 of the 4 step bits"},
+		{Layout{TimeUnit: time.Second, NodeBits: 1, StepBits: 1}, "61 time bits of 1s from 0 (1970-01-01T00:00:00.000Z) end after the last unix millisecond"},
 	} {
 		err := c.l.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want %q", c.l, err, c.want)
 		}
 	}
-	for _, l := range []Layout{DefaultLayout, {NodeBits: 16, StepBits: 12}, {Epoch: 1, NodeBits: 1, StepBits: 1}, {Origin: 7, Epoch: 7, NodeBits: 10, StepBits: 12}, {NodeBits: 10, StepBits: 12, EpochBits: 11}} {
+	for _, l := range []Layout{
+		DefaultLayout,
+		{NodeBits: 16, StepBits: 12},
+		{Epoch: 1, NodeBits: 1, StepBits: 1},
+		{Origin: 7, Epoch: 7, NodeBits: 10, StepBits: 12},
+		{NodeBits: 10, StepBits: 12, EpochBits: 11},
+		{TimeUnit: 10 * time.Millisecond, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 6},
+		{Origin: TwitterOrigin, TimeUnit: time.Second, NodeBits: 10, StepBits: 12},
+		{TimeUnit: time.Second, NodeBits: 1, StepBits: 9}, // 53 time bits of 1 s: ends in the year 285 million
+		{TotalBits: 34, NodeBits: 1, StepBits: 1},
+	} {
 		if err := l.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", l, err)
 		}
-	}
-}
-
-// FuzzLayoutRoundTrip: for any layout, Validate and the methods that do
-// not validate (Decode, End, MaxNode, PerMillisecond, Start, String) never panic,
-// and for a valid one Decode(Encode(p)) == p with the epoch reduced modulo
-// 2^EpochBits.
-func FuzzLayoutRoundTrip(f *testing.F) {
-	f.Add(DefaultLayout.Start(), int64(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
-	f.Add(int64(0), int64(TwitterOrigin), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99)) // the deprecated field
-	f.Add(int64(0), int64(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
-	f.Add(int64(5), int64(6), uint8(10), uint8(12), uint8(0), int64(7), int64(1), int64(1), int64(1))         // origin and epoch differ
-	f.Add(int64(0), int64(0), uint8(10), uint8(4), uint8(5), int64(1<<40), int64(1), int64(1), int64(1))      // more epoch bits than step bits
-	f.Add(int64(0), int64(0), uint8(200), uint8(100), uint8(0), int64(-1), int64(1), int64(1), int64(1))      // wider than 63 bits
-	f.Add(int64(-5), int64(0), uint8(0), uint8(0), uint8(255), int64(1<<62), int64(-1), int64(-1), int64(-1)) // every field out of range
-	f.Fuzz(func(t *testing.T, origin, epoch int64, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
-		l := Layout{Origin: origin, Epoch: epoch, NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
-		_, _, _, _, _ = l.Decode(bw.ID(ms)), l.End(), l.MaxNode(), l.PerMillisecond(), l.Start()
-		_ = l.String()
-		if l.Validate() != nil {
-			if _, err := l.Encode(Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq}); err == nil {
-				t.Fatalf("Encode accepted invalid layout %+v", l)
-			}
-			return
-		}
-		id, err := l.Encode(Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq})
-		if err != nil {
-			return
-		}
-		if id < 0 {
-			t.Fatalf("negative ID %d from %+v", id, l)
-		}
-		want := Parts{Ms: ms, Node: node, Epoch: lepoch % (1 << l.EpochBits), Seq: seq}
-		if got := l.Decode(id); got != want {
-			t.Fatalf("layout %+v: Decode(Encode(%+v)) = %+v", l, want, got)
-		}
-	})
-}
-
-// String writes the origin as its number and its UTC time to the
-// millisecond, as the error messages write every time.
-func TestLayoutString(t *testing.T) {
-	const want = "origin 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits, 10 node bits, 12 step bits (0 epoch bits)"
-	if got := DefaultLayout.String(); got != want {
-		t.Fatalf("DefaultLayout.String() = %q; want %q", got, want)
 	}
 }
 
@@ -131,5 +103,97 @@ func TestOriginAndDeprecatedEpoch(t *testing.T) {
 	// Origin wins: a layout whose Origin is set ignores an Epoch of 0.
 	if l := (Layout{Origin: x}); l.Start() != x {
 		t.Fatalf("Start() = %d; want Origin %d", l.Start(), x)
+	}
+}
+
+// A coarse time unit: Encode rounds a time down to its unit, Decode gives
+// the unit's first millisecond, End is the last millisecond of the last
+// unit, and PerUnit counts IDs per unit.
+func TestCoarseUnitEncodeDecode(t *testing.T) {
+	l := Layout{Origin: 1_700_000_000_000, TimeUnit: 10 * time.Millisecond, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 6}
+	if l.TimeBits() != 37 || l.PerUnit() != 64 || l.End() != l.Start()+(1<<37)*10-1 || l.PerMillisecond() != 6 {
+		t.Fatalf("%s: %d time bits, %d per unit, end %d, %d per ms", l, l.TimeBits(), l.PerUnit(), l.End(), l.PerMillisecond())
+	}
+	for _, c := range []struct{ ms, want int64 }{
+		{l.Start(), l.Start()},
+		{l.Start() + 9, l.Start()},
+		{l.Start() + 10, l.Start() + 10},
+		{l.Start() + 12_345, l.Start() + 12_340},
+		{l.End(), l.End() - 9},
+	} {
+		id, err := l.Encode(Parts{Ms: c.ms, Node: 1023, Seq: 63})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := l.Decode(id); p != (Parts{Ms: c.want, Node: 1023, Seq: 63}) {
+			t.Errorf("Decode(Encode(time %d)) = %+v; want time %d", c.ms, p, c.want)
+		}
+	}
+	if id, _ := l.Encode(Parts{Ms: l.End(), Node: 1023, Seq: 63}); id != 1<<53-1 {
+		t.Errorf("the largest ID is %d; want 2^53-1", id)
+	}
+	for _, ms := range []int64{l.Start() - 1, l.End() + 1} {
+		if _, err := l.Encode(Parts{Ms: ms}); err == nil || !strings.Contains(err.Error(), "2^37 units of 10ms") {
+			t.Errorf("Encode(time %d) = %v", ms, err)
+		}
+	}
+}
+
+// FuzzLayoutRoundTrip: for any layout, Validate and the methods that do
+// not validate (Decode, End, MaxNode, PerUnit, Start, String) never panic,
+// and for a valid one Decode(Encode(p)) == p with the time rounded down to
+// its unit and the epoch reduced modulo 2^EpochBits; the ID fits the
+// layout's width.
+func FuzzLayoutRoundTrip(f *testing.F) {
+	f.Add(DefaultLayout.Start(), int64(0), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
+	f.Add(int64(0), int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(1), int64(1<<40+7), int64(3), int64(5), int64(31))
+	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
+	f.Add(int64(5), int64(6), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(7), int64(1), int64(1), int64(1))           // origin and epoch differ
+	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(10), uint8(4), uint8(5), int64(1<<40), int64(1), int64(1), int64(1))        // more epoch bits than step bits
+	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(200), uint8(100), uint8(0), int64(-1), int64(1), int64(1), int64(1))        // wider than 63 bits
+	f.Add(int64(-5), int64(0), int64(-3), uint8(99), uint8(0), uint8(0), uint8(255), int64(1<<62), int64(-1), int64(-1), int64(-1)) // every field out of range
+	f.Add(int64(0), int64(0), int64(time.Second), uint8(0), uint8(1), uint8(1), uint8(0), int64(1), int64(1), int64(1), int64(1))   // ends past int64
+	f.Add(int64(0), int64(0), int64(1<<62), uint8(0), uint8(10), uint8(12), uint8(0), int64(1), int64(1), int64(1), int64(1))       // a unit of 146 years
+	f.Fuzz(func(t *testing.T, origin, epoch, unit int64, totalBits, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
+		l := Layout{Origin: origin, Epoch: epoch, TimeUnit: time.Duration(unit), TotalBits: totalBits,
+			NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
+		_, _, _, _, _ = l.Decode(bw.ID(ms)), l.End(), l.MaxNode(), l.PerUnit(), l.Start()
+		_ = l.String()
+		p := Parts{Ms: ms, Node: node, Epoch: lepoch, Seq: seq}
+		if l.Validate() != nil {
+			if _, err := l.Encode(p); err == nil {
+				t.Fatalf("Encode accepted invalid layout %+v", l)
+			}
+			return
+		}
+		id, err := l.Encode(p)
+		if err != nil {
+			return
+		}
+		if id < 0 || id>>l.Width() != 0 {
+			t.Fatalf("ID %d outside [0, 2^%d) from %+v", id, l.Width(), l)
+		}
+		unitMs := int64(l.Unit() / time.Millisecond)
+		want := Parts{Ms: ms - (ms-l.Start())%unitMs, Node: node, Epoch: lepoch % (1 << l.EpochBits), Seq: seq}
+		if got := l.Decode(id); got != want || got.Ms < l.Start() || got.Ms+unitMs-1 > l.End() {
+			t.Fatalf("layout %+v: Decode(Encode(%+v)) = %+v; want %+v", l, p, got, want)
+		}
+	})
+}
+
+// String writes the origin as its number and its UTC time to the
+// millisecond, as the error messages write every time, and every width.
+func TestLayoutString(t *testing.T) {
+	for _, c := range []struct {
+		l    Layout
+		want string
+	}{
+		{DefaultLayout, "63-bit IDs: origin 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits of 1ms, 10 node bits, 12 step bits (0 epoch bits)"},
+		{Layout{Origin: 1735689600000, TimeUnit: 10 * time.Millisecond, TotalBits: 53, NodeBits: 10, StepBits: 6, EpochBits: 1},
+			"53-bit IDs: origin 1735689600000 (2025-01-01T00:00:00.000Z), 37 time bits of 10ms, 10 node bits, 6 step bits (1 epoch bits)"},
+	} {
+		if got := c.l.String(); got != c.want {
+			t.Errorf("String() = %q; want %q", got, c.want)
+		}
 	}
 }

@@ -31,7 +31,7 @@ const (
 
 // Values of attrReason.
 const (
-	reasonSequenceExhausted = "sequence_exhausted" // a wait for the next millisecond
+	reasonSequenceExhausted = "sequence_exhausted" // a wait for the next time unit
 	reasonClockBehind       = "clock_behind"       // a wait, or ErrClockBehind
 	reasonLeaseLost         = "lease_lost"         // nodeid.ErrLeaseLost
 	reasonBeyondHorizon     = "beyond_horizon"     // nodeid.ErrClockAhead
@@ -76,7 +76,7 @@ func newInstruments(mp metric.MeterProvider, l lease) *instruments {
 }
 
 // waited counts a Generate call that waited for the clock: for the next
-// millisecond after a used-up one (exhausted), or for a clock behind.
+// time unit after a used-up one (exhausted), or for a clock behind.
 func (in *instruments) waited(exhausted bool) {
 	opt := in.behind
 	if exhausted {

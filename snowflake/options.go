@@ -16,7 +16,8 @@ const (
 	DefaultMaxWait = 5 * time.Second
 	// ShortestMaxWait is the shortest bound WithMaxWait accepts: the wait
 	// for the next millisecond after a millisecond's sequence is used up
-	// must fit in it.
+	// must fit in it. New also refuses a bound shorter than the layout's
+	// time unit, for the same reason.
 	ShortestMaxWait = time.Millisecond
 	// LongestMaxWait is the longest bound WithMaxWait accepts.
 	LongestMaxWait = time.Hour
@@ -65,11 +66,12 @@ func WithClock(clock func() time.Time) Option {
 // WithMaxWait bounds how long one Generate call may wait for the wall clock
 // to pass the latest millisecond it must stamp after: the previous holder's
 // horizon when the clock is behind it (a reused node ID on a host with a
-// slower clock), the last stamped millisecond after the clock stepped back,
-// or the next millisecond when one millisecond's sequence is used up. When
-// the wait would exceed the bound, Generate fails at once with an error
-// matching nodeid.ErrClockBehind. It must be ShortestMaxWait (1ms) to
-// LongestMaxWait (1h); default DefaultMaxWait (5s).
+// slower clock), the last stamped time unit after the clock stepped back,
+// or the next time unit when one unit's sequence is used up. When the wait
+// would exceed the bound, Generate fails at once with an error matching
+// nodeid.ErrClockBehind. It must be ShortestMaxWait (1ms) to
+// LongestMaxWait (1h), and New refuses a bound shorter than the layout's
+// time unit; default DefaultMaxWait (5s).
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < ShortestMaxWait || d > LongestMaxWait {
@@ -92,7 +94,7 @@ func WithMaxWait(d time.Duration) Option {
 // a Registry's measurements have them) and nodeid.reason:
 //
 //   - nodeid.generator.waits (Counter, {wait}): Generate calls that waited
-//     for the clock, by reason: sequence_exhausted (a millisecond's IDs
+//     for the clock, by reason: sequence_exhausted (a time unit's IDs
 //     were used up), clock_behind (the clock was behind the previous
 //     holder's horizon, or stepped back).
 //   - nodeid.generator.refusals (Counter, {refusal}): Generate calls that

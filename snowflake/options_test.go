@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeid/nodeid"
 )
@@ -22,7 +23,10 @@ func TestWithLayoutError(t *testing.T) {
 		{Layout{Epoch: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout epoch -1 is before 1970"},
 		{Layout{Origin: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin -1 is before 1970"},
 		{Layout{Origin: 5, Epoch: 6, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin 5 (1970-01-01T00:00:00.005Z) and epoch 6 (1970-01-01T00:00:00.006Z) differ: Epoch is the deprecated name of Origin; set Origin only"},
-		{Layout{NodeBits: 20, StepBits: 12}, "snowflake: WithLayout: layout node bits 20 + step bits 12 leave 31 time bits; at least 32 are needed"},
+		{Layout{TimeUnit: 1500 * time.Microsecond, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout time unit 1.5ms is not a whole number of milliseconds from 1ms to 1s"},
+		{Layout{TotalBits: 64, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout total bits 64: at most 63 (the sign bit stays 0)"},
+		{Layout{NodeBits: 20, StepBits: 12}, "snowflake: WithLayout: layout node bits 20 + step bits 12 leave 31 time bits of 63; at least 32 are needed"},
+		{Layout{TotalBits: JSSafeBits, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout node bits 10 + step bits 12 leave 31 time bits of 53; at least 32 are needed"},
 		{Layout{NodeBits: 10, StepBits: 4, EpochBits: 4}, "snowflake: WithLayout: layout epoch bits 4 leave 0 of the 4 step bits to count IDs; at least 1 is needed"},
 	} {
 		var cfg config
