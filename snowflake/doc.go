@@ -78,6 +78,27 @@
 // asynchronous replica, see package nodeid). It costs a factor of 2^k of
 // the IDs per time unit.
 //
+// # Layouts
+//
+// A layout is a table's choice, made when the table is new and kept for
+// its life: an ID of one layout may equal an ID of another, and IDs of two
+// layouts do not sort by time together, so a layout is never changed under
+// minted IDs. Two presets, by name (Presets, Preset), state their
+// capacity:
+//
+//   - "bwmarrin", DefaultLayout: 63-bit IDs, 1024 node IDs, 4096 IDs per
+//     millisecond each, until 2080. From its 2010 origin its IDs are past
+//     2^53 already, which JavaScript's Number (JSON.parse included)
+//     silently rounds.
+//   - "js53", JS53: IDs below 2^53, which JavaScript holds exactly, 1024
+//     node IDs, 4 IDs per millisecond each, from 2025 until 2094: for new
+//     tables whose IDs reach JavaScript as numbers. JS53 documents the
+//     trade-off.
+//
+// A custom Layout sets the width of the IDs (TotalBits) and the unit of
+// the time field (TimeUnit, 1 ms to 1 s) beside the node and step bits;
+// Validate names the field that breaks a rule.
+//
 // # Clocks and waits
 //
 // The monotonic reading is checked against the deadline; the stamp comes

@@ -76,6 +76,28 @@ func ExampleLayout() {
 	// 16787456197 2025-01-01T00:00:01Z 40000 3 5
 }
 
+// The JavaScript-safe preset, looked up by name as a command's --layout
+// flag does: every ID is at most 2^53-1, Number.MAX_SAFE_INTEGER, so
+// JavaScript reads it exactly, from JSON too.
+func ExamplePreset() {
+	l, err := snowflake.Preset("js53")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(l)
+	fmt.Println(l.MaxNode()+1, "node IDs,", l.PerUnit(), "IDs per", l.Unit(), "until", time.UnixMilli(l.End()).UTC().Format(time.DateOnly))
+
+	largest, err := l.Encode(snowflake.Parts{Ms: l.End(), Node: l.MaxNode(), Seq: l.PerUnit() - 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(largest, largest == 1<<53-1)
+	// Output:
+	// 53-bit IDs: origin 1735689600000 (2025-01-01T00:00:00.000Z), 41 time bits of 1ms, 10 node bits, 2 step bits (0 epoch bits)
+	// 1024 node IDs, 4 IDs per 1ms until 2094-09-07
+	// 9007199254740991 true
+}
+
 // An ID of the default layout is bwmarrin's: its own methods decode it.
 func ExampleLayout_Decode() {
 	id, err := snowflake.DefaultLayout.Encode(snowflake.Parts{Ms: 1767225600000, Node: 777, Seq: 42})

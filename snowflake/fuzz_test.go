@@ -16,6 +16,7 @@ import (
 // greater.
 func FuzzGenerate(f *testing.F) {
 	f.Add(int64(TwitterOrigin), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(5), int64(3), int64(0), int64(1_800_000_000_000))
+	f.Add(JS53.Origin, int64(0), JS53.TotalBits, uint8(10), uint8(2), uint8(1), int64(1023), int64(3), JS53.Origin+5, JS53.End())
 	f.Add(int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(0), int64(7), int64(1), int64(1<<40+4), int64(1<<40+9))  // the horizon's unit
 	f.Add(int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(0), int64(7), int64(1), int64(1<<40+4), int64(1<<40+10)) // the unit after it
 	f.Add(int64(0), int64(0), uint8(0), uint8(16), uint8(12), uint8(3), int64(65535), int64(-9), int64(1<<40), int64(1<<40))

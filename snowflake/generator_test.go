@@ -547,7 +547,7 @@ func TestSequenceExhaustion(t *testing.T) {
 		{"1ms", Layout{NodeBits: 10, StepBits: 3}},
 		{"10ms", Layout{TimeUnit: 10 * time.Millisecond, NodeBits: 10, StepBits: 3}},
 		{"1s-epoch-bits", Layout{TimeUnit: time.Second, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 5, EpochBits: 1}},
-		{"53-bit", Layout{TotalBits: JSSafeBits, NodeBits: 10, StepBits: 2}},
+		{"js53", Layout{TotalBits: JS53.TotalBits, NodeBits: JS53.NodeBits, StepBits: JS53.StepBits}}, // from the bubble's clock
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

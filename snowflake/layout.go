@@ -83,27 +83,6 @@ const (
 // The generator keeps the unit in milliseconds in 32 bits (packing.unitMs).
 const _ = uint32(MaxTimeUnit / time.Millisecond)
 
-// DefaultLayout is bit for bit the layout of github.com/bwmarrin/snowflake
-// with its default settings: 41 time bits from TwitterOrigin, 10 node
-// bits, 12 step bits.
-//
-// It is a literal, not read from bwmarrin's package variables, so that a
-// program that changes those does not change this package. For one release
-// it keeps its origin in the deprecated Epoch field, so that programs that
-// read DefaultLayout.Epoch keep working; Start returns it. A copy given
-// another Origin must clear Epoch, or Validate reports the two.
-var DefaultLayout = Layout{Epoch: TwitterOrigin, NodeBits: 10, StepBits: 12}
-
-// TwitterOrigin is DefaultLayout's origin in unix milliseconds:
-// 2010-11-04 01:42:54.657 UTC, the time zero of Twitter's Snowflake and of
-// github.com/bwmarrin/snowflake.
-const TwitterOrigin = 1288834974657
-
-// TwitterEpoch is TwitterOrigin.
-//
-// Deprecated: use TwitterOrigin; "epoch" names the lease's fencing token.
-const TwitterEpoch = TwitterOrigin
-
 // String describes the layout, e.g. "63-bit IDs: origin 1288834974657
 // (2010-11-04T01:42:54.657Z), 41 time bits of 1ms, 10 node bits, 12 step
 // bits (0 epoch bits)".

@@ -1,6 +1,8 @@
 package snowflake
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +60,7 @@ func TestLayoutValidate(t *testing.T) {
 		}
 	}
 	for _, l := range []Layout{
-		DefaultLayout,
+		DefaultLayout, JS53,
 		{NodeBits: 16, StepBits: 12},
 		{Epoch: 1, NodeBits: 1, StepBits: 1},
 		{Origin: 7, Epoch: 7, NodeBits: 10, StepBits: 12},
@@ -106,6 +108,49 @@ func TestOriginAndDeprecatedEpoch(t *testing.T) {
 	}
 }
 
+// The presets, by name: what a command's --layout flag offers.
+func TestPresets(t *testing.T) {
+	if got := Presets(); !slices.Equal(got, []string{"bwmarrin", "js53"}) {
+		t.Fatalf("Presets() = %q", got)
+	}
+	for _, c := range []struct {
+		name string
+		want Layout
+	}{{"bwmarrin", DefaultLayout}, {"js53", JS53}, {"JS53", JS53}, {"BwMarrin", DefaultLayout}} {
+		l, err := Preset(c.name)
+		if err != nil || l != c.want || l.Validate() != nil {
+			t.Errorf("Preset(%q) = %+v, %v; want %+v", c.name, l, err, c.want)
+		}
+	}
+	for _, name := range []string{"", "js", "js53 ", "sonyflake"} {
+		_, err := Preset(name)
+		if want := fmt.Sprintf("snowflake: layout %q is not a preset; the presets are bwmarrin, js53", name); err == nil || err.Error() != want {
+			t.Errorf("Preset(%q) = %v; want %q", name, err, want)
+		}
+	}
+}
+
+// JS53's capacity, as its documentation states it; its largest ID is
+// Number.MAX_SAFE_INTEGER.
+func TestJS53Capacity(t *testing.T) {
+	l := JS53
+	origin := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := time.UnixMilli(l.End()).UTC()
+	years := end.Sub(origin).Hours() / 24 / 365.2425
+	if l.Start() != origin.UnixMilli() || l.Width() != JSSafeBits || l.TimeBits() != 41 || l.Unit() != time.Millisecond ||
+		l.MaxNode() != 1023 || l.PerUnit() != 4 || end.Format(time.DateOnly) != "2094-09-07" || years < 69.6 || years > 69.7 {
+		t.Fatalf("JS53: origin %d, %d bits, %d time bits of %s, max node %d, %d per unit, ends %s (%.2f years)",
+			l.Start(), l.Width(), l.TimeBits(), l.Unit(), l.MaxNode(), l.PerUnit(), end, years)
+	}
+	largest, err := l.Encode(Parts{Ms: l.End(), Node: l.MaxNode(), Seq: l.PerUnit() - 1})
+	if err != nil || largest != 1<<53-1 {
+		t.Fatalf("JS53's largest ID = %d, %v; want 2^53-1", largest, err)
+	}
+	if _, err := l.Encode(Parts{Ms: l.End() + 1}); err == nil || !strings.Contains(err.Error(), "outside the layout's range") {
+		t.Fatalf("Encode after the end: %v", err)
+	}
+}
+
 // A coarse time unit: Encode rounds a time down to its unit, Decode gives
 // the unit's first millisecond, End is the last millisecond of the last
 // unit, and PerUnit counts IDs per unit.
@@ -146,6 +191,7 @@ func TestCoarseUnitEncodeDecode(t *testing.T) {
 // layout's width.
 func FuzzLayoutRoundTrip(f *testing.F) {
 	f.Add(DefaultLayout.Start(), int64(0), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
+	f.Add(JS53.Origin, int64(0), int64(0), JS53.TotalBits, uint8(10), uint8(2), uint8(0), JS53.End(), int64(1023), int64(0), int64(3))
 	f.Add(int64(0), int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(1), int64(1<<40+7), int64(3), int64(5), int64(31))
 	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
 	f.Add(int64(5), int64(6), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(7), int64(1), int64(1), int64(1))           // origin and epoch differ
@@ -181,6 +227,24 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 	})
 }
 
+// FuzzPreset: any name either is a preset, in some case, and gives a valid
+// layout, or is an error that quotes it.
+func FuzzPreset(f *testing.F) {
+	for _, s := range []string{"bwmarrin", "js53", "JS53", "", "js5", "ｊs53"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		l, err := Preset(name)
+		known := slices.ContainsFunc(Presets(), func(p string) bool { return strings.EqualFold(p, name) })
+		switch {
+		case known && (err != nil || l.Validate() != nil):
+			t.Fatalf("Preset(%q) = %+v, %v", name, l, err)
+		case !known && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", name))):
+			t.Fatalf("Preset(%q) = %+v, %v; want an error quoting the name", name, l, err)
+		}
+	})
+}
+
 // String writes the origin as its number and its UTC time to the
 // millisecond, as the error messages write every time, and every width.
 func TestLayoutString(t *testing.T) {
@@ -189,6 +253,7 @@ func TestLayoutString(t *testing.T) {
 		want string
 	}{
 		{DefaultLayout, "63-bit IDs: origin 1288834974657 (2010-11-04T01:42:54.657Z), 41 time bits of 1ms, 10 node bits, 12 step bits (0 epoch bits)"},
+		{JS53, "53-bit IDs: origin 1735689600000 (2025-01-01T00:00:00.000Z), 41 time bits of 1ms, 10 node bits, 2 step bits (0 epoch bits)"},
 		{Layout{Origin: 1735689600000, TimeUnit: 10 * time.Millisecond, TotalBits: 53, NodeBits: 10, StepBits: 6, EpochBits: 1},
 			"53-bit IDs: origin 1735689600000 (2025-01-01T00:00:00.000Z), 37 time bits of 10ms, 10 node bits, 6 step bits (1 epoch bits)"},
 	} {
