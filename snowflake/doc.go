@@ -19,7 +19,8 @@
 // value held by its generator: the package never reads or writes
 // bwmarrin's package variables (Epoch, NodeBits, StepBits), and generators
 // with different layouts in one process do not interfere. Layout.Decode
-// splits an ID of any layout into its fields.
+// splits an ID of any layout into its fields, and Layout.Parse reads its
+// decimal text, refusing an ID too wide for the layout.
 //
 // The guarantees of a leased node ID, and the assumptions they rest on, are
 // stated once, in package nodeid. This package adds the generator's own

@@ -92,10 +92,14 @@ func ExamplePreset() {
 		log.Fatal(err)
 	}
 	fmt.Println(largest, largest == 1<<53-1)
+	if _, err := l.Parse("1816231948463198208"); err != nil { // an ID of the default layout
+		fmt.Println(err)
+	}
 	// Output:
 	// 53-bit IDs: origin 1735689600000 (2025-01-01T00:00:00.000Z), 41 time bits of 1ms, 10 node bits, 2 step bits (0 epoch bits)
 	// 1024 node IDs, 4 IDs per 1ms until 2094-09-07
 	// 9007199254740991 true
+	// snowflake: ID 1816231948463198208 does not fit the layout: its IDs are 53 bits wide, at most 9007199254740991
 }
 
 // An ID of the default layout is bwmarrin's: its own methods decode it.

@@ -3,6 +3,7 @@ package snowflake
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
@@ -206,8 +207,8 @@ type Parts struct {
 func (p Parts) Time() time.Time { return time.UnixMilli(p.Ms) }
 
 // Decode splits id into its fields. It does not validate the layout or the
-// ID: for a layout that fails Validate, or an ID at or above 2^Width, the
-// fields are meaningless, but Decode does not panic.
+// ID: for a layout that fails Validate, or an ID at or above 2^Width (see
+// Parse), the fields are meaningless, but Decode does not panic.
 func (l Layout) Decode(id bw.ID) Parts {
 	p := l.packing()
 	v := int64(id)
@@ -240,6 +241,26 @@ func (l Layout) Encode(p Parts) (bw.ID, error) {
 		return 0, fmt.Errorf("snowflake: sequence %d is outside 0-%d", p.Seq, pk.seqMask)
 	}
 	return pk.id(t, pk.fields(p.Node, p.Epoch), p.Seq), nil
+}
+
+// Parse reads the decimal text of an ID of the layout, as String and JSON
+// write it: digits only, at most 2^Width - 1. An ID of a wider layout (a
+// 63-bit ID given to a JSSafeBits layout, say) is an error that says so.
+func (l Layout) Parse(s string) (bw.ID, error) {
+	if err := l.Validate(); err != nil {
+		return 0, err
+	}
+	if s == "" || s[0] < '0' || s[0] > '9' { // ParseInt takes a sign
+		return 0, fmt.Errorf("snowflake: ID %q is not a decimal number", s)
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("snowflake: ID %q is not a decimal number below 2^63", s)
+	}
+	if w := l.Width(); v>>w != 0 {
+		return 0, fmt.Errorf("snowflake: ID %d does not fit the layout: its IDs are %d bits wide, at most %d", v, w, uint64(1)<<w-1)
+	}
+	return bw.ID(v), nil
 }
 
 // packing is where a layout puts each field of an ID, as shifts and masks,

@@ -184,11 +184,48 @@ func TestCoarseUnitEncodeDecode(t *testing.T) {
 	}
 }
 
+// Parse reads an ID's decimal text and refuses an ID wider than the layout.
+func TestLayoutParse(t *testing.T) {
+	for _, c := range []struct {
+		l    Layout
+		s    string
+		want bw.ID
+	}{
+		{JS53, "0", 0},
+		{JS53, "9007199254740991", 1<<53 - 1},
+		{JS53, "007", 7},
+		{DefaultLayout, "9223372036854775807", 1<<63 - 1},
+		{DefaultLayout, "1816231948463198208", 1816231948463198208},
+	} {
+		if id, err := c.l.Parse(c.s); err != nil || id != c.want {
+			t.Errorf("%s: Parse(%q) = %d, %v; want %d", c.l, c.s, id, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		l       Layout
+		s, want string
+	}{
+		{JS53, "9007199254740992", "ID 9007199254740992 does not fit the layout: its IDs are 53 bits wide, at most 9007199254740991"},
+		{JS53, "1816231948463198208", "does not fit the layout"},
+		{DefaultLayout, "9223372036854775808", `ID "9223372036854775808" is not a decimal number below 2^63`},
+		{DefaultLayout, "-1", `ID "-1" is not a decimal number`},
+		{DefaultLayout, "+1", `ID "+1" is not a decimal number`},
+		{DefaultLayout, "", `ID "" is not a decimal number`},
+		{DefaultLayout, "1e3", `ID "1e3" is not a decimal number`},
+		{DefaultLayout, " 1", `ID " 1" is not a decimal number`},
+		{Layout{NodeBits: 10}, "1", "step bits 0"},
+	} {
+		if id, err := c.l.Parse(c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Parse(%q) = %d, %v; want %q", c.l, c.s, id, err, c.want)
+		}
+	}
+}
+
 // FuzzLayoutRoundTrip: for any layout, Validate and the methods that do
 // not validate (Decode, End, MaxNode, PerUnit, Start, String) never panic,
 // and for a valid one Decode(Encode(p)) == p with the time rounded down to
 // its unit and the epoch reduced modulo 2^EpochBits; the ID fits the
-// layout's width.
+// layout's width, and Parse reads its decimal text back.
 func FuzzLayoutRoundTrip(f *testing.F) {
 	f.Add(DefaultLayout.Start(), int64(0), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
 	f.Add(JS53.Origin, int64(0), int64(0), JS53.TotalBits, uint8(10), uint8(2), uint8(0), JS53.End(), int64(1023), int64(0), int64(3))
@@ -210,6 +247,9 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 			if _, err := l.Encode(p); err == nil {
 				t.Fatalf("Encode accepted invalid layout %+v", l)
 			}
+			if _, err := l.Parse("1"); err == nil {
+				t.Fatalf("Parse accepted invalid layout %+v", l)
+			}
 			return
 		}
 		id, err := l.Encode(p)
@@ -223,6 +263,31 @@ func FuzzLayoutRoundTrip(f *testing.F) {
 		want := Parts{Ms: ms - (ms-l.Start())%unitMs, Node: node, Epoch: lepoch % (1 << l.EpochBits), Seq: seq}
 		if got := l.Decode(id); got != want || got.Ms < l.Start() || got.Ms+unitMs-1 > l.End() {
 			t.Fatalf("layout %+v: Decode(Encode(%+v)) = %+v; want %+v", l, p, got, want)
+		}
+		if back, err := l.Parse(id.String()); err != nil || back != id {
+			t.Fatalf("layout %+v: Parse(%q) = %d, %v", l, id.String(), back, err)
+		}
+	})
+}
+
+// FuzzLayoutParse: for any text and width, Parse never panics, and what it
+// accepts is an ID of the layout whose decimal text is the input's.
+func FuzzLayoutParse(f *testing.F) {
+	for _, s := range []string{"0", "9007199254740991", "9007199254740992", "-1", "+5", "", "00012", "9223372036854775808", "1_000", "٣"} {
+		f.Add(uint8(53), s)
+	}
+	f.Add(uint8(0), "9223372036854775807")
+	f.Fuzz(func(t *testing.T, width uint8, s string) {
+		l := Layout{TotalBits: width, NodeBits: 10, StepBits: 2}
+		id, err := l.Parse(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "snowflake: ") {
+				t.Fatalf("Parse(%q) error %q", s, err)
+			}
+			return
+		}
+		if id < 0 || id>>l.Width() != 0 || strings.TrimLeft(s, "0") != strings.TrimLeft(id.String(), "0") {
+			t.Fatalf("%s: Parse(%q) = %d", l, s, id)
 		}
 	})
 }
