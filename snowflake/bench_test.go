@@ -34,6 +34,10 @@ import (
 // millisecond's sequence, so they measure the cost of a call.
 var belowCapLayout = Layout{Origin: TwitterOrigin, NodeBits: 2, StepBits: 20}
 
+// belowCapUnitLayout is belowCapLayout in units of 10 ms: the cost of a
+// call with a time unit of several milliseconds.
+var belowCapUnitLayout = Layout{Origin: TwitterOrigin, TimeUnit: 10 * time.Millisecond, NodeBits: 2, StepBits: 20}
+
 // rawNode returns a bwmarrin Node with the given widths. NewNode reads and
 // writes bwmarrin's package variables, so they are set for the call and
 // restored (with the values derived from them) afterwards.
@@ -62,7 +66,7 @@ func pgLeases(b *testing.B, n int) []*nodeid.Lease {
 		return nil
 	}
 	db, _ := srv.NewDB(b)
-	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithNodeRange(0, 3), nodeid.WithTTL(time.Minute))
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithNodeRange(0, 7), nodeid.WithTTL(time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -196,62 +200,84 @@ func itoa(n int) string {
 //
 //	cap        the default layout, 1 goroutine: "<impl>-cap-fraction" is
 //	           the median rate over the cap of 4,096,000 IDs/s
+//	cap-js53   the same for JS53, whose cap is 4,000 IDs/s (the raw
+//	           bwmarrin Node with its 10 node and 2 step bits)
 //	g=1, g=8   belowCapLayout from 1 and 8 goroutines: "<impl>-ns/id" and
 //	           "<impl>/bwmarrin", the median ratio of chunks run back to
 //	           back (below 1: faster than the raw Node); "metered/fenced"
 //	           and "counted/fenced", the same ratio against the generator
 //	           without a meter provider: the cost of the metrics, and what
 //	           counting every ID would cost
+//	unit=10ms  the same from 1 goroutine with belowCapUnitLayout, in units
+//	           of 10 ms
 func BenchmarkSideBySide(b *testing.B) {
-	pg := pgLeases(b, 3)
+	pg := pgLeases(b, 5)
 	lease := func(i int) *nodeid.Lease {
 		if pg == nil {
 			return nil
 		}
 		return pg[i]
 	}
-	ims := impls(b, DefaultLayout, lease(0))
-	b.Run("cap", func(b *testing.B) {
-		// Chunks of 50 full milliseconds, timed from a millisecond's start
-		// to the start of the millisecond after the last ID: a chunk that
-		// fills every millisecond takes exactly 50 ms.
-		chunk := 50 * int(DefaultLayout.PerMillisecond())
-		rounds := interleave(b, ims, 0, chunk)
-		for i, im := range ims {
+	for i, lay := range []struct {
+		name string
+		l    Layout
+	}{{"cap", DefaultLayout}, {"cap-js53", JS53}} {
+		ims := impls(b, lay.l, lease(3+i)) // 10 node bits: node IDs 3 and 4 fit
+		b.Run(lay.name, func(b *testing.B) { capFractions(b, ims, lay.l) })
+	}
+	for i, c := range []struct {
+		name       string
+		l          Layout
+		goroutines int
+	}{{"g=1", belowCapLayout, 1}, {"g=8", belowCapLayout, 8}, {"unit=10ms", belowCapUnitLayout, 1}} {
+		ims := impls(b, c.l, lease(i)) // 2 node bits: node IDs 0-2
+		b.Run(c.name, func(b *testing.B) { costRatios(b, ims, c.goroutines) })
+	}
+}
+
+// capFractions mints from one goroutine at lay's cap, in chunks of 50 full
+// time units timed from a unit's start to the start of the unit after the
+// last ID, so that a chunk that fills every unit takes exactly 50 units,
+// and reports each implementation's median rate over the cap.
+func capFractions(b *testing.B, ims []impl, lay Layout) {
+	chunk, unit := 50*int(lay.PerUnit()), lay.Unit()
+	rounds := interleave(b, ims, 0, chunk, unit)
+	for i, im := range ims {
+		b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+			return float64(chunk) / float64(lay.PerUnit()) * float64(unit) / float64(r[i])
+		}), im.name+"-cap-fraction")
+	}
+}
+
+// costRatios mints below the cap from the given number of goroutines and
+// reports each implementation's median ns per ID and its median ratio to
+// the raw bwmarrin Node, and the metered and counted generators' to the
+// fenced one.
+func costRatios(b *testing.B, ims []impl, goroutines int) {
+	const chunk = 50_000
+	rounds := interleave(b, ims, goroutines, chunk, 0)
+	for i, im := range ims {
+		b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+			return float64(r[i].Nanoseconds()) / chunk
+		}), im.name+"-ns/id")
+		if i > 0 {
 			b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
-				return float64(chunk) / r[i].Seconds() / float64(DefaultLayout.PerMillisecond()*1000)
-			}), im.name+"-cap-fraction")
+				return float64(r[i]) / float64(r[0])
+			}), im.name+"/bwmarrin")
 		}
-	})
-	for i, goroutines := range []int{1, 8} {
-		ims := impls(b, belowCapLayout, lease(1+i))
-		b.Run("g="+itoa(goroutines), func(b *testing.B) {
-			const chunk = 50_000
-			rounds := interleave(b, ims, goroutines, chunk)
-			for i, im := range ims {
-				b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
-					return float64(r[i].Nanoseconds()) / chunk
-				}), im.name+"-ns/id")
-				if i > 0 {
-					b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
-						return float64(r[i]) / float64(r[0])
-					}), im.name+"/bwmarrin")
-				}
-				if f := fencedAt(ims); im.name == "metered" || im.name == "counted" {
-					b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
-						return float64(r[i]) / float64(r[f])
-					}), im.name+"/fenced")
-				}
-			}
-		})
+		if f := fencedAt(ims); im.name == "metered" || im.name == "counted" {
+			b.ReportMetric(median(rounds, func(r []time.Duration) float64 {
+				return float64(r[i]) / float64(r[f])
+			}), im.name+"/fenced")
+		}
 	}
 }
 
 // interleave mints about b.N IDs with each implementation, chunk IDs at a
 // time, rotating the order every round; it returns the time each
 // implementation took in each round. With 0 goroutines, it mints from one,
-// timing from a millisecond boundary to the first one after the chunk.
-func interleave(b *testing.B, ims []impl, goroutines, chunk int) [][]time.Duration {
+// timing from a boundary of the time unit to the first one after the chunk.
+func interleave(b *testing.B, ims []impl, goroutines, chunk int, unit time.Duration) [][]time.Duration {
 	var rounds [][]time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N || len(rounds) == 0; done += chunk {
@@ -259,9 +285,9 @@ func interleave(b *testing.B, ims []impl, goroutines, chunk int) [][]time.Durati
 		for k := range ims {
 			i := (len(rounds) + k) % len(ims)
 			if goroutines == 0 {
-				start := nextMillisecond()
+				start := nextUnit(unit)
 				mint(b, 1, chunk, ims[i].gen)
-				r[i] = nextMillisecond().Sub(start)
+				r[i] = nextUnit(unit).Sub(start)
 				continue
 			}
 			start := time.Now()
@@ -273,12 +299,13 @@ func interleave(b *testing.B, ims []impl, goroutines, chunk int) [][]time.Durati
 	return rounds
 }
 
-// nextMillisecond waits for the wall clock's next millisecond and returns
-// its start.
-func nextMillisecond() time.Time {
-	ms := time.Now().UnixMilli()
+// nextUnit waits for the start of the wall clock's next time unit (a
+// multiple of unit since 1970, as a layout's units are when its origin is a
+// whole number of units) and returns it.
+func nextUnit(unit time.Duration) time.Time {
+	n := time.Now().UnixNano() / int64(unit)
 	for {
-		if now := time.Now(); now.UnixMilli() != ms {
+		if now := time.Now(); now.UnixNano()/int64(unit) != n {
 			return now
 		}
 	}
