@@ -17,6 +17,14 @@ import (
 // clock. In between it advances with the monotonic clock.
 const anchorEvery = time.Second
 
+// An anchoring reading is taken again, up to anchorTries times, while the
+// monotonic readings around it are more than anchorSpread apart (see
+// anchorReading).
+const (
+	anchorTries  = 8
+	anchorSpread = 100 * time.Microsecond
+)
+
 // spinLimit is how many times a Generate yields while waiting for the next
 // millisecond before it sleeps instead. A real clock moves on long before;
 // a clock that only moves while every goroutine sleeps (testing/synctest)
@@ -54,9 +62,33 @@ func (g *Generator) anchor(d time.Duration) {
 // readAnchor reads the wall clock and sets corr from it; it returns the
 // monotonic time since base of that reading.
 func (g *Generator) readAnchor() time.Duration {
-	ns, since := g.readWall()
+	ns, since := anchorReading(g.readWall)
 	g.corr.Store(ns - g.baseNs - int64(since))
 	return since
+}
+
+// anchorReading returns a reading of read (time.Now's wall and monotonic
+// clocks) whose two halves are of one instant, within anchorSpread if it
+// can. time.Now reads the wall clock, then the monotonic one: a thread
+// descheduled between the two pairs a wall reading with a later monotonic
+// one, and a stamping clock anchored on it would lag the wall clock by the
+// pause until the next anchoring. So each reading is bracketed by two
+// more, and taken again while the brackets are more than anchorSpread
+// apart, up to anchorTries times; the tightest is kept.
+func anchorReading(read func() (unixNs int64, sinceBase time.Duration)) (unixNs int64, sinceBase time.Duration) {
+	spread := time.Duration(math.MaxInt64)
+	for range anchorTries {
+		_, before := read()
+		ns, since := read()
+		_, after := read()
+		if after-before < spread {
+			spread, unixNs, sinceBase = after-before, ns, since
+		}
+		if spread <= anchorSpread {
+			break
+		}
+	}
+	return unixNs, sinceBase
 }
 
 // wait waits, without any lock, until the stamping clock may have reached

@@ -811,3 +811,38 @@ func TestSlowClockCannotStampAfterDeadline(t *testing.T) {
 		}
 	})
 }
+
+// An anchoring reading whose wall and monotonic halves were read a pause
+// apart (the thread descheduled inside time.Now) is taken again, so that
+// the default stamping clock does not lag the wall clock by the pause.
+func TestAnchorReadingSkipsASplitReading(t *testing.T) {
+	const wall = int64(1_800_000_000_000_000_000) // unix ns
+	var mono time.Duration
+	calls := 0
+	read := func() (int64, time.Duration) {
+		calls++
+		mono += time.Microsecond
+		ns := wall + int64(mono)
+		if calls == 2 {
+			mono += 5 * time.Millisecond // between the wall reading and the monotonic one
+		}
+		return ns, mono
+	}
+	ns, since := anchorReading(read)
+	if lag := wall - (ns - int64(since)); lag != 0 || calls != 6 {
+		t.Fatalf("anchored %s behind the wall clock after %d readings; want 0 after 6", time.Duration(lag), calls)
+	}
+	// A machine too busy for a tight reading: the tightest of the tries.
+	calls, mono = 0, 0
+	slow := func() (int64, time.Duration) {
+		calls++
+		mono += time.Millisecond
+		if calls == 3*anchorTries-1 { // the last try's reading: the tightest
+			mono -= 900 * time.Microsecond
+		}
+		return wall + int64(mono), mono
+	}
+	if ns, since := anchorReading(slow); calls != 3*anchorTries || ns-int64(since) != wall || since != time.Duration(3*anchorTries-1)*time.Millisecond-900*time.Microsecond {
+		t.Fatalf("after %d readings: wall %d, since %s", calls, ns, since)
+	}
+}
