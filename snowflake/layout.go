@@ -27,8 +27,8 @@ type Layout struct {
 	// Origin is the layout's time zero, in unix milliseconds: the time
 	// field counts time units since it. It must not be before 1970 nor
 	// more than a day in the future. When Origin is 0 the deprecated Epoch
-	// field is the origin (0 too: 1970-01-01); DefaultLayout's is
-	// TwitterOrigin.
+	// field is the origin (0 too: 1970-01-01). DefaultLayout's origin is
+	// TwitterOrigin, held in Epoch for one release.
 	Origin int64
 	// TimeUnit is the time one step of the time field stands for: a whole
 	// number of milliseconds from 1ms to MaxTimeUnit. Default (0) 1ms, as
