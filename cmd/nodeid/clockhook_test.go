@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/warden"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/warden"
 )
 
 // EnvTestClockFile is the tests' clock hook: it names a file holding an

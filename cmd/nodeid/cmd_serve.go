@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/warden"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/warden"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )

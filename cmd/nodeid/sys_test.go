@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/warden"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/warden"
 )
 
 // TestRunNeedsWarden: where the warden cannot run, "nodeid run" refuses
