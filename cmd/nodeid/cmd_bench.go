@@ -13,7 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/nodeid/nodeid/internal/bench"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
@@ -22,7 +23,7 @@ import (
 // statements on the server.
 var benchSettings = []string{"max_connections=700", "shared_preload_libraries=pg_stat_statements"}
 
-// benchFlagNames maps the fields of bench.Config to the flags that set them.
+// benchFlagNames maps the fields of measure.Config to the flags that set them.
 var benchFlagNames = map[string]string{
 	"Only": "--only", "Repeat": "--repeat", "HerdClaimers": "--herd", "HerdIDs": "--herd-ids", "HerdVariants": "--herd-variants",
 	"Duration": "--duration", "Concurrency": "--concurrency", "ExecModes": "--exec-modes", "Pgbench": "--pgbench",
@@ -31,7 +32,7 @@ var benchFlagNames = map[string]string{
 }
 
 func (a *app) benchCommand() *cobra.Command {
-	cfg := bench.DefaultConfig()
+	cfg := measure.DefaultConfig()
 	var jsonOut string
 	var quiet bool
 	cmd := &cobra.Command{
@@ -64,7 +65,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 				return usagef("--table %s: nodeid bench works only in scratch tables of its own (nodeid_bench_*) and never on a lease table; leave --table out", a.table)
 			}
 			if err := cfg.Validate(); err != nil {
-				var fe *bench.FieldError
+				var fe *measure.FieldError
 				if errors.As(err, &fe) {
 					if fe.Value == "" {
 						return usagef("%s: %s", benchFlagNames[fe.Field], fe.Rule)
@@ -83,7 +84,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 				return err
 			}
 			defer cleanup()
-			res, err := bench.Run(ctx, target, cfg)
+			res, err := measure.Run(ctx, target, cfg)
 			if res != nil {
 				res.Command = benchCommandLine(cmd)
 				if jsonOut != "" {
@@ -91,7 +92,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 						err = werr
 					}
 				}
-				if werr := bench.WriteText(a.stdout, res); werr != nil && err == nil {
+				if werr := report.WriteText(a.stdout, res); werr != nil && err == nil {
 					err = werr
 				}
 			}
@@ -102,11 +103,11 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&cfg.Only, "only", nil, "scenarios to run, of "+strings.Join(bench.Scenarios, ",")+" (default all)")
+	f.StringSliceVar(&cfg.Only, "only", nil, "scenarios to run, of "+strings.Join(report.Scenarios, ",")+" (default all)")
 	f.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "repetitions of every measurement, interleaved")
 	f.IntVar(&cfg.HerdClaimers, "herd", cfg.HerdClaimers, "concurrent Acquires of the herd, each on its own connection")
 	f.IntVar(&cfg.HerdIDs, "herd-ids", cfg.HerdIDs, "node IDs of the herd's range")
-	f.StringSliceVar(&cfg.HerdVariants, "herd-variants", nil, "herd variants to run, of "+strings.Join(bench.HerdVariants, ",")+" (default all)")
+	f.StringSliceVar(&cfg.HerdVariants, "herd-variants", nil, "herd variants to run, of "+strings.Join(report.HerdVariants, ",")+" (default all)")
 	f.IntSliceVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "concurrencies of the library-vs-pgbench runs")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of each throughput run (pgbench runs whole seconds, at least 1s)")
 	f.StringSliceVar(&cfg.ExecModes, "exec-modes", cfg.ExecModes, "pgx exec modes to measure the library in: cache_statement (pgbench -M prepared), exec (-M extended, as through PgBouncer); the first is used by the other scenarios")
@@ -124,24 +125,24 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 
 // benchTarget returns the database of --dsn or DATABASE_URL, or else a
 // fresh database on a throwaway server, and what removes it.
-func (a *app) benchTarget(ctx context.Context) (bench.Target, func(), error) {
+func (a *app) benchTarget(ctx context.Context) (measure.Target, func(), error) {
 	if dsn, _ := a.dsnSource(); dsn != "" {
 		c, err := a.connConfig()
 		if err != nil {
-			return bench.Target{}, nil, err
+			return measure.Target{}, nil, err
 		}
 		a.conn = c
-		return bench.Target{Conn: c.cfg, Where: c.where() + " (from " + c.source + ")"}, func() {}, nil
+		return measure.Target{Conn: c.cfg, Where: c.where() + " (from " + c.source + ")"}, func() {}, nil
 	}
 	fmt.Fprintln(a.stderr, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
 	srv, err := pgserver.StartLocal(ctx, benchSettings...)
 	if err != nil {
-		return bench.Target{}, nil, fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
+		return measure.Target{}, nil, fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
 	}
 	db, err := srv.CreateDatabase(ctx)
 	if err != nil {
 		_ = srv.Close()
-		return bench.Target{}, nil, err
+		return measure.Target{}, nil, err
 	}
 	cleanup := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -152,11 +153,11 @@ func (a *app) benchTarget(ctx context.Context) (bench.Target, func(), error) {
 	cfg, err := pgx.ParseConfig(srv.DSN(db))
 	if err != nil {
 		cleanup()
-		return bench.Target{}, nil, err
+		return measure.Target{}, nil, err
 	}
 	a.redact.add(cfg.Password, true)
 	where := fmt.Sprintf("throwaway PostgreSQL (%s) at %s, database %s", srv.Kind(), srv.Addr(), db)
-	return bench.Target{Conn: cfg, Where: where, Throwaway: true}, cleanup, nil
+	return measure.Target{Conn: cfg, Where: where, Throwaway: true}, cleanup, nil
 }
 
 // benchCommandLine reconstructs the command line from the flags set, bar
@@ -183,7 +184,7 @@ func benchCommandLine(cmd *cobra.Command) string {
 	return strings.Join(parts, " ")
 }
 
-func writeBenchJSON(path string, res *bench.Results) error {
+func writeBenchJSON(path string, res *report.Results) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--json %s: %w", path, err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/internal/bench"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -71,11 +71,11 @@ func TestBenchRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res bench.Results
+	var res report.Results
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.Herd == nil || len(res.Herd.Runs) != len(bench.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 6 ||
+	if res.Herd == nil || len(res.Herd.Runs) != len(report.HerdVariants) || res.Scale == nil || len(res.Scale.Points) != 6 ||
 		res.Overhead != nil || !res.Env.Dropped || len(res.Env.Tables) != 2 {
 		t.Errorf("results: herd %v, scale %v, overhead %v, tables %v dropped %v", res.Herd != nil, res.Scale != nil, res.Overhead != nil, res.Env.Tables, res.Env.Dropped)
 	}
