@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRedactor(t *testing.T) {
+	for _, tc := range []struct {
+		dsn, secret, text string
+	}{
+		{"postgres://bob:s3cr%40t@db:5432/app", "s3cr@t", "failed: s3cr@t and s3cr%40t"},
+		{"postgres://bob:pa:ss@word@[::1", "pa:ss@word", "cannot parse postgres://bob:pa:ss@word@[::1: pa:ss@word"},
+		{`host=db password='it\'s secret' user=bob`, "it's secret", "and it's secret"},
+		{"host=db password=hunter22 user=bob", "hunter22", "echo hunter22"},
+		{"postgres://db/app?password=qwerty99&sslmode=disable", "qwerty99", "got qwerty99"},
+	} {
+		var r Redactor
+		r.Add(tc.dsn, false)
+		got := r.String(tc.text + " " + tc.dsn)
+		if strings.Contains(got, tc.secret) {
+			t.Errorf("redacting %q left the password %q in %q", tc.dsn, tc.secret, got)
+		}
+		if !strings.Contains(got, redacted) {
+			t.Errorf("redacting %q: no mask in %q", tc.dsn, got)
+		}
+	}
+	var r Redactor
+	r.Add("p4ss", true)
+	if got := r.String("user=bob p4ss"); got != "user=bob "+redacted {
+		t.Errorf("PGPASSWORD not masked: %q", got)
+	}
+}
