@@ -1,51 +1,14 @@
-package cli
+package cli_test
 
 import (
 	"bytes"
-	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
 )
-
-// sameAsJSON fails the test unless yamlText, read by a YAML parser, holds
-// the same value as jsonText, read by a JSON parser.
-func sameAsJSON(t *testing.T, yamlText, jsonText string) {
-	t.Helper()
-	var fromYAML, fromJSON any
-	if err := yaml.Unmarshal([]byte(yamlText), &fromYAML); err != nil {
-		t.Fatalf("not YAML: %v\n%s", err, yamlText)
-	}
-	dec := json.NewDecoder(strings.NewReader(jsonText))
-	dec.UseNumber() // exact integers, as YAML reads them
-	if err := dec.Decode(&fromJSON); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, jsonText)
-	}
-	// Through JSON again, so that YAML's ints and JSON's float64s compare.
-	a, err := json.Marshal(fromYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(fromJSON)
-	if !bytes.Equal(a, b) {
-		t.Errorf("the YAML holds\n%s\nthe JSON holds\n%s\nYAML:\n%s", a, b, yamlText)
-	}
-}
-
-// noControls fails the test if out has a character that is not printable,
-// other than a newline.
-func noControls(t *testing.T, out string) {
-	t.Helper()
-	for _, r := range out {
-		if r != '\n' && !strconv.IsPrint(r) {
-			t.Errorf("raw %U in the output:\n%s", r, out)
-			return
-		}
-	}
-}
 
 // TestWriteYAML: the YAML says what the JSON says, strings that YAML would
 // read as something else included, and no control character is printed
@@ -86,15 +49,15 @@ func TestWriteYAML(t *testing.T) {
 		Odd:      map[string]int{"a b": 1, "yes": 2, "": 3},
 	}
 	var y, j bytes.Buffer
-	if err := writeYAML(&y, doc); err != nil {
+	if err := cli.WriteDoc(&y, cli.OutYAML, doc); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJSON(&j, doc); err != nil {
+	if err := cli.WriteJSON(&j, doc); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("YAML:\n%s", y.String())
-	sameAsJSON(t, y.String(), j.String())
-	noControls(t, y.String())
+	clitest.SameAsJSON(t, y.String(), j.String())
+	clitest.NoControls(t, y.String())
 	for _, want := range []string{"\n  - held\n", "\n  - web-1\n", "\n  - \"yes\"\n", "\nnumber: 4611686018427387904\n",
 		"\ninners:\n  - name: a\n    list:\n      - x\n      - \"y\"\n  - name: b\n    list: []\n"} {
 		if !strings.Contains(y.String(), want) {
@@ -107,21 +70,21 @@ func TestWriteYAML(t *testing.T) {
 	y.Reset()
 	j.Reset()
 	long := map[string]int{strings.Repeat("k", 1025): 1}
-	if err := writeYAML(&y, long); err != nil {
+	if err := cli.WriteDoc(&y, cli.OutYAML, long); err != nil {
 		t.Fatal(err)
 	}
-	_ = WriteJSON(&j, long)
-	sameAsJSON(t, y.String(), j.String())
+	_ = cli.WriteJSON(&j, long)
+	clitest.SameAsJSON(t, y.String(), j.String())
 
 	// Documents that are not objects.
 	for _, v := range []any{[]int{}, []string{"a"}, "yes", 7, nil, []any{[]any{map[string]int{"k": 1}}}} {
 		y.Reset()
 		j.Reset()
-		if err := writeYAML(&y, v); err != nil {
+		if err := cli.WriteDoc(&y, cli.OutYAML, v); err != nil {
 			t.Fatal(err)
 		}
-		_ = WriteJSON(&j, v)
-		sameAsJSON(t, y.String(), j.String())
+		_ = cli.WriteJSON(&j, v)
+		clitest.SameAsJSON(t, y.String(), j.String())
 	}
 }
 
@@ -136,13 +99,13 @@ func FuzzWriteYAML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		v := map[string]any{"key": s, s: []string{s}}
 		var y, j bytes.Buffer
-		if err := writeYAML(&y, v); err != nil {
+		if err := cli.WriteDoc(&y, cli.OutYAML, v); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteJSON(&j, v); err != nil {
+		if err := cli.WriteJSON(&j, v); err != nil {
 			t.Fatal(err)
 		}
-		sameAsJSON(t, y.String(), j.String())
-		noControls(t, y.String())
+		clitest.SameAsJSON(t, y.String(), j.String())
+		clitest.NoControls(t, y.String())
 	})
 }
