@@ -17,6 +17,7 @@ import (
 // TestBenchBadInput: every bad flag value is refused before connecting,
 // with exit code 2 and a message naming the flag, the value and the rule.
 func TestBenchBadInput(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args  []string
 		wants []string
@@ -50,6 +51,7 @@ var benchArgs = []string{"bench", "-q", "--only", "herd,scale", "--herd", "4", "
 // password, and checks the report, the JSON, that the scratch tables are
 // gone, and that the password is printed nowhere.
 func TestBenchRun(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -95,6 +97,7 @@ func TestBenchRun(t *testing.T) {
 // TestBenchThrowawayServer: without --dsn or DATABASE_URL the command
 // starts a server of its own with pg_stat_statements, and removes it.
 func TestBenchThrowawayServer(t *testing.T) {
+	t.Parallel()
 	pgtest.Shared(t) // skips, or fails under NODEID_TEST_REQUIRE_DB=1, without PostgreSQL
 	if os.Getenv(pgtest.EnvDSN) != "" {
 		t.Skipf("%s is set: the throwaway server would be that one", pgtest.EnvDSN)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"web-1", "web-1"},
 		{"héllo wörld", "héllo wörld"},
@@ -30,6 +31,7 @@ func TestPrintable(t *testing.T) {
 }
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	got := OneLine("first\nsecond\r\nthird \x1b[31mred\u202e")
 	if want := `first; second; third \x1b[31mred\u202e`; got != want {
 		t.Errorf("oneLine = %q, want %q", got, want)
@@ -39,6 +41,7 @@ func TestOneLine(t *testing.T) {
 // TestJSONSafe: the JSON output holds no raw control or formatting
 // character, and still decodes to the original strings.
 func TestJSONSafe(t *testing.T) {
+	t.Parallel()
 	owner := "a\x1b[2J\u009b31m\u202e\x7f\U000E0041z"
 	var b strings.Builder
 	if err := WriteJSON(&b, map[string]string{"owner": owner}); err != nil {

@@ -14,6 +14,7 @@ import (
 // records gets the CLI's advice, the flags and the init command that change
 // either side, where the library names its options.
 func TestExplainTableConfig(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err   *nodeid.TableConfigError
 		wants []string
@@ -41,6 +42,7 @@ func TestExplainTableConfig(t *testing.T) {
 // TestExplainUnconfigured: a table of an earlier version gets the CLI's
 // command, whatever the library's message says.
 func TestExplainUnconfigured(t *testing.T) {
+	t.Parallel()
 	c := &Conn{env: NewEnv(nil, nil, nil), table: "ids"}
 	err := fmt.Errorf("nodeid: read configuration on table ids: %w", postgres.ErrUnconfigured)
 	msg := c.Describe(err)

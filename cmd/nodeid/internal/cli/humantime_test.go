@@ -6,6 +6,7 @@ import (
 )
 
 func TestRelative(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		d    time.Duration
@@ -37,6 +38,7 @@ func TestRelative(t *testing.T) {
 
 // exactMs and exact write one layout, the library's.
 func TestExactMs(t *testing.T) {
+	t.Parallel()
 	if got, want := ExactMs(1288834974657), "2010-11-04T01:42:54.657Z"; got != want {
 		t.Errorf("exactMs = %q, want %q", got, want)
 	}

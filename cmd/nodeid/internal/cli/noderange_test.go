@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseRange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want NodeRange

@@ -14,6 +14,7 @@ import (
 // read as something else included, and no control character is printed
 // raw.
 func TestWriteYAML(t *testing.T) {
+	t.Parallel()
 	type inner struct {
 		Name string   `json:"name"`
 		List []string `json:"list"`

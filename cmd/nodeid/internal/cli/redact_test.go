@@ -6,6 +6,7 @@ import (
 )
 
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		dsn, secret, text string
 	}{

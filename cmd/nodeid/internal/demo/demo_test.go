@@ -63,6 +63,7 @@ func tableExists(t *testing.T, db *sql.DB, name string) bool {
 // drops it at the end, and leaves the other tables alone. Its workers are
 // processes of their own (this test binary, as the command).
 func TestDemoWithDSN(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "8")
 	r := harness.Run(t, "demo", "--dsn", dsn)
@@ -111,6 +112,7 @@ func TestDemoFailover(t *testing.T) {
 // TestDemoRefusesExistingTable: the demo never works in, nor drops, a
 // table it did not create.
 func TestDemoRefusesExistingTable(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--table", "mine", "--nodes", "3")
 	r := harness.RunWith(t, "", map[string]string{cli.EnvDatabaseURL: dsn}, "demo", "--table", "mine")
@@ -123,6 +125,7 @@ func TestDemoRefusesExistingTable(t *testing.T) {
 // TestDemoDuration: the help and docs/commands.md say the same of how long
 // each demo takes.
 func TestDemoDuration(t *testing.T) {
+	t.Parallel()
 	help := strings.Join(strings.Fields(harness.Must(t, "demo", "--help")), " ")
 	readme, err := os.ReadFile(clitest.DocsPage)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 // TestDemoSupported: the demo runs where POSIX processes do, and refuses
 // at once elsewhere.
 func TestDemoSupported(t *testing.T) {
+	t.Parallel()
 	err := demoSupported()
 	if unixLike {
 		if err != nil {

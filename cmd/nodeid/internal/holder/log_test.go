@@ -11,6 +11,7 @@ import (
 // TestLineHandler: library log records come out as "nodeid: " lines, one
 // each, below Warn dropped.
 func TestLineHandler(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	log := slog.New(newLineHandler(&b, slog.LevelWarn)).With("node_id", 3)
 	log.Debug("nodeid: renewed")

@@ -29,6 +29,7 @@ func mustEncode(l snowflake.Layout, p snowflake.Parts) bw.ID {
 }
 
 func TestDecodeGolden(t *testing.T) {
+	t.Parallel()
 	clitest.Golden(t, "decode", harness.Must(t, "decode", defaultID.String(), "b58:"+defaultID.Base58(), defaultID.Base64(), "0"))
 	if out := harness.Must(t, "decode", "--format", "b58", defaultID.Base58(), "b64:"+defaultID.Base64()); !strings.Contains(out,
 		defaultID.String()+" (read as Base58 from "+defaultID.Base58()+"; ") || !strings.Contains(out, "(read as Base64 from b64:") {
@@ -39,6 +40,7 @@ func TestDecodeGolden(t *testing.T) {
 }
 
 func TestDecodeJSON(t *testing.T) {
+	t.Parallel()
 	out := harness.Must(t, "decode", "-o", "json", "--layout-epoch", "1577836800000",
 		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", "--format", "b58", epochID.Base58())
 	var got []struct {
@@ -72,6 +74,7 @@ func TestDecodeJSON(t *testing.T) {
 }
 
 func TestDecodeBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "decode"), cli.ExitUsage, "one or more IDs")
 	clitest.WantExit(t, harness.Run(t, "decode", "12x!"), cli.ExitUsage, `ID "12x!" is not a Snowflake ID`)
 	clitest.WantExit(t, harness.Run(t, "decode", "-5"), cli.ExitUsage) // a flag to cobra

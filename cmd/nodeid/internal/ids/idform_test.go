@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseIDForms(t *testing.T) {
+	t.Parallel()
 	const n = bw.ID(1805834298273538048)
 	for _, tc := range []struct {
 		in   string
@@ -36,6 +37,7 @@ func TestParseIDForms(t *testing.T) {
 // TestParseIDFormat: --format reads every ID in its form, except those
 // whose prefix names another.
 func TestParseIDFormat(t *testing.T) {
+	t.Parallel()
 	const n = bw.ID(1805834298273538048)
 	for _, tc := range []struct {
 		in, format string
@@ -92,6 +94,7 @@ func mustBase58(t *testing.T, s string) bw.ID {
 }
 
 func TestParseIDRejects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", "empty"},
 		{"-5", "negative"},

@@ -54,6 +54,7 @@ func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, in
 // TestWhoTwoHolders: IDs minted by two successive holders of one node ID
 // are each traced to their own holder.
 func TestWhoTwoHolders(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	l := snowflake.DefaultLayout
 	idA, epochA := holdAndMint(t, dsn, "alpha", l)
@@ -96,6 +97,7 @@ func TestWhoTwoHolders(t *testing.T) {
 // TestWhoEpochBits: with epoch bits in the layout, a claim is named only if
 // its epoch matches the ID's bits.
 func TestWhoEpochBits(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	l := snowflake.Layout{Epoch: snowflake.DefaultLayout.Epoch, NodeBits: 10, StepBits: 12, EpochBits: 2}
 	idA, _ := holdAndMint(t, dsn, "alpha", l)
@@ -116,6 +118,7 @@ func TestWhoEpochBits(t *testing.T) {
 }
 
 func TestWhoNotCovered(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	idA, _ := holdAndMint(t, dsn, "alpha", snowflake.DefaultLayout)
 	// After the only claim's horizon: nobody may have stamped it.
@@ -134,6 +137,7 @@ func TestWhoNotCovered(t *testing.T) {
 // even though the node ID's first claim has no previous horizon; an answer
 // that rests on the allowance says so.
 func TestWhoBoundedBelow(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	l := snowflake.DefaultLayout
 	holdAndMint(t, dsn, "alpha", l)
@@ -185,6 +189,7 @@ func TestWhoBoundedBelow(t *testing.T) {
 }
 
 func TestWhoBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "who", "--max-skew", "-1s", "1"), cli.ExitUsage, "--max-skew", "negative")
 	clitest.WantExit(t, harness.Run(t, "who", "--max-skew", "a bit", "1"), cli.ExitUsage, "--max-skew", "not a duration")
 	if out := harness.Must(t, "who", "--help"); !strings.Contains(out, "--max-skew duration") || !strings.Contains(out, "(default 10s)") {

@@ -57,6 +57,7 @@ func readPages(t *testing.T, dir string) map[string][]byte {
 // TestCLIDocs: docs/cli is what cobra's generator makes of the commands
 // today, page for page; with -update it rewrites docs/cli.
 func TestCLIDocs(t *testing.T) {
+	t.Parallel()
 	want := genCLIDocs(t, t.TempDir())
 	if len(want) < 14 {
 		t.Fatalf("the generator wrote only %d pages", len(want))

@@ -13,6 +13,7 @@ import (
 // TestPasswordNeverPrinted: whatever fails, and however the password was
 // given, it does not appear in the output.
 func TestPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	good := clitest.WithUser(t, dsn, "postgres", clitest.Secret)
 	u, _ := url.Parse(good)
@@ -55,6 +56,7 @@ func TestPasswordNeverPrinted(t *testing.T) {
 
 // TestUsageAndExitCodes: cobra's own errors are usage errors, on one line.
 func TestUsageAndExitCodes(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "frobnicate"), cli.ExitUsage, `unknown command "frobnicate"`, `see "nodeid --help"`)
 	if r := harness.Run(t, "lst"); r.Code != cli.ExitUsage || r.Stderr != "nodeid: unknown command \"lst\" for \"nodeid\" (did you mean \"list\"?)\n" {
 		t.Errorf("nodeid lst: %+v", r)

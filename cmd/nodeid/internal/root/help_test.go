@@ -13,6 +13,7 @@ import (
 // TestHelpOnEveryCommand: every command has an example, and --help shows
 // it and exits with 0.
 func TestHelpOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	env, _, _ := clitest.Env("", nil)
 	var walk func(c *cobra.Command)
 	n := 0
@@ -44,6 +45,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 // TestFlagsInHelp: the flags of the command line's output, timing and ID
 // forms appear in the help of each command that takes them.
 func TestFlagsInHelp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cmd   []string
 		wants []string
@@ -67,6 +69,7 @@ func TestFlagsInHelp(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := harness.Run(t, "completion", shell)
 		if r.Code != 0 || !strings.Contains(r.Stdout, "nodeid") || len(r.Stdout) < 1000 {
@@ -84,6 +87,7 @@ func TestCompletion(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	out := harness.Must(t, "version")
 	if !strings.HasPrefix(out, "nodeid ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
 		t.Errorf("version: %q", out)

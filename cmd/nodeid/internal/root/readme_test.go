@@ -70,6 +70,7 @@ func contains(list []string, s string) bool {
 // output does not depend on the time of the run print what the page shows,
 // on the history the page's examples come from.
 func TestDocsExamples(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn)
 	// Node ID 0: ingest-1 released it, billing-7 holds it. The IDs of the

@@ -18,6 +18,7 @@ import (
 )
 
 func TestExportTemplates(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		tmpl        string
 		node, epoch int64
@@ -73,6 +74,7 @@ func TestExportTemplates(t *testing.T) {
 }
 
 func TestExportDistinct(t *testing.T) {
+	t.Parallel()
 	flags := func(args ...string) *exportFlags {
 		f := &exportFlags{}
 		for _, a := range args {
@@ -143,6 +145,7 @@ func FuzzExportTemplate(f *testing.F) {
 // of the range apart, are usage errors naming the template, before any
 // claim: the table is not even created.
 func TestExportUsage(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	for _, c := range []struct {
 		args []string

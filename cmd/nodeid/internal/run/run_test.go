@@ -41,6 +41,7 @@ func waitFile(t *testing.T, path string, b *clitest.Background) string {
 // its exit code becomes nodeid's, and the node ID is released with the
 // exit time as its exact horizon.
 func TestRunEnvAndExitCode(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	child := clitest.Script(t, `echo "node=$NODEID_NODE epoch=$NODEID_EPOCH owner=$NODEID_OWNER grace=$NODEID_DEADLINE_GRACE horizon=$NODEID_HORIZON_MS"
 exit 42
@@ -72,6 +73,7 @@ exit 42
 // TestRunSignalExitCode: a command killed by signal N makes nodeid exit
 // with 128+N; a command that succeeds, with 0.
 func TestRunSignalExitCode(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	if r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "sh", "-c", "kill -KILL $$"); r.Code != 128+9 {
 		t.Errorf("exit code %d, want 137", r.Code)
@@ -180,6 +182,7 @@ while :; do sleep 0.05; done
 // TestRunNoNodeID: with every node ID of the range held, run exits with 3
 // and does not start the command.
 func TestRunNoNodeID(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--range", "0-0")
 	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = 'other', epoch = 1, expires_at = now() + interval '1h' WHERE node_id = 0`)
@@ -192,6 +195,7 @@ func TestRunNoNodeID(t *testing.T) {
 }
 
 func TestRunBadInput(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run"), cli.ExitUsage, "a command to run")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "TTL 1s is outside 3s to 24h0m0s")
@@ -413,6 +417,7 @@ func (f leaseFile) int(t *testing.T, k string) int64 {
 // TestRunCreate: without --create a missing table is an error that says
 // so; with it, the table is created.
 func TestRunCreate(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), cli.ExitFailure, "table snowflake_nodes does not exist", "--create")
 	if r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "true"); r.Code != 0 {
@@ -423,6 +428,7 @@ func TestRunCreate(t *testing.T) {
 // TestRunHelp: each default is shown once; the help states the
 // environment and the password advice, and no test hook.
 func TestRunHelp(t *testing.T) {
+	t.Parallel()
 	out := harness.Must(t, "run", "--help")
 	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", "--keep-db-env", "--create", "--timeout", "--metrics-addr", "/healthz", "needs Linux"} {
 		if !strings.Contains(out, want) {
@@ -441,6 +447,7 @@ func TestRunHelp(t *testing.T) {
 // range the table records and leaves it as it is; a range outside it is
 // an error naming both.
 func TestRunTableRange(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--range", "8-11")
 	r := harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", `echo "node=$NODEID_NODE"`)
@@ -462,6 +469,7 @@ func TestRunTableRange(t *testing.T) {
 // TestRunNodeBits: a table whose range needs 12 node bits is leased from
 // with --node-bits 12, and refused without it, before any claim.
 func TestRunNodeBits(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--range", "0-4095")
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), cli.ExitUsage, "0-4095 does not fit 10 node bits")
@@ -478,6 +486,7 @@ func TestRunNodeBits(t *testing.T) {
 // is not in the command as built: the binary does not contain the
 // variable's name, and ignores it where the test binary reads it.
 func TestPlainBinaryHasNoClockHook(t *testing.T) {
+	t.Parallel()
 	bin := clitest.BuildBinary(t)
 	b, err := os.ReadFile(bin)
 	if err != nil {

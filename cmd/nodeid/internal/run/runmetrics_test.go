@@ -89,6 +89,7 @@ while :; do sleep 0.05; done
 // TestRunMetricsBadAddr: an address that cannot be listened on is a usage
 // error naming it, before any claim.
 func TestRunMetricsBadAddr(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", "postgres://nobody@127.0.0.1:1/none", "--metrics-addr", "no-such-host-xyz:99999", "--", "true"),
 		cli.ExitUsage, "--metrics-addr no-such-host-xyz:99999")
 }

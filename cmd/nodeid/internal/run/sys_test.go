@@ -12,6 +12,7 @@ import (
 // TestRunNeedsWarden: where the warden cannot run, "nodeid run" refuses
 // at once, before it connects; where it can, run goes on to connect.
 func TestRunNeedsWarden(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1.
 	r := harness.Run(t, "run", "--dsn", "postgres://nodeid@127.0.0.1:1/x?sslmode=disable&connect_timeout=5", "--", "true")
 	if err := warden.Supported(); err != nil {

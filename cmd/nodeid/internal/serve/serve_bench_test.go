@@ -68,8 +68,7 @@ func BenchmarkServe(b *testing.B) {
 	}
 	_, dsn := pgtest.NewDB(b)
 	dir := b.TempDir()
-	nodeidBin, bareBin := filepath.Join(dir, "nodeid"), filepath.Join(dir, "bare")
-	goBuild(b, nodeidBin, ".")
+	nodeidBin, bareBin := clitest.BuildBinary(b), filepath.Join(dir, "bare")
 	goBuild(b, bareBin, "./testdata/servebench/bare")
 
 	bare := startBenchServer(b, regexp.MustCompile(`listening on (http://\S+)`), true, bareBin)
@@ -119,11 +118,7 @@ func BenchmarkServe(b *testing.B) {
 // goBuild builds the package at pkg into out, without the race detector.
 func goBuild(b *testing.B, out, pkg string) {
 	b.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	if o, err := exec.Command(goTool, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+	if o, err := exec.Command(clitest.GoTool(), "build", "-o", out, pkg).CombinedOutput(); err != nil {
 		b.Fatalf("go build %s: %v\n%s", pkg, err, o)
 	}
 }

@@ -167,6 +167,7 @@ func getIDs(c *http.Client, base string, count int) (idsResp, error) {
 // a stamping clock stopped on one millisecond, so that consecutive IDs
 // differ by exactly one step: bad requests, in between, cost no ID.
 func TestServeRequests(t *testing.T) {
+	t.Parallel()
 	db, _ := pgtest.NewDB(t)
 	m, metrics, err := holder.NewMetrics()
 	if err != nil {
@@ -296,6 +297,7 @@ func TestServeRequests(t *testing.T) {
 
 // TestServeUsage: bad flags are usage errors before any claim.
 func TestServeUsage(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		says string
@@ -318,6 +320,7 @@ func TestServeUsage(t *testing.T) {
 // (HttpClient) and curl against a real serve; every ID they got decodes,
 // under bwmarrin's package, to the node ID of the headers, and none repeats.
 func TestServeClients(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	p := startServe(t, "--dsn", dsn, "--create", "--ttl", "10s")
 	dir, err := filepath.Abs(filepath.Join("testdata", "serve"))
@@ -695,6 +698,7 @@ func TestServeLeaseLostPaused(t *testing.T) {
 // TestServeUnixSocket: --listen unix:PATH serves on a Unix socket (a
 // sidecar), which is removed when serve stops.
 func TestServeUnixSocket(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	sock := filepath.Join(t.TempDir(), "ids.sock")
 	c, err := clitest.Self(context.Background(), "serve", "--dsn", dsn, "--create", "--listen", "unix:"+sock)
@@ -742,6 +746,7 @@ func TestServeUnixSocket(t *testing.T) {
 // TestServeMissingTable: without --create, a missing table ends serve at
 // once (exit 1), saying so, rather than retrying for ever.
 func TestServeMissingTable(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	r := harness.Run(t, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0")
 	if r.Code != cli.ExitFailure || !strings.Contains(r.Stderr, "snowflake_nodes") || !strings.Contains(r.Stderr, "or add --create") {

@@ -11,6 +11,7 @@ import (
 // release only those it can release, and release's --epoch the current
 // epoch of the node ID given.
 func TestCompleteNodeIDs(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	const (
 		held    = "0\theld, owner web-1, epoch 3\n"
@@ -40,6 +41,7 @@ func TestCompleteNodeIDs(t *testing.T) {
 // TestCompleteUnreachable: without a database, completion offers nothing
 // and prints no error.
 func TestCompleteUnreachable(t *testing.T) {
+	t.Parallel()
 	silent := clitest.SilentServer(t)
 	for _, dsn := range []string{"postgres://nobody@127.0.0.1:1/none", "postgres://nobody@" + silent + "/none", "host=/nonexistent"} {
 		for _, args := range [][]string{{"show", "--dsn", dsn, ""}, {"release", "--dsn", dsn, ""}, {"release", "3", "--dsn", dsn, "--epoch", ""}} {

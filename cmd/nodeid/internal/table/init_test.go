@@ -10,6 +10,7 @@ import (
 )
 
 func TestSchemaGolden(t *testing.T) {
+	t.Parallel()
 	clitest.Golden(t, "schema", harness.Must(t, "schema", "--table", "ids.nodes", "--range", "8-15"))
 	if out := harness.Must(t, "schema"); !strings.Contains(out, "VALUES (0, 1023, 60000,") {
 		t.Errorf("default schema does not record 0-1023 and a maximum TTL of 1m:\n%s", out)
@@ -17,6 +18,7 @@ func TestSchemaGolden(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	if out := harness.Must(t, "init", "--dsn", dsn, "--range", "10-13", "--max-ttl", "30s"); out != "table snowflake_nodes is ready (history snowflake_nodes_history, configuration snowflake_nodes_config): node IDs 10-13, 4 rows, maximum TTL 30s, replication async\n" {
 		t.Errorf("init: %q", out)
@@ -55,6 +57,7 @@ func TestInit(t *testing.T) {
 }
 
 func TestInitBadInput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -76,6 +79,7 @@ func TestInitBadInput(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "2")
 	clitest.ExecSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
@@ -107,6 +111,7 @@ func TestPrune(t *testing.T) {
 
 // TestPruneHelp: --older-than is required, so its help shows no default.
 func TestPruneHelp(t *testing.T) {
+	t.Parallel()
 	out := harness.Must(t, "prune", "--help")
 	if !strings.Contains(out, "ago (required)\n") || strings.Contains(out, "default 0s") {
 		t.Errorf("prune --help:\n%s", out)
@@ -114,6 +119,7 @@ func TestPruneHelp(t *testing.T) {
 }
 
 func TestPruneBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "prune"), cli.ExitUsage, "--older-than is required")
 	clitest.WantExit(t, harness.Run(t, "prune", "--older-than", "0s"), cli.ExitUsage, "must be positive")
 	clitest.WantExit(t, harness.Run(t, "prune", "--older-than", "-3d"), cli.ExitUsage, "negative")

@@ -13,6 +13,7 @@ import (
 // the hash of their text; the second run would then meet the first one's
 // statement on the same server connection and fail.
 func TestListThroughPgBouncer(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Shared(t)
 	b := srv.NewPgBouncer(t)
 	_, dsn := seedList(t)

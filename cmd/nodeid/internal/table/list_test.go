@@ -41,6 +41,7 @@ func seedList(t *testing.T) (*sql.DB, string) {
 }
 
 func TestListGolden(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	for _, tc := range []struct {
 		name string
@@ -64,6 +65,7 @@ func TestListGolden(t *testing.T) {
 // TestListJSON: -o json has every row's exact values, as the database holds
 // them.
 func TestListJSON(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	var doc struct {
 		Table   string    `json:"table"`
@@ -126,6 +128,7 @@ func TestListJSON(t *testing.T) {
 }
 
 func TestListBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "list", "--state", "busy"), cli.ExitUsage, `--state "busy"`)
 	clitest.WantExit(t, harness.Run(t, "list", "-o", "csv"), cli.ExitUsage, `-o "csv"`, "table, wide, json, yaml")
 	clitest.WantExit(t, harness.Run(t, "list", "extra"), cli.ExitUsage, "no arguments")
@@ -136,6 +139,7 @@ func TestListBadInput(t *testing.T) {
 // TestListTableMissing: a database without the table gets a one-line error
 // that says how to create it.
 func TestListTableMissing(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "list", "--dsn", dsn, "--table", "ids"), cli.ExitFailure,
 		"table ids does not exist", `nodeid init --table ids`)
@@ -144,6 +148,7 @@ func TestListTableMissing(t *testing.T) {
 
 // TestDatabaseURL: without --dsn the command reads DATABASE_URL.
 func TestDatabaseURL(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	r := harness.RunWith(t, "", map[string]string{cli.EnvDatabaseURL: dsn}, "list")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "web-1") {
@@ -198,6 +203,7 @@ func withoutNow(t *testing.T, doc string, isYAML bool) string {
 // TestListYAML: -o yaml holds what -o json holds, and prints no control
 // character of an owner raw.
 func TestListYAML(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	y := harness.Must(t, "list", "--dsn", dsn, "--all", "-o", "yaml")
 	j := harness.Must(t, "list", "--dsn", dsn, "--all", "-o", "json")
@@ -213,6 +219,7 @@ func TestListYAML(t *testing.T) {
 // TestListNoHeaders: --no-headers prints the rows of the table and nothing
 // else.
 func TestListNoHeaders(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	for _, o := range []string{"table", "wide"} {
 		full := strings.Split(strings.TrimSuffix(harness.Must(t, "list", "--dsn", dsn, "--all", "-o", o), "\n"), "\n")
@@ -240,6 +247,7 @@ func TestListNoHeaders(t *testing.T) {
 // TestListEmpty: a list with no rows to show says why, instead of a bare
 // header; with --no-headers it prints nothing.
 func TestListEmpty(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "4")
 	for _, tc := range []struct {
@@ -267,6 +275,7 @@ func TestListEmpty(t *testing.T) {
 // claimable again. (The new generation a lease statement began is set by
 // hand here; the failover tests of the root package make it for real.)
 func TestQuarantineShown(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "3", "--max-ttl", "30s")
 	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = 'web-1', epoch = 1, acquired_at = now(), expires_at = now() + interval '1h' WHERE node_id = 2`)

@@ -14,6 +14,7 @@ import (
 // TestMissingPrivilege: a role without SELECT gets an error naming the
 // role, the table and the privilege it lacks.
 func TestMissingPrivilege(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	role := fmt.Sprintf("nodeid_reader_%d", os.Getpid())
 	clitest.ExecSQL(t, db, "CREATE ROLE "+role+" LOGIN PASSWORD '"+clitest.Secret+"'")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestRelease(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	rowOwner := func() (owner string, epoch int64, free bool) {
 		t.Helper()
@@ -68,6 +69,7 @@ func TestRelease(t *testing.T) {
 }
 
 func TestReleaseBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "release", "3"), cli.ExitUsage, "--epoch is required")
 	clitest.WantExit(t, harness.Run(t, "release", "3", "--epoch", "0"), cli.ExitUsage, "epochs start at 1")
 	clitest.WantExit(t, harness.Run(t, "release", "3", "--epoch", "x"), cli.ExitUsage, "--epoch")

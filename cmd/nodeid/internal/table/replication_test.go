@@ -18,6 +18,7 @@ import (
 // and --replication sync, not a privilege on the table; with
 // --replication sync, init, run, list and release work.
 func TestReplicationSyncWithoutWALFunctions(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Shared(t)
 	admin, dsn := srv.NewDB(t)
 	role := fmt.Sprintf("app_%d", time.Now().UnixNano())
@@ -52,6 +53,7 @@ func TestReplicationSyncWithoutWALFunctions(t *testing.T) {
 // TestInitRefusesUnloggedTables: init checks the tables it leaves behind,
 // and a lease table made UNLOGGED (which a crash empties) fails it, named.
 func TestInitRefusesUnloggedTables(t *testing.T) {
+	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "4")
 	clitest.ExecSQL(t, db, `ALTER TABLE snowflake_nodes_history SET UNLOGGED`)

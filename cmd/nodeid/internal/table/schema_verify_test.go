@@ -23,6 +23,7 @@ import (
 // which a program in another language runs as printed, with the lease's
 // NODEID_NODE, NODEID_OWNER and NODEID_EPOCH.
 func TestSchemaVerifySQL(t *testing.T) {
+	t.Parallel()
 	clitest.Golden(t, "schema_verify", harness.Must(t, "schema", "--verify-sql", "--table", "ids.nodes"))
 	for _, flag := range [][]string{{"--range", "0-3"}, {"--nodes", "4"}, {"--max-ttl", "30s"}} {
 		clitest.WantExit(t, harness.Run(t, append([]string{"schema", "--verify-sql"}, flag...)...), cli.ExitUsage, flag[0], "--table")

@@ -30,6 +30,7 @@ func seedHistory(t *testing.T, db *sql.DB) {
 }
 
 func TestShowGolden(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	seedHistory(t, db)
 	out := harness.Must(t, "show", "1", "--dsn", dsn)
@@ -44,6 +45,7 @@ func TestShowGolden(t *testing.T) {
 
 // TestShowYAML: -o yaml holds what -o json holds.
 func TestShowYAML(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	seedHistory(t, db)
 	y := harness.Must(t, "show", "1", "-o", "yaml", "--dsn", dsn)
@@ -54,6 +56,7 @@ func TestShowYAML(t *testing.T) {
 }
 
 func TestShowJSON(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	seedHistory(t, db)
 	var doc struct {
@@ -95,6 +98,7 @@ func TestShowJSON(t *testing.T) {
 }
 
 func TestShowBadInput(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	clitest.WantExit(t, harness.Run(t, "show"), cli.ExitUsage, "one node ID")
 	clitest.WantExit(t, harness.Run(t, "show", "1", "2"), cli.ExitUsage, "one node ID")

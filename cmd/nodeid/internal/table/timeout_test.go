@@ -60,6 +60,7 @@ func waitNoStatementOf(t *testing.T, db *sql.DB, cmd string) {
 // up at --timeout, says which lock it waited for and who holds it, and
 // leaves no statement waiting on the server.
 func TestTimeoutLockWait(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	holder, rollback := lockInTx(t, db, `LOCK TABLE snowflake_nodes IN ACCESS EXCLUSIVE MODE`)
 	r := harness.Run(t, "list", "--dsn", dsn, "--timeout", "1s")
@@ -79,6 +80,7 @@ func TestTimeoutLockWait(t *testing.T) {
 // holder's renewals never queue behind it for longer), names who holds the
 // lock, and its eviction does not happen later, when the lock is gone.
 func TestTimeoutRowLock(t *testing.T) {
+	t.Parallel()
 	db, dsn := seedList(t)
 	holder, rollback := lockInTx(t, db, `SELECT * FROM snowflake_nodes WHERE node_id = 0 FOR UPDATE`)
 	r := harness.Run(t, "release", "0", "--epoch", "3", "--yes", "--dsn", dsn, "--timeout", "10s")
@@ -95,6 +97,7 @@ func TestTimeoutRowLock(t *testing.T) {
 // TestTimeoutSilentServer: a server that accepts the connection and never
 // answers is named as such, whichever limit ends the wait.
 func TestTimeoutSilentServer(t *testing.T) {
+	t.Parallel()
 	addr := clitest.SilentServer(t)
 	const hint = "accepted the connection but did not answer within "
 	clitest.WantExit(t, harness.Run(t, "list", "--dsn", "postgres://nobody:"+clitest.Secret+"@"+addr+"/db?connect_timeout=1"), cli.ExitFailure,
@@ -106,6 +109,7 @@ func TestTimeoutSilentServer(t *testing.T) {
 }
 
 func TestTimeoutBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "list", "--timeout", "soon"), cli.ExitUsage, `"soon" is not a duration`)
 	clitest.WantExit(t, harness.Run(t, "list", "--timeout", "-1s"), cli.ExitUsage, "negative")
 	if out := harness.Must(t, "list", "--help"); !strings.Contains(out, "--timeout duration") || !strings.Contains(out, "(default 10s)") {

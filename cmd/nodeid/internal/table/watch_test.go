@@ -15,6 +15,7 @@ import (
 // TestWatch: --count frames of the list, each with its header, and no
 // terminal control sequences when the output is not a terminal.
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	out := harness.Must(t, "watch", "--dsn", dsn, "--count", "3", "--interval", "10ms", "--state", "held")
 	if strings.Contains(out, "\x1b") {
@@ -32,6 +33,7 @@ func TestWatch(t *testing.T) {
 // TestWatchJSON: with -o json each refresh is one compact JSON document on
 // a line of its own, and nothing else is printed: a JSON stream.
 func TestWatchJSON(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	out := harness.Must(t, "watch", "--dsn", dsn, "--count", "2", "--interval", "10ms", "--state", "held", "-o", "json")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -67,6 +69,7 @@ func TestWatchJSON(t *testing.T) {
 // TestWatchYAML: with -o yaml each refresh is a YAML document that starts
 // with "---".
 func TestWatchYAML(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	out := harness.Must(t, "watch", "--dsn", dsn, "--count", "2", "--interval", "10ms", "-o", "yaml")
 	if !strings.HasPrefix(out, "---\ntable: snowflake_nodes\n") || strings.Count(out, "---\n") != 2 {
@@ -97,6 +100,7 @@ func TestWatchYAML(t *testing.T) {
 // TestWatchNoHeaders: --no-headers leaves out the frame's header, the
 // table's header and the summary line.
 func TestWatchNoHeaders(t *testing.T) {
+	t.Parallel()
 	_, dsn := seedList(t)
 	out := harness.Must(t, "watch", "--dsn", dsn, "--count", "2", "--interval", "10ms", "--state", "held", "--no-headers")
 	if row := "0  held  web-1  3  3h ago  in 12m  in 12m\n"; out != row+"\n"+row {
@@ -105,6 +109,7 @@ func TestWatchNoHeaders(t *testing.T) {
 }
 
 func TestWatchBadInput(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "watch", "--interval", "0s"), cli.ExitUsage, "--interval")
 	clitest.WantExit(t, harness.Run(t, "watch", "--interval", "soon"), cli.ExitUsage, `"soon" is not a duration`)
 	clitest.WantExit(t, harness.Run(t, "watch", "--interval", "-1s"), cli.ExitUsage, "negative")
@@ -115,6 +120,7 @@ func TestWatchBadInput(t *testing.T) {
 // TestWatchFirstFailure: a watch whose first refresh fails ends with the
 // error instead of repeating it.
 func TestWatchFirstFailure(t *testing.T) {
+	t.Parallel()
 	clitest.WantExit(t, harness.Run(t, "watch", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=5", "--count", "5"),
 		cli.ExitFailure, "cannot connect to PostgreSQL", "connection refused")
 }

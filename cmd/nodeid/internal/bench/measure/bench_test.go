@@ -18,6 +18,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatalf("the default config: %v", err)
 	}
@@ -56,6 +57,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestPgbenchScripts(t *testing.T) {
+	t.Parallel()
 	s := statements{
 		claim:   "SELECT $1::integer, $2::integer, $3::text, $4::bigint, $5::bigint, $12 FROM t",
 		release: "UPDATE t SET x = COALESCE($4::bigint, x) WHERE node_id = $1::integer AND owner = $2::text AND epoch = $3::bigint",
@@ -79,6 +81,7 @@ func TestPgbenchScripts(t *testing.T) {
 }
 
 func TestParsePgbench(t *testing.T) {
+	t.Parallel()
 	out := `transaction type: claim.sql
 number of transactions actually processed: 10234
 number of failed transactions: 3 (0.029%)
@@ -96,6 +99,7 @@ tps = 1023.456789 (without initial connection time)
 }
 
 func TestSameStatement(t *testing.T) {
+	t.Parallel()
 	sent := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = '-infinity'"
 	stored := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = $6"
 	if !sameStatement(stored, sent) {

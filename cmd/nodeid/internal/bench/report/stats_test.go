@@ -7,6 +7,7 @@ import (
 )
 
 func TestDist(t *testing.T) {
+	t.Parallel()
 	var s []time.Duration
 	for i := 100; i >= 1; i-- {
 		s = append(s, time.Duration(i)*time.Millisecond)
@@ -30,6 +31,7 @@ func TestDist(t *testing.T) {
 }
 
 func TestSpread(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   []float64
 		want Spread
