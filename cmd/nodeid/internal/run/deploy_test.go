@@ -61,7 +61,7 @@ func TestRunDeployManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := exports.distinct(r); err != nil {
+	if err := exports.distinct(r, "the range "+r.String(), false); err != nil {
 		t.Error(err)
 	}
 }

@@ -218,10 +218,14 @@ environment, computed from the lease, for a program whose ID generator
 reads a worker ID of its own rather than NODEID_NODE. TEMPLATE is text with
 {node} and {epoch}, and integer operations on them, % (remainder) and /
 (truncating division), applied left to right: {node%32}, {node/32%32}.
-{{ and }} are literal braces. The exports must identify the node ID: run
-computes them for every node ID of the range it leases from and refuses
-(exit 2, before any claim) unless distinct node IDs get distinct values of
-the exports that do not use {epoch}. Recipes (more in docs/export.md):
+{{ and }} are literal braces. The exports that identify the generator,
+those of {node} arithmetic alone ({node%32}, {node/32%32}; one with other
+text, as pod-{node}, is a label), must tell apart every node ID of the
+table's recorded range, whichever part of it --range leases: run computes
+them for each and refuses (exit 2, before any claim) when two get the same
+values. With --partition they are judged over --range alone, for a table
+split between generators whose IDs never meet. Recipes (more in
+docs/export.md):
   CAP (.NET):  --export 'CAP_WORKERID={node}', with a --range within the
     worker IDs CAP accepts
   MyBatis-Plus, hutool, 5-bit worker and 5-bit datacenter IDs, in a Spring
@@ -247,65 +251,109 @@ func (f *exportFlags) register(cmd *cobra.Command) {
 	cmd.Long += exportHelp
 }
 
-// checkExports refuses exports that do not tell the node IDs of the range
-// apart. The range is the one given, or the table's (a missing table
-// gets the default range, as --create makes it).
-func checkExports(ctx context.Context, c *cli.Conn, f *exportFlags, given bool, r cli.NodeRange) error {
+// checkExports refuses, before any claim, exports that do not tell apart
+// the node IDs of the table's recorded range (whichever part of it this
+// process leases: other processes lease the rest, and run the same
+// generator), or, with partition, of r alone, the range this process
+// leases. A table that does not exist yet gets the range --create records:
+// r if given, else the default.
+func checkExports(ctx context.Context, c *cli.Conn, f *exportFlags, partition, given bool, r cli.NodeRange) error {
 	if len(f.list) == 0 {
 		return nil
 	}
-	if !given {
-		st, err := c.Store(cli.AllNodes)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, cli.DefaultTimeout)
-		defer cancel()
-		tc, err := st.ReadConfig(ctx)
-		switch {
-		case err == nil:
-			r = cli.NodeRange{Lo: tc.MinNode, Hi: tc.MaxNode}
-		case postgres.SQLSTATE(err) == "42P01":
-			r = cli.DefaultRange
-		default:
-			return err
-		}
+	if partition {
+		return cli.Usage(f.distinct(r, fmt.Sprintf("the range %s (--range, with --partition)", r), true))
 	}
-	return cli.Usage(f.distinct(r))
+	table := cli.DefaultRange
+	if given {
+		table = r
+	}
+	st, err := c.Store(cli.AllNodes)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cli.DefaultTimeout)
+	defer cancel()
+	tc, err := st.ReadConfig(ctx)
+	switch {
+	case err == nil:
+		table = cli.NodeRange{Lo: tc.MinNode, Hi: tc.MaxNode}
+	case postgres.SQLSTATE(err) != "42P01":
+		return err
+	}
+	return cli.Usage(f.distinct(table, fmt.Sprintf("the range %s of table %s", table, c.Table()), false))
 }
 
-// distinct checks that distinct node IDs of r get distinct values of the
-// exports that do not use the epoch.
-func (f *exportFlags) distinct(r cli.NodeRange) error {
-	var ids []export
-	for _, e := range f.list {
-		if !e.usesEpoch {
-			ids = append(ids, e)
+// identifies reports whether the export identifies the generator, as a
+// worker or datacenter ID does: its template is {node} arithmetic alone
+// ({node%32}, {node/32%32}). Any other text around it makes it a label
+// (pod-{node}), which a generator does not read as its ID; and {epoch}
+// changes with every claim.
+func (e export) identifies() bool {
+	for _, p := range e.parts {
+		if p.field != "node" {
+			return false
 		}
 	}
-	if r.Size() < 2 {
-		return nil
+	return len(e.parts) > 0
+}
+
+// distinct checks that distinct node IDs of r, described by over, get
+// distinct values of the exports that identify the generator; partition
+// says that r is this process's range alone.
+func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) error {
+	var (
+		idents    []export
+		labels    []string
+		epochOnly = true
+	)
+	for _, e := range f.list {
+		epochOnly = epochOnly && e.usesEpoch
+		if e.identifies() {
+			idents = append(idents, e)
+		} else {
+			labels = append(labels, e.name+"="+e.template)
+		}
 	}
-	if len(ids) == 0 {
+	switch {
+	case r.Size() < 2:
+		return nil
+	case epochOnly:
 		return fmt.Errorf("--export %s: every export uses {epoch}, so none tells the node IDs %s apart; export one from {node}", f, r)
+	case len(idents) == 0:
+		return nil // labels only: the generator takes its ID from elsewhere (NODEID_NODE)
 	}
 	seen := make(map[string]int64, min(r.Size(), 1<<16))
 	var key strings.Builder
 	for node := r.Lo; node <= r.Hi; node++ {
 		key.Reset()
-		for _, e := range ids {
+		for _, e := range idents {
 			key.WriteString(e.value(node, 0))
 			key.WriteByte(0)
 		}
-		if other, dup := seen[key.String()]; dup {
-			var vals []string
-			for _, e := range ids {
-				vals = append(vals, e.name+"="+e.value(node, 0))
-			}
-			return fmt.Errorf("--export %s: node IDs %d and %d of the range %s both get %s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), or narrow --range",
-				f, other, node, r, strings.Join(vals, " "))
+		other, dup := seen[key.String()]
+		if !dup {
+			seen[key.String()] = node
+			continue
 		}
-		seen[key.String()] = node
+		var vals []string
+		for _, e := range idents {
+			vals = append(vals, e.name+"="+e.value(node, 0))
+		}
+		note := ""
+		if len(labels) > 0 {
+			are := " is a label"
+			if len(labels) > 1 {
+				are = " are labels"
+			}
+			note = fmt.Sprintf(" (%s%s, not an ID: only exports of {node} arithmetic alone tell generators apart)", strings.Join(labels, " and "), are)
+		}
+		advice := "or narrow --range"
+		if !partition {
+			advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
+		}
+		return fmt.Errorf("--export %s: node IDs %d and %d of %s both get %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
+			f, other, node, over, strings.Join(vals, " "), note, advice)
 	}
 	return nil
 }

@@ -101,8 +101,12 @@ func TestExportDistinct(t *testing.T) {
 		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 7, Hi: 7}, ""},
 		{[]string{"E={epoch}-{node}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
 		{[]string{"E={epoch}", "W={node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"W={node%32}", "LABEL=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "both get W=0 (LABEL=pod-{node} is a label"},
+		{[]string{"W={node%32}", "A=a{node}", "B={node}-"}, cli.NodeRange{Lo: 0, Hi: 1023}, "(A=a{node} and B={node}- are labels"},
+		{[]string{"LABEL=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"W={node%32}", "E={epoch%4}"}, cli.NodeRange{Lo: 0, Hi: 63}, "node IDs 0 and 32 of the range 0-63 both get W=0 (E={epoch%4} is a label"},
 	} {
-		err := flags(c.args...).distinct(c.r)
+		err := flags(c.args...).distinct(c.r, "the range "+c.r.String(), false)
 		switch {
 		case c.says == "" && err != nil:
 			t.Errorf("%v over %s: %v", c.args, c.r, err)

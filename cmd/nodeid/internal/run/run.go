@@ -46,6 +46,7 @@ type Options struct {
 	MetricsAddr string
 	NodeBits    int
 	Exports     exportFlags
+	Partition   bool     // judge the exports over --range alone
 	Argv        []string // the command and its arguments
 
 	nodes cli.NodeRange // resolved by Validate
@@ -64,6 +65,12 @@ func (o *Options) Validate() error {
 		return err
 	}
 	o.nodes = r
+	switch {
+	case o.Partition && len(o.Exports.list) == 0:
+		return cli.Usagef("--partition: it says over which node IDs --export is judged, and there is no --export")
+	case o.Partition && !o.Range.Given():
+		return cli.Usagef("--partition: the exports are then judged over this process's node range alone; give it with --range or --nodes")
+	}
 	return nil
 }
 
@@ -202,6 +209,8 @@ elsewhere it refuses at once, and runs nothing unbounded.`,
 	fl.IntVar(&o.NodeBits, "node-bits", nodeid.DefaultNodeBits,
 		"width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.Exports.register(cmd)
+	fl.BoolVar(&o.Partition, "partition", false,
+		"judge --export over --range alone, not the table's whole range: the processes that lease the table's other node IDs run generators whose IDs never meet these")
 	return cmd
 }
 
@@ -215,7 +224,7 @@ func runUnderLease(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := checkExports(ctx, c, &o.Exports, o.Range.Given(), r); err != nil {
+	if err := checkExports(ctx, c, &o.Exports, o.Partition, o.Range.Given(), r); err != nil {
 		return err
 	}
 	opts := append(o.Options(table), nodeid.WithNodeBits(o.NodeBits),
