@@ -165,7 +165,8 @@ func benchTarget(ctx context.Context, env *cli.Env, c *cli.Conn) (measure.Target
 		if err != nil {
 			return measure.Target{}, nil, err
 		}
-		return measure.Target{Conn: cfg, Where: c.Where() + " (from " + c.Source() + ")"}, func() {}, nil
+		// Where goes to stdout and the JSON, which are not masked.
+		return measure.Target{Conn: cfg, Where: env.Redact.String(c.Where() + " (from " + c.Source() + ")")}, func() {}, nil
 	}
 	fmt.Fprintln(env.Err, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
 	srv, err := pgserver.StartLocal(ctx, benchSettings...)

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/spf13/cobra"
 
@@ -94,9 +97,17 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 	dsn, source := c.DSNSource()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, Usagef("bad connection string in %s: %v; write it as a URL (postgres://USER@HOST:PORT/DATABASE) or as key=value pairs (host=HOST dbname=DATABASE)",
-			source, err)
+		// The connection string is not printed, nor any part of the
+		// parser's message that quotes it: a string the parser cannot read
+		// whole may hold a password anywhere ("password=top secret" hides
+		// "secret" after the first word, which masking "password=..." would
+		// show), and no masking can know where. Printing none of it is the
+		// safe choice; the parser's own words on what is wrong, and where
+		// the string came from, are enough to find the fault.
+		return nil, Usagef("bad connection string in %s (not shown: a password may be anywhere in a string that cannot be read whole): %s; write it as a URL (postgres://USER@HOST:PORT/DATABASE) or as key=value pairs (host=HOST dbname=DATABASE, a value with spaces in single quotes)",
+			source, parseFault(err))
 	}
+	c.maskMisread(dsn, cfg.Password)
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
@@ -117,6 +128,64 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 	c.env.Redact.Add(cfg.Password, true)
 	c.conn = &connection{cfg: cfg, source: source}
 	return cfg, nil
+}
+
+// parseFault returns what pgx says is wrong with a connection string it
+// cannot parse, without the string: its fixed phrase ("failed to parse as
+// keyword/value", "invalid port"), cut before any value it quotes, and the
+// detail under it if that quotes nothing (`missing "=" after "secret"`
+// quotes a word of the string, so it goes).
+func parseFault(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "it cannot be parsed"
+	}
+	msg := pe.Error() // cannot parse `STRING`: PHRASE (DETAIL)
+	detail := ""
+	if inner := errors.Unwrap(pe); inner != nil {
+		detail = inner.Error()
+		msg = strings.TrimSuffix(msg, " ("+detail+")")
+	}
+	i := strings.LastIndex(msg, "`: ")
+	if i < 0 {
+		return "it cannot be parsed"
+	}
+	fault := quotesNothing(msg[i+len("`: "):])
+	if fault == "" {
+		fault = "it cannot be parsed"
+	}
+	if d := quotesNothing(detail); d != "" && d == detail {
+		fault += " (" + d + ")"
+	}
+	return fault
+}
+
+// quotesNothing returns s up to the first quote, backtick or ": " (before
+// which pgx's messages name what they go on to quote).
+func quotesNothing(s string) string {
+	if i := strings.IndexAny(s, "\"'`"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ": "); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// maskMisread has the redactor mask every word of each password-shaped
+// part of dsn that the parser did not read as the password: its words
+// then went into the host, the port, the user or the database, which
+// messages print (postgres://bob:12/pw@h reads as host bob, port 12,
+// database pw@h). A part read as the password, quoted or escaped, is
+// masked whole already.
+func (c *Conn) maskMisread(dsn, password string) {
+	for _, s := range dsnSecrets(dsn) {
+		p, _ := url.PathUnescape(s)
+		q, _ := url.QueryUnescape(s)
+		if s != "" && password != s && password != unescaped(s) && password != p && password != q {
+			c.env.Redact.AddWords(s)
+		}
+	}
 }
 
 // dialLog records the addresses at which a TCP (or Unix) connection was

@@ -60,8 +60,9 @@ func (e *Env) describe(msg string) string {
 func (c *Conn) Describe(err error) string { return c.env.describe(c.Explain(err)) }
 
 // Explain says what went wrong and, where the fix is known, how to fix
-// it, with what the connection knows. The message is not yet redacted.
-func (c *Conn) Explain(err error) string { return explain(c, err) }
+// it, with what the connection knows, every known password masked: for
+// messages that do not go through Describe (serve's answers over HTTP).
+func (c *Conn) Explain(err error) string { return c.env.Redact.String(explain(c, err)) }
 
 // explain explains err; c may be nil (no connection).
 func explain(c *Conn, err error) string {

@@ -32,3 +32,28 @@ func TestRedactor(t *testing.T) {
 		t.Errorf("PGPASSWORD not masked: %q", got)
 	}
 }
+
+// TestRedactorUnquotedSpaces: the words after an unquoted password= value
+// that are not settings of their own are the password's, in a connection
+// string or in a message that quotes one, and are masked with it.
+func TestRedactorUnquotedSpaces(t *testing.T) {
+	t.Parallel()
+	var r Redactor
+	for _, c := range []struct{ in, want string }{
+		{"host=h password=top secret sslmode=bogus", "host=h password=xxxxx sslmode=bogus"},
+		{"cannot parse `host=h password=top secret`: failed", "cannot parse `host=h password=xxxxx`: failed"},
+		{"(password=top secret) and more", "(password=xxxxx) and more"},
+		{"password='top secret' user=bob", "password=xxxxx user=bob"},
+		{"password='top secret sslmode=x", "password=xxxxx"},
+		{"sslpassword=a b c=d", "sslpassword=xxxxx c=d"},
+		{"postgres://h/db?password=top&user=bob", "postgres://h/db?password=xxxxx&user=bob"},
+	} {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("String(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	r.Add("host=h password=top secret sslmode=bogus", false)
+	if got := r.String("who said top secret?"); strings.Contains(got, "top secret") {
+		t.Errorf("the password of a connection string read whole by no parser: %q", got)
+	}
+}
