@@ -42,6 +42,8 @@ type Options struct {
 	JSON       string // also write the results as JSON to this file
 	Quiet      bool
 	TableGiven bool // --table was given, which bench refuses
+
+	line string // the command line the results record
 }
 
 // Validate refuses --table and checks the engine's configuration, naming
@@ -94,14 +96,8 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
   DATABASE_URL=postgres://me@db.internal/scratch nodeid bench --herd 64 --only herd,renewal`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
-			o.Conn, o.TableGiven = c, cmd.Flags().Changed("table")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return benchRun(cmd.Context(), o, benchCommandLine(cmd))
+			o.Conn, o.TableGiven, o.line = c, cmd.Flags().Changed("table"), benchCommandLine(cmd)
+			return cli.Run(cmd.Context(), o, runF, benchRun)
 		}),
 	}
 	f := cmd.Flags()
@@ -125,9 +121,8 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 	return cmd
 }
 
-// benchRun runs the benchmarks; line is the command line the results
-// record.
-func benchRun(ctx context.Context, o *Options, line string) error {
+// benchRun runs the benchmarks.
+func benchRun(ctx context.Context, o *Options) error {
 	env, cfg := o.Env, o.Config
 	if !o.Quiet {
 		cfg.Progress = env.Err
@@ -141,7 +136,7 @@ func benchRun(ctx context.Context, o *Options, line string) error {
 	defer cleanup()
 	res, err := measure.Run(ictx, target, cfg)
 	if res != nil {
-		res.Command = line
+		res.Command = o.line
 		if o.JSON != "" {
 			if werr := writeBenchJSON(o.JSON, res); werr != nil && err == nil {
 				err = werr

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -205,4 +206,19 @@ func MinArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// Validator is the options of a command, which say whether they are valid.
+type Validator interface{ Validate() error }
+
+// Run validates o, a command's options, and then runs runF, if not nil (a
+// test's stand-in for the command's work), or run, its work.
+func Run[O Validator](ctx context.Context, o O, runF, run func(context.Context, O) error) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if runF != nil {
+		return runF(ctx, o)
+	}
+	return run(ctx, o)
 }

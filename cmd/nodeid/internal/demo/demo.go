@@ -103,13 +103,7 @@ leases. It takes %s.`,
 				c.SetTable(demoTable)
 			}
 			o.Conn = c
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return demoRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, demoRun)
 		}),
 	}
 	cmd.Flags().BoolVar(&o.Failover, "failover", false, "show a database failover on a throwaway primary and standby")

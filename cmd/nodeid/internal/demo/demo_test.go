@@ -11,45 +11,6 @@ import (
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
-// demoSteps are what the demo's output must show, in order.
-var demoSteps = []string{
-	"==> nodeid init --table nodeid_demo --range 0-2",
-	"held 0 / free 3 / expired 0 / total 3",
-	"==> Starting 3 workers",
-	"held 3 / free 0 / expired 0 / total 3",
-	"==> Killing demo-worker-2 (pid ",
-	"held 3 / free 0 / expired 0 / total 3",
-	"==> Waiting for node ID ",
-	"held 2 / free 0 / expired 1 / total 3",
-	"==> Starting demo-worker-4: it takes over node ID ",
-	"demo-worker-4 (pid ",
-	", epoch 2 (was 1)",
-	"held 3 / free 0 / expired 0 / total 3",
-	"==> nodeid who ",
-	"held by     owner demo-worker-2, epoch 1",
-	"held by     owner demo-worker-4, epoch 2",
-	"==> Stopping the workers with SIGTERM",
-	"held 0 / free 3 / expired 0 / total 3",
-	"==> nodeid show ",
-	"demo-worker-4  ",
-	"released",
-	"demo-worker-2  ",
-	"expired",
-}
-
-// checkDemoOutput fails the test unless out shows every step in order.
-func checkDemoOutput(t *testing.T, out string) {
-	t.Helper()
-	rest := out
-	for _, s := range demoSteps {
-		i := strings.Index(rest, s)
-		if i < 0 {
-			t.Fatalf("the demo's output lacks %q after the earlier steps:\n%s", s, out)
-		}
-		rest = rest[i+len(s):]
-	}
-}
-
 func tableExists(t *testing.T, db *sql.DB, name string) bool {
 	t.Helper()
 	var ok bool
@@ -70,7 +31,7 @@ func TestDemoWithDSN(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("demo: exit code %d, stderr %s", r.Code, r.Stderr)
 	}
-	checkDemoOutput(t, r.Stdout)
+	clitest.CheckDemoOutput(t, r.Stdout)
 	if !strings.Contains(r.Stdout, "Dropped the scratch tables nodeid_demo, nodeid_demo_history and nodeid_demo_config.") {
 		t.Errorf("the demo does not say it dropped its tables:\n%s", r.Stdout)
 	}

@@ -144,20 +144,18 @@ Needs no database.
 		Args: cli.MinArgs(1, "one or more IDs"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, args []string, _ *cli.Conn) error {
 			o.Args = args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			if o.Output.Document() {
-				return cli.WriteDoc(env.Out, o.Output.Value, o.ids)
-			}
-			return writeDecoded(env.Out, o.ids, o.layout, env.Loc)
+			return cli.Run(cmd.Context(), o, runF, decodeRun)
 		}),
 	}
 	o.register(cmd)
 	return cmd
+}
+
+func decodeRun(_ context.Context, o *DecodeOptions) error {
+	if o.Output.Document() {
+		return cli.WriteDoc(o.Env.Out, o.Output.Value, o.ids)
+	}
+	return writeDecoded(o.Env.Out, o.ids, o.layout, o.Env.Loc)
 }
 
 func writeDecoded(w io.Writer, ds []decoded, l snowflake.Layout, loc *time.Location) error {

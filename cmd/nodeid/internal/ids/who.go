@@ -80,13 +80,7 @@ command says so and exits with 1.
 		Args: cli.MinArgs(1, "one or more IDs"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, args []string, c *cli.Conn) error {
 			o.Conn, o.Args = c, args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return whoRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, whoRun)
 		}),
 	}
 	o.register(cmd)

@@ -189,13 +189,7 @@ elsewhere it refuses at once, and runs nothing unbounded.`,
 				return err
 			}
 			o.Conn, o.Argv = c, args
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return runUnderLease(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, runUnderLease)
 		}),
 	}
 	fl := cmd.Flags()

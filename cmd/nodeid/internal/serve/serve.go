@@ -111,13 +111,7 @@ ID of its own, behind one address make a highly available ID service.`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn = c
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return serve(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, serve)
 		}),
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", serveDefaultListen, "HOST:PORT, or unix:PATH, to serve on (loopback unless told)")

@@ -102,13 +102,7 @@ restored or the lost history could hold.`,
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn = c
 			o.MaxTTLGiven = cmd.Flags().Changed("max-ttl")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return initRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, initRun)
 		}),
 	}
 	o.Range.Register(cmd)

@@ -11,8 +11,11 @@ import (
 )
 
 // ListOptions are the flags of list and watch, and what the demo prints of
-// the table.
+// the table (which sets only All and Output).
 type ListOptions struct {
+	Env  *cli.Env
+	Conn *cli.Conn // the command's connection, set when it runs
+
 	All       bool
 	State     string
 	Output    cli.OutputFlag
@@ -40,8 +43,8 @@ func (o *ListOptions) Validate() error {
 
 // NewCmdList returns "nodeid list". runF, if not nil, runs instead of the
 // command's own work once the options are valid.
-func NewCmdList(env *cli.Env, runF func(context.Context, *cli.Conn, *ListOptions) error) *cobra.Command {
-	o := &ListOptions{}
+func NewCmdList(env *cli.Env, runF func(context.Context, *ListOptions) error) *cobra.Command {
+	o := &ListOptions{Env: env}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the node IDs in use or ever used, with their holders",
@@ -59,21 +62,20 @@ show, the command says why (nothing with --no-headers).`,
   nodeid list --no-headers --state held | wc -l`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), c, o)
-			}
-			n, err := timedSnapshot(cmd.Context(), c)
-			if err != nil {
-				return err
-			}
-			return n.Write(env.Out, o)
+			o.Conn = c
+			return cli.Run(cmd.Context(), o, runF, listRun)
 		}),
 	}
 	o.register(cmd)
 	return cmd
+}
+
+func listRun(ctx context.Context, o *ListOptions) error {
+	n, err := timedSnapshot(ctx, o.Conn)
+	if err != nil {
+		return err
+	}
+	return n.Write(o.Env.Out, o)
 }
 
 // timedSnapshot is Snapshot within --timeout.

@@ -23,7 +23,7 @@ func TestOptionsValidatedBeforeRun(t *testing.T) {
 	h := clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
 		return []*cobra.Command{
 			NewCmdInit(env, func(_ context.Context, o *InitOptions) error { ran++; initOpts = o; return nil }),
-			NewCmdList(env, func(_ context.Context, _ *cli.Conn, o *ListOptions) error { ran++; listOpts = o; return nil }),
+			NewCmdList(env, func(_ context.Context, o *ListOptions) error { ran++; listOpts = o; return nil }),
 		}
 	}}
 	h.Must(t, "init", "--range", "8-15", "--max-ttl", "30s", "--table", "ids.nodes")

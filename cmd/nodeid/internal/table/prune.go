@@ -49,13 +49,7 @@ trace an ID. Durations: 90s, 12h, 30d, 1d12h.`,
 			o.Conn = c
 			o.OlderThanGiven = cmd.Flags().Changed("older-than")
 			o.OlderThanText = cmd.Flags().Lookup("older-than").Value.String()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return pruneRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, pruneRun)
 		}),
 	}
 	cmd.Flags().Var(cli.NewRequiredDurationValue(&o.OlderThan), "older-than", "delete claims that ended more than this long ago (required)")

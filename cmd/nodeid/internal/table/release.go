@@ -64,13 +64,7 @@ Asks for confirmation on stdin unless --yes is given.`,
 				return cli.Usage(err)
 			}
 			o.Conn, o.Node, o.EpochGiven = c, node, cmd.Flags().Changed("epoch")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return releaseRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, releaseRun)
 		}),
 	}
 	cmd.Flags().Int64Var(&o.Epoch, "epoch", 0, "the epoch of the claim to evict (required)")

@@ -83,13 +83,7 @@ docs/verify.md).`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn, o.Changed = c, cmd.Flags().Changed
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return schemaRun(o)
+			return cli.Run(cmd.Context(), o, runF, schemaRun)
 		}),
 	}
 	o.Range.Register(cmd)
@@ -101,7 +95,7 @@ docs/verify.md).`,
 	return cmd
 }
 
-func schemaRun(o *SchemaOptions) error {
+func schemaRun(_ context.Context, o *SchemaOptions) error {
 	table := o.Conn.Table()
 	if o.VerifySQL {
 		_, err := fmt.Fprint(o.Env.Out, verifySQLHead, store.VerifySQL(store.Config{Table: table}), ";\n")

@@ -66,13 +66,7 @@ exactly.`,
 				return cli.Usage(err)
 			}
 			o.Conn, o.Node = c, node
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), o)
-			}
-			return showRun(cmd.Context(), o)
+			return cli.Run(cmd.Context(), o, runF, showRun)
 		}),
 	}
 	cmd.Flags().IntVar(&o.Limit, "limit", 10, "how many claims of the history to show")

@@ -39,8 +39,8 @@ func (o *WatchOptions) Validate() error {
 
 // NewCmdWatch returns "nodeid watch". runF, if not nil, runs instead of the
 // command's own work once the options are valid.
-func NewCmdWatch(env *cli.Env, runF func(context.Context, *cli.Conn, *WatchOptions) error) *cobra.Command {
-	o := &WatchOptions{}
+func NewCmdWatch(env *cli.Env, runF func(context.Context, *WatchOptions) error) *cobra.Command {
+	o := &WatchOptions{ListOptions: ListOptions{Env: env}}
 	cmd := &cobra.Command{
 		Use:   "watch",
 		Short: "Show the list, refreshed in place until interrupted",
@@ -59,13 +59,8 @@ to stderr.`,
   nodeid watch -o json | jq --unbuffered '.summary.held'`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(cmd.Context(), c, o)
-			}
-			return watchRun(cmd.Context(), env, c, o)
+			o.Conn = c
+			return cli.Run(cmd.Context(), o, runF, watchRun)
 		}),
 	}
 	o.register(cmd)
@@ -74,7 +69,8 @@ to stderr.`,
 	return cmd
 }
 
-func watchRun(ctx context.Context, env *cli.Env, c *cli.Conn, o *WatchOptions) error {
+func watchRun(ctx context.Context, o *WatchOptions) error {
+	env, c := o.Env, o.Conn
 	ctx, stop := env.Interrupted(ctx)
 	defer stop()
 	tty := isTerminal(env.Out)
