@@ -36,10 +36,11 @@ trap 'rm -rf "$tmp"' EXIT
 render_only=false
 [ "${1:-}" = "--render" ] && render_only=true
 # The report generator and the lock-wait tool are in the nested module
-# tools/, which only `go -C tools` (or a cd into tools/) builds.
-lock_cmd="go -C tools run ./lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
+# cmd/nodeid/tools/, which only `go -C cmd/nodeid/tools` (or a cd into it)
+# builds.
+lock_cmd="go -C cmd/nodeid/tools run ./lockwaits -claimers 512 -ids 1024 -variants library,sql -repeat $repeat"
 snowflake_cmd="go test -run '^\$' -bench . -count $count ./snowflake"
-statements_cmd="go test -run '^\$' -bench Statement -count $count ./internal/bench"
+statements_cmd="go test -run '^\$' -bench Statement -count $count ./cmd/nodeid/internal/bench/measure"
 start=$(date +%s)
 
 load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0; }
@@ -66,7 +67,7 @@ go test -run '^$' -bench . -count "$count" ./snowflake >"$raw/snowflake.txt"
 "${benchstat[@]}" -col /impl "$raw/snowflake.txt" >"$raw/snowflake.stat"
 
 echo "bench.sh: $statements_cmd" >&2
-go test -run '^$' -bench Statement -count "$count" ./internal/bench >"$raw/statements.txt"
+go test -run '^$' -bench Statement -count "$count" ./cmd/nodeid/internal/bench/measure >"$raw/statements.txt"
 "${benchstat[@]}" -col /op "$raw/statements.txt" >"$raw/statements.stat"
 
 echo "$(($(date +%s) - start))" >"$raw/elapsed"
@@ -75,7 +76,7 @@ fi
 elapsed=$(cat "$raw/elapsed" 2>/dev/null || echo 0)
 # Built, then run from here, so that the paths below stay relative to the
 # repository's root.
-go -C tools build -o "$tmp/benchreport" ./benchreport
+go -C cmd/nodeid/tools build -o "$tmp/benchreport" ./benchreport
 "$tmp/benchreport" \
 	-results "$raw/bench.json" \
 	-lockwaits "$raw/lockwaits.txt" -lockwaits-cmd "$lock_cmd" \

@@ -9,31 +9,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
-
-// buildBinary builds the command into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "nodeid")
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // demoEnv is the environment of the binary's demo: no DATABASE_URL, so that
 // it starts a throwaway server, and a TMPDIR of its own, which must be
@@ -49,7 +35,7 @@ func demoEnv(t *testing.T) ([]string, string) {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvDatabaseURL+"=") && !strings.HasPrefix(kv, "TMPDIR=") {
+		if !strings.HasPrefix(kv, cli.EnvDatabaseURL+"=") && !strings.HasPrefix(kv, "TMPDIR=") {
 			env = append(env, kv)
 		}
 	}
@@ -93,13 +79,13 @@ func checkWorkersGone(t *testing.T, out string) {
 // nothing behind.
 func TestBinary(t *testing.T) {
 	pgtest.Shared(t) // skips, or fails under NODEID_TEST_REQUIRE_DB=1, without PostgreSQL
-	bin := buildBinary(t)
+	bin := clitest.BuildBinary(t)
 
 	c := exec.Command(bin, "decode", "bogus!")
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	err := c.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.HasPrefix(stderr.String(), `nodeid: ID "bogus!"`) {
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitUsage || !strings.HasPrefix(stderr.String(), `nodeid: ID "bogus!"`) {
 		t.Errorf("decode bogus!: %v, stderr %q", err, stderr.String())
 	}
 
@@ -115,7 +101,7 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("demo: %v (context: %v)\nstdout:\n%s\nstderr:\n%s", err, ctx.Err(), stdout.String(), stderr.String())
 	}
 	t.Logf("demo output:\n%s", stdout.String())
-	checkDemoOutput(t, stdout.String())
+	clitest.CheckDemoOutput(t, stdout.String())
 	if !strings.Contains(stdout.String(), "==> Starting a throwaway PostgreSQL") {
 		t.Error("the demo did not start a throwaway server")
 	}
@@ -127,7 +113,7 @@ func TestBinary(t *testing.T) {
 // its workers and removes its server and files, and exits with 130.
 func TestBinaryDemoInterrupted(t *testing.T) {
 	pgtest.Shared(t)
-	bin := buildBinary(t)
+	bin := clitest.BuildBinary(t)
 	env, tmp := demoEnv(t)
 	c := exec.Command(bin, "demo")
 	c.Env = env

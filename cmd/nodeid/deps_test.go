@@ -3,24 +3,22 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
 )
 
 // harnessPackages are what the shipped binary must not link: the test
 // harness and what only it needs.
-var harnessPackages = []string{"testing", "github.com/ory/dockertest/v3", "go.uber.org/goleak"}
+var harnessPackages = []string{"testing", "github.com/ory/dockertest/v3", "go.uber.org/goleak", "github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"}
 
 // TestBinaryLinksNoHarness: the command, built for Linux, macOS or Windows,
 // depends on no test harness (internal/testkit, testing, dockertest,
 // goleak).
 func TestBinaryLinksNoHarness(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	goTool := clitest.GoTool()
 	for _, target := range [][2]string{{runtime.GOOS, runtime.GOARCH}, {"darwin", "arm64"}, {"darwin", "amd64"}, {"windows", "amd64"}} {
 		c := exec.Command(goTool, "list", "-deps", ".")
 		c.Env = append(os.Environ(), "GOOS="+target[0], "GOARCH="+target[1], "CGO_ENABLED=0")

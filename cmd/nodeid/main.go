@@ -6,20 +6,20 @@
 // Run "nodeid --help" for the commands. Exit codes: 0 success, 1 failure,
 // 2 bad usage (flags, arguments, values), 3 no node ID available; "nodeid
 // run" exits with its command's exit code (128+N if a signal N killed it).
+// The commands live in packages of their own under internal/.
 package main
 
 import (
-	"io"
 	"os"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/root"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
+// version is the release, set at build time with
+// -ldflags "-X main.version=v1.2.3"; otherwise the module version of the
+// build, or "(devel)".
+var version = ""
 
-// run executes the command line args and returns the process exit code.
-// It is the whole program, minus os.Exit, so that tests can run it
-// in-process.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return newApp(stdin, stdout, stderr).main(args)
+func main() {
+	os.Exit(root.Main(version, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

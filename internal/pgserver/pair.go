@@ -28,7 +28,7 @@ const standbySlot = "pgserver_standby"
 
 // Pair is a primary and an asynchronous streaming standby, both local
 // servers (see StartLocal). The standby
-// streams the primary's WAL through Repl, a Proxy: Cut or Blackhole it and
+// streams the primary's WAL through Repl, a Proxy: Cut it and
 // the primary's commits stop reaching the standby, so that a test can stop
 // the primary (Stop(ctx, Immediate)), Promote the standby and find those
 // commits lost, as in a failover with asynchronous replication. Clients
@@ -41,9 +41,7 @@ type Pair struct {
 	Primary, Standby *Server
 	Repl             *Proxy // the standby's replication connection runs through it
 
-	settings []string // of both servers
-	slot     string   // the standby's replication slot on the primary
-	shared   bool     // the primary is another Pair's: Close leaves it
+	shared bool // the primary is another Pair's: Close leaves it
 }
 
 // StartPair starts a primary from the local PostgreSQL programs (see
@@ -53,47 +51,48 @@ type Pair struct {
 // 127.0.0.1, from a replication slot of the primary, so a cut only delays
 // what it receives.
 func StartPair(ctx context.Context, settings ...string) (*Pair, error) {
-	all := append(append([]string{}, replicationSettings...), settings...)
-	primary, err := StartLocal(ctx, all...)
+	return StartGatedPair(ctx, nil, settings...)
+}
+
+// StartGatedPair is StartPair with gate (nil for none) asked before every
+// chunk Repl forwards.
+func StartGatedPair(ctx context.Context, gate Gate, settings ...string) (*Pair, error) {
+	primary, err := StartLocal(ctx, withReplication(settings)...)
 	if err != nil {
 		return nil, fmt.Errorf("pgserver: start the primary: %w", err)
 	}
-	p := &Pair{Primary: primary, settings: all, slot: standbySlot}
-	if err := p.startStandby(ctx); err != nil {
-		p.Close()
+	p, err := StartStandby(ctx, primary, standbySlot, gate, settings...)
+	if err != nil {
+		_ = primary.Close()
 		return nil, err
+	}
+	p.shared = false
+	return p, nil
+}
+
+// StartStandby starts a standby of primary, a server that StartPair
+// started with the same settings, cloned and streaming through a proxy of
+// its own (Repl, which asks gate, if not nil, before every chunk) from a
+// new replication slot named slot, and returns it as a Pair that shares the
+// primary: closing it leaves the primary running.
+func StartStandby(ctx context.Context, primary *Server, slot string, gate Gate, settings ...string) (*Pair, error) {
+	p := &Pair{Primary: primary, shared: true}
+	var err error
+	if p.Repl, err = NewGatedProxy(primary.Addr(), gate); err != nil {
+		return nil, err
+	}
+	// pg_basebackup connects through the proxy, so the primary_conninfo
+	// that -R writes names the proxy.
+	if p.Standby, err = startStandby(ctx, withReplication(settings), p.Repl.Addr(), slot); err != nil {
+		_ = p.Repl.Close()
+		return nil, fmt.Errorf("pgserver: start the standby: %w", err)
 	}
 	return p, nil
 }
 
-// startStandby starts p's standby, cloned from the primary through a new
-// proxy, from p's replication slot.
-func (p *Pair) startStandby(ctx context.Context) error {
-	var err error
-	if p.Repl, err = NewProxy(p.Primary.Addr()); err != nil {
-		return err
-	}
-	// pg_basebackup connects through the proxy, so the primary_conninfo
-	// that -R writes names the proxy.
-	if p.Standby, err = startStandby(ctx, p.settings, p.Repl.Addr(), p.slot); err != nil {
-		return fmt.Errorf("pgserver: start the standby: %w", err)
-	}
-	return nil
-}
-
-// AddStandby starts another standby of p's primary, cloned and streaming
-// through a proxy of its own, from a replication slot of its own, and
-// returns it as a Pair that shares the primary: two standbys of one
-// primary, which a test can cut and promote one after the other, each
-// never having seen what the other took after its promotion. Closing the
-// new Pair leaves the primary running.
-func (p *Pair) AddStandby(ctx context.Context, name string) (*Pair, error) {
-	q := &Pair{Primary: p.Primary, settings: p.settings, slot: standbySlot + "_" + name, shared: true}
-	if err := q.startStandby(ctx); err != nil {
-		q.Close()
-		return nil, err
-	}
-	return q, nil
+// withReplication returns settings after the replicationSettings.
+func withReplication(settings []string) []string {
+	return append(append([]string{}, replicationSettings...), settings...)
 }
 
 // WaitReplayed waits until the standby has replayed the primary's WAL up to

@@ -9,10 +9,12 @@
 // macOS, the BSDs); elsewhere it returns ErrUnsupported. On Linux a server
 // dies with the process that started it; elsewhere Close stops it.
 //
-// A Server can be stopped, started and restarted, and its backends
-// terminated. The test harness (internal/testkit/pgtest) builds on this
-// package: it adds the servers of Docker and of NODEID_TEST_DSN through
-// New and External.
+// A Server can be stopped and closed. The test harness
+// (internal/testkit/pgtest) builds on this package: it adds the servers of
+// Docker (New, with a Controller of its own) and of NODEID_TEST_DSN
+// (NewServer), restarts, terminated backends, a proxy that blackholes
+// traffic and more standbys of a primary. This package holds only what the
+// nodeid command reaches, and what the harness needs of its internals.
 package pgserver
 
 import (
@@ -48,8 +50,8 @@ var defaultSettings = []string{
 // elsewhere.
 func DefaultSettings() []string { return append([]string{}, defaultSettings...) }
 
-// ErrNotControllable is returned by Stop, Start and Restart on a server
-// given by its DSN (External).
+// ErrNotControllable is returned by Stop on a server given by its DSN
+// alone (NewServer with no Controller).
 var ErrNotControllable = errors.New("pgserver: the server was given by its DSN and cannot be stopped or restarted")
 
 // ErrUnsupported is returned by StartLocal and StartPair where the local
@@ -106,27 +108,25 @@ func New(kind string, port int, ctl Controller) *Server {
 	}
 }
 
-// External returns the existing server that dsn (a superuser DSN that may
-// CREATE DATABASE) connects to, once it answers. It cannot be stopped or
-// restarted.
-func External(ctx context.Context, dsn string) (*Server, error) {
+// NewServer returns a server of the given kind that dsn, a superuser DSN
+// that may CREATE DATABASE, connects to, controlled by ctl (nil: it cannot
+// be stopped, and its own database is the one to administer it from). It
+// does not wait for the server: see WaitReady.
+func NewServer(kind, dsn string, ctl Controller) (*Server, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{kind: "dsn", baseDSN: dsn, host: cfg.Host, port: int(cfg.Port)}
-	if err := s.ping(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &Server{kind: kind, baseDSN: dsn, host: cfg.Host, port: int(cfg.Port), ctl: ctl}, nil
 }
 
-// Kind says where the server came from: "local" for StartLocal's, "dsn"
-// for External's, or the kind given to New.
+// Kind says where the server came from: "local" for StartLocal's, or the
+// kind given to New or NewServer.
 func (s *Server) Kind() string { return s.kind }
 
-// Controllable reports whether Stop, Start and Restart work.
-func (s *Server) Controllable() bool { return s.ctl != nil }
+// Controller returns what stops and starts the server: nil for a server
+// given by its DSN alone (NewServer with no Controller).
+func (s *Server) Controller() Controller { return s.ctl }
 
 // Addr returns the server's host:port, for a TCP proxy.
 func (s *Server) Addr() string { return net.JoinHostPort(s.host, fmt.Sprint(s.port)) }
@@ -143,29 +143,6 @@ func WithDatabase(dsn, db string) string {
 	return dsn + " dbname=" + db
 }
 
-// WithParam returns dsn (URL or key=value form) with the connection
-// parameter key set to value.
-func WithParam(dsn, key, value string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		q.Set(key, value)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " " + key + "=" + value
-}
-
-// WithAddr returns dsn (URL or key=value form) with its host and port
-// replaced by addr, to go through a proxy.
-func WithAddr(dsn, addr string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		u.Host = addr
-		return u.String()
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	return dsn + " host=" + host + " port=" + port
-}
-
 func (s *Server) adminDB() (*sql.DB, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,8 +157,13 @@ func (s *Server) adminDB() (*sql.DB, error) {
 	return s.admin, nil
 }
 
+// AdminDSN returns the superuser DSN of the database the server is
+// administered from: postgres, or the DSN's own for a server without a
+// Controller.
+func (s *Server) AdminDSN() string { return s.DSN(s.adminDatabase()) }
+
 func (s *Server) adminDatabase() string {
-	if s.kind == "dsn" {
+	if s.ctl == nil {
 		if u, err := url.Parse(s.baseDSN); err == nil && len(u.Path) > 1 {
 			return strings.TrimPrefix(u.Path, "/")
 		}
@@ -195,17 +177,6 @@ func (s *Server) ping(ctx context.Context) error {
 		return err
 	}
 	return db.PingContext(ctx)
-}
-
-// Exec runs a statement as the superuser on database db.
-func (s *Server) Exec(ctx context.Context, db, query string, args ...any) error {
-	conn, err := sql.Open("pgx", s.DSN(db))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_, err = conn.ExecContext(ctx, query, args...)
-	return err
 }
 
 // CreateDatabase creates a new, empty database and returns its name.
@@ -234,19 +205,6 @@ func (s *Server) DropDatabase(ctx context.Context, name string) error {
 	return err
 }
 
-// TerminateBackends terminates every backend connected to database db
-// (all databases if db is empty) but the caller's, and returns how many.
-func (s *Server) TerminateBackends(ctx context.Context, db string) (int, error) {
-	admin, err := s.adminDB()
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	err = admin.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND backend_type = 'client backend' AND ($1 = '' OR datname = $1)`, db).Scan(&n)
-	return n, err
-}
-
 // Version returns the server's version string.
 func (s *Server) Version(ctx context.Context) (string, error) {
 	admin, err := s.adminDB()
@@ -267,27 +225,8 @@ func (s *Server) Stop(ctx context.Context, mode StopMode) error {
 	return s.ctl.Stop(ctx, mode)
 }
 
-// Start starts a stopped server and waits until it accepts connections.
-func (s *Server) Start(ctx context.Context) error {
-	if s.ctl == nil {
-		return ErrNotControllable
-	}
-	if err := s.ctl.Start(ctx); err != nil {
-		return err
-	}
-	return s.WaitReady(ctx, s.ctl.Exited())
-}
-
-// Restart stops the server in the given mode and starts it again.
-func (s *Server) Restart(ctx context.Context, mode StopMode) error {
-	if err := s.Stop(ctx, mode); err != nil {
-		return err
-	}
-	return s.Start(ctx)
-}
-
 // Close stops a server this package or a Controller runs and removes its
-// files; it only closes the connections to an External one.
+// files; it only closes the connections to one given by its DSN alone.
 func (s *Server) Close() error {
 	s.dropAdmin()
 	if s.ctl == nil {

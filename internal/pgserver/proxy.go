@@ -5,39 +5,41 @@ import (
 	"sync"
 )
 
-// Proxy is a TCP proxy for fault injection between clients and a server.
-// Normally it forwards; Blackhole holds every byte in both directions (the
-// connections stay open and silent, as in a network partition, and the held
-// bytes flow on after Restore); Cut closes every connection and refuses new
-// ones until Restore.
+// Proxy is a TCP proxy for fault injection between clients and a server:
+// the standby of a Pair replicates through one. Normally it forwards; Cut
+// closes every connection and refuses new ones until Restore. A Gate, if
+// given, may hold the traffic besides (the test harness's blackhole).
 type Proxy struct {
 	ln     net.Listener
 	target string
+	gate   Gate
 
 	mu      sync.Mutex
-	cond    *sync.Cond
-	mode    proxyMode
+	cut     bool
 	conns   map[net.Conn]struct{}
 	closed  bool
 	copiers sync.WaitGroup
 }
 
-type proxyMode int
-
-const (
-	forwarding proxyMode = iota
-	blackholed
-	cut
-)
+// Gate decides whether a Proxy forwards each chunk it reads: Wait blocks
+// while the chunk must be held, and reports false if the connection must be
+// dropped instead. Whoever holds traffic must release it before the Proxy
+// is closed, which waits for every connection's copiers.
+type Gate interface {
+	Wait() bool
+}
 
 // NewProxy listens on a free port of 127.0.0.1 and forwards to target.
-func NewProxy(target string) (*Proxy, error) {
+func NewProxy(target string) (*Proxy, error) { return NewGatedProxy(target, nil) }
+
+// NewGatedProxy is NewProxy with gate (nil for none) asked before every
+// chunk is forwarded.
+func NewGatedProxy(target string, gate Gate) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.cond = sync.NewCond(&p.mu)
+	p := &Proxy{ln: ln, target: target, gate: gate, conns: map[net.Conn]struct{}{}}
 	p.copiers.Add(1)
 	go p.accept()
 	return p, nil
@@ -46,27 +48,21 @@ func NewProxy(target string) (*Proxy, error) {
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Blackhole holds all traffic until Restore.
-func (p *Proxy) Blackhole() { p.setMode(blackholed) }
-
 // Cut closes every connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
-	p.setMode(cut)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.cut = true
 	for c := range p.conns {
 		c.Close()
 	}
 }
 
 // Restore forwards traffic again.
-func (p *Proxy) Restore() { p.setMode(forwarding) }
-
-func (p *Proxy) setMode(m proxyMode) {
+func (p *Proxy) Restore() {
 	p.mu.Lock()
-	p.mode = m
-	p.cond.Broadcast()
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	p.cut = false
 }
 
 // Close stops the proxy, closes every connection and waits for its
@@ -77,7 +73,6 @@ func (p *Proxy) Close() error {
 	for c := range p.conns {
 		c.Close()
 	}
-	p.cond.Broadcast()
 	p.mu.Unlock()
 	err := p.ln.Close()
 	p.copiers.Wait()
@@ -92,7 +87,7 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		refuse := p.mode == cut || p.closed
+		refuse := p.cut || p.closed
 		p.mu.Unlock()
 		if refuse {
 			client.Close()
@@ -126,7 +121,7 @@ func (p *Proxy) track(conns ...net.Conn) bool {
 	return true
 }
 
-// pipe copies from src to dst, holding each chunk while blackholed.
+// pipe copies from src to dst, asking the gate before each chunk.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.copiers.Done()
 	defer func() {
@@ -141,7 +136,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.waitForwarding() {
+			if (p.gate != nil && !p.gate.Wait()) || !p.forwarding() {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -154,13 +149,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// waitForwarding blocks while the proxy is blackholed; it reports false if
-// the connection must be dropped instead.
-func (p *Proxy) waitForwarding() bool {
+// forwarding reports whether the proxy forwards: neither cut nor closed.
+func (p *Proxy) forwarding() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.mode == blackholed && !p.closed {
-		p.cond.Wait()
-	}
-	return p.mode == forwarding && !p.closed
+	return !p.cut && !p.closed
 }

@@ -10,12 +10,14 @@ import (
 )
 
 // Pair is a primary and an asynchronous streaming standby, both local
-// servers, the standby replicating through Repl: see pgserver.Pair.
+// servers, the standby replicating through Repl, which a test can Cut,
+// Blackhole and Restore: see pgserver.Pair.
 type Pair struct {
 	Primary, Standby *Server
 	Repl             *Proxy // the standby's replication connection runs through it
 
-	pair *pgserver.Pair
+	pair     *pgserver.Pair
+	settings []string // as given to NewPair, for AddStandby
 }
 
 // WaitReplayed waits until the standby has replayed the primary's WAL up to
@@ -29,8 +31,12 @@ func (p *Pair) Promote(ctx context.Context) error { return p.pair.Promote(ctx) }
 // of the two accepts writes: see pgserver.Pair.DSN.
 func (p *Pair) DSN(db string) string { return p.pair.DSN(db) }
 
-// Close stops both servers and the proxy and removes their files.
-func (p *Pair) Close() error { return p.pair.Close() }
+// Close stops both servers and the proxy (dropping what it holds) and
+// removes their files.
+func (p *Pair) Close() error {
+	p.Repl.gate.set(dropping)
+	return p.pair.Close()
+}
 
 // NewPair starts a Pair for the test and closes it when the test ends. It
 // calls Unavailable when the PostgreSQL binaries are missing, and fails the
@@ -42,28 +48,36 @@ func NewPair(t testing.TB, settings ...string) *Pair {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p, err := pgserver.StartPair(ctx, settings...)
+	g := newHoldGate()
+	p, err := pgserver.StartGatedPair(ctx, g, settings...)
 	if errors.Is(err, pgserver.ErrUnsupported) {
 		Unavailable(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
-	return &Pair{Primary: &Server{p.Primary}, Standby: &Server{p.Standby}, Repl: p.Repl, pair: p}
+	pair := &Pair{Primary: &Server{p.Primary}, Standby: &Server{p.Standby}, Repl: &Proxy{Proxy: p.Repl, gate: g}, pair: p, settings: settings}
+	t.Cleanup(func() { _ = pair.Close() })
+	return pair
 }
 
-// AddStandby starts another standby of p's primary, streaming through a
-// proxy of its own, for the test (see pgserver.Pair.AddStandby), and
-// closes it when the test ends.
+// AddStandby starts another standby of p's primary, cloned and streaming
+// through a proxy of its own, from a replication slot of its own, for the
+// test, and returns it as a Pair that shares the primary: two standbys of
+// one primary, which a test can cut and promote one after the other, each
+// never having seen what the other took after its promotion. The new
+// standby is closed when the test ends; closing the new Pair leaves the
+// primary running.
 func (p *Pair) AddStandby(t testing.TB, name string) *Pair {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	q, err := p.pair.AddStandby(ctx, name)
+	g := newHoldGate()
+	q, err := pgserver.StartStandby(ctx, p.Primary.Server, "pgtest_standby_"+name, g, p.settings...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = q.Close() })
-	return &Pair{Primary: p.Primary, Standby: &Server{q.Standby}, Repl: q.Repl, pair: q}
+	added := &Pair{Primary: p.Primary, Standby: &Server{q.Standby}, Repl: &Proxy{Proxy: q.Repl, gate: g}, pair: q, settings: p.settings}
+	t.Cleanup(func() { _ = added.Close() })
+	return added
 }

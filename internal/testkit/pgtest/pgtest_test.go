@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -135,7 +133,7 @@ func TestNewDBConnectTimeout(t *testing.T) {
 		"host=h port=5 user=u dbname=db",
 		"host=h port=5 user=u dbname=db connect_timeout=10",
 	} {
-		cfg, err := pgconn.ParseConfig(pgserver.WithParam(in, "connect_timeout", "60"))
+		cfg, err := pgconn.ParseConfig(WithParam(in, "connect_timeout", "60"))
 		if err != nil {
 			t.Fatalf("WithParam(%q): %v", in, err)
 		}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/nodeid/nodeid/internal/pgserver"
 )
 
 // EnvRequire set to 1 turns "no database available" from a skip into a
@@ -133,7 +131,7 @@ func (s *Server) NewDB(t testing.TB) (*sql.DB, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dsn := pgserver.WithParam(s.DSN(name), "connect_timeout", strconv.Itoa(int(testConnectTimeout/time.Second)))
+	dsn := WithParam(s.DSN(name), "connect_timeout", strconv.Itoa(int(testConnectTimeout/time.Second)))
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,279 @@
+package measure
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// Target is the database Run works on.
+type Target struct {
+	// Conn is where to connect. Run copies it for every connection it
+	// opens; it never prints the password.
+	Conn *pgx.ConnConfig
+	// Where describes the server for the report, without secrets.
+	Where string
+	// Throwaway says the server exists only for this run, so Run may create
+	// the pg_stat_statements extension in its database. On any other
+	// database Run uses the extension only if it is already installed.
+	Throwaway bool
+}
+
+// execModes maps the names of Config.ExecModes to pgx's modes.
+var execModes = map[string]pgx.QueryExecMode{
+	report.ModeCache: pgx.QueryExecModeCacheStatement,
+	report.ModeExec:  pgx.QueryExecModeExec,
+}
+
+// counter counts, on the client, the statements a *sql.DB sends (through
+// pgx's tracer) and the writes to its sockets: one write per flush of
+// protocol messages, so one per round trip.
+type counter struct {
+	stmts  atomic.Int64
+	writes atomic.Int64
+
+	mu       sync.Mutex
+	captured []string // statement texts, if capturing
+	capture  bool
+}
+
+// TraceQueryStart counts a statement, and records its text if capturing.
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.stmts.Add(1)
+	if c.capture {
+		c.mu.Lock()
+		c.captured = append(c.captured, data.SQL)
+		c.mu.Unlock()
+	}
+	return ctx
+}
+
+// TraceQueryEnd does nothing: statements are counted when sent.
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// snapshot returns the statements and writes counted so far.
+func (c *counter) snapshot() (stmts, writes int64) { return c.stmts.Load(), c.writes.Load() }
+
+type countingConn struct {
+	net.Conn
+	c *counter
+}
+
+// Write counts one write: one flush of protocol messages.
+func (cc countingConn) Write(p []byte) (int, error) {
+	cc.c.writes.Add(1)
+	return cc.Conn.Write(p)
+}
+
+// openDB returns a handle with at most conns connections in the given exec
+// mode, counting into ctr if not nil. Connections are kept open.
+func (r *runner) openDB(conns int, mode string, ctr *counter) *sql.DB {
+	cfg := r.target.Conn.Copy()
+	cfg.DefaultQueryExecMode = execModes[mode]
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	cfg.RuntimeParams["application_name"] = "nodeid-bench"
+	if ctr != nil {
+		cfg.Tracer = ctr
+		dial := cfg.DialFunc
+		if dial == nil {
+			dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
+		}
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: conn, c: ctr}, nil
+		}
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db
+}
+
+// warm opens n connections of db at once and keeps them in its pool.
+func warm(ctx context.Context, db *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.PingContext(ctx); err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}
+
+// newPrefix returns a random scratch-table prefix, nodeid_bench_<8 hex>.
+func newPrefix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "nodeid_bench_" + hex.EncodeToString(b[:])
+}
+
+// scratch creates the scratch tables named prefix_suffix for node IDs 0 to
+// ids-1, with the schema and prefill of the library, and returns a Store
+// on them through the admin handle. It refuses a name that exists.
+func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.Store, error) {
+	name := r.prefix + "_" + suffix
+	if err := postgres.ValidateTable(name); err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := r.admin.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL OR to_regclass($2) IS NOT NULL`,
+		name, name+"_history").Scan(&exists); err != nil {
+		return nil, err
+	}
+	if exists {
+		return nil, fmt.Errorf("scratch table %s exists already: the benchmark never works on a table it did not create", name)
+	}
+	r.mu.Lock()
+	r.res.Env.Tables = append(r.res.Env.Tables, name)
+	r.mu.Unlock()
+	st, err := store.New(r.admin, store.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// dropTables drops every scratch table Run created. It runs with a context
+// of its own, so that it also cleans up after an interrupted run.
+func (r *runner) dropTables() error {
+	r.mu.Lock()
+	names := make([]string, 0, 3*len(r.res.Env.Tables))
+	for _, t := range r.res.Env.Tables {
+		names = append(names, t, postgres.HistoryTable(t), postgres.ConfigTable(t))
+	}
+	r.mu.Unlock()
+	if len(names) == 0 {
+		r.res.Env.Dropped = true
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r.res.Env.Relations = map[string]string{}
+	if rows, err := r.admin.QueryContext(ctx, `SELECT oid::text, relname FROM pg_class WHERE starts_with(relname, $1)`, r.prefix+"_"); err == nil {
+		for rows.Next() {
+			var oid, name string
+			if rows.Scan(&oid, &name) == nil {
+				r.res.Env.Relations[oid] = name
+			}
+		}
+		rows.Close()
+	}
+	// The names were validated by postgres.ValidateTable: no quoting needed.
+	if _, err := r.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
+		return fmt.Errorf("drop the scratch tables %s: %w", strings.Join(names, ", "), err)
+	}
+	r.res.Env.Dropped = true
+	return nil
+}
+
+// statements are the texts of the library's statements on one table, as
+// store.Store sends them: captured from the wire, not copied.
+type statements struct {
+	claim, renew, release string
+}
+
+// captureSQL runs a claim, a renewal and a release through store.Store
+// on st's table and returns the statements it sent. It leaves the table as
+// it found it, bar one epoch.
+func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, error) {
+	ctr := &counter{capture: true}
+	db := r.openDB(1, report.ModeExec, ctr)
+	defer db.Close()
+	s, err := store.New(db, st.Config())
+	if err != nil {
+		return statements{}, err
+	}
+	if _, err := s.ReadConfig(ctx); err != nil { // the statements of the table's replication mode
+		return statements{}, err
+	}
+	ctr.mu.Lock()
+	ctr.captured = nil
+	ctr.mu.Unlock()
+	c, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
+	ok := c.OK
+	if err != nil {
+		return statements{}, err
+	}
+	if !ok {
+		return statements{}, errors.New("capture the claim statement: every node ID is held")
+	}
+	if _, err := s.Renew(ctx, c.Key, benchTTL, 0, 0); err != nil {
+		return statements{}, err
+	}
+	if _, err := s.Release(ctx, c.Key, 0, false); err != nil {
+		return statements{}, err
+	}
+	ctr.mu.Lock()
+	defer ctr.mu.Unlock()
+	if len(ctr.captured) != 3 {
+		return statements{}, fmt.Errorf("capture: a claim, a renewal and a release sent %d statements, not 3", len(ctr.captured))
+	}
+	return statements{claim: ctr.captured[0], renew: ctr.captured[1], release: ctr.captured[2]}, nil
+}
+
+// reset frees every node ID of st's table, as if never claimed, empties
+// its history unless keepHistory, and vacuums both, so that each
+// measurement starts from the same state. Epochs keep growing.
+//
+// An emptied history table must grow a page at a time again, under
+// PostgreSQL's relation-extension lock, which halves the rate of
+// concurrent claims; a kept and vacuumed one reuses the space of the
+// versions its releases left, as a long-running table does.
+func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) error {
+	t := st.Config().Table
+	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity', horizon_ms = 0 WHERE expires_at <> '-infinity' OR horizon_ms <> 0"}
+	if !keepHistory {
+		qs = append(qs, "TRUNCATE "+t+"_history")
+	}
+	qs = append(qs, "VACUUM (ANALYZE) "+t+", "+t+"_history")
+	for _, q := range qs {
+		if _, err := r.admin.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("reset %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// release releases l as a generator that minted nothing would have it: with
+// an exact horizon, so that the node ID is claimable again at once (without
+// one, a node ID cools until the horizon of the lease's last renewal).
+func release(ctx context.Context, l *nodeid.Lease) error {
+	if err := nodeid.NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
+		return err
+	}
+	return l.Release(ctx)
+}

@@ -1,0 +1,97 @@
+package measure
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+)
+
+func (c Config) json() report.ConfigJSON {
+	return report.ConfigJSON{
+		Only: c.Only, Repeat: c.Repeat, HerdClaimers: c.HerdClaimers, HerdIDs: c.HerdIDs, HerdVariants: c.HerdVariants,
+		Concurrency: c.Concurrency, Duration: report.Duration(c.Duration), ExecModes: c.ExecModes,
+		ScaleIDs: c.ScaleIDs, Held: c.Held, Samples: c.Samples, Ops: c.Ops,
+		RenewWorkers: c.RenewWorkers, RenewIDs: c.RenewIDs,
+	}
+}
+
+// hostEnvironment reads what the process can learn of the machine.
+func hostEnvironment() report.Environment {
+	return report.Environment{
+		CPU:        cpuModel(),
+		Cores:      runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GoVersion:  runtime.Version(),
+		OS:         runtime.GOOS + "/" + runtime.GOARCH,
+		LoadStart:  loadAverage(),
+		Started:    time.Now().UTC().Truncate(time.Second),
+	}
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages, or "" where
+// the system does not say.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// serverEnvironment fills in the server's version and the settings that
+// differ from the built-in defaults (from the command line, the
+// configuration files or ALTER SYSTEM; not those a client session set).
+func serverEnvironment(ctx context.Context, db *sql.DB, env *report.Environment) error {
+	if err := db.QueryRowContext(ctx, `SELECT version(), current_setting('server_version')`).Scan(&env.Server, &env.ServerVer); err != nil {
+		return err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT name, setting || coalesce(unit, ''), source FROM pg_settings
+		WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s report.Setting
+		if err := rows.Scan(&s.Name, &s.Value, &s.Source); err != nil {
+			return err
+		}
+		env.Settings = append(env.Settings, s)
+	}
+	return rows.Err()
+}
+
+// pgbenchVersion returns pgbench --version, or "" if it cannot be run.
+func pgbenchVersion(ctx context.Context, prog string) string {
+	out, err := exec.CommandContext(ctx, prog, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

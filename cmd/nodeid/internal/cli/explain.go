@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/pgerr"
+	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// NeedsError is the failure of work that needs the privileges Need: a
+// permission error met by it names them, so that the table's owner knows
+// what to grant. Needs makes one.
+type NeedsError struct {
+	Need string // "SELECT on t and t_config"
+	Err  error
+}
+
+func (e *NeedsError) Error() string { return e.Err.Error() }
+func (e *NeedsError) Unwrap() error { return e.Err }
+
+// Needs returns err, if not nil, as the failure of work that needs the
+// privileges need.
+func Needs(need string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NeedsError{Need: need, Err: err}
+}
+
+// explainedError is an error with the message that explains it, made
+// while the command's connection was still open.
+type explainedError struct {
+	msg string
+	err error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }
+
+// Describe turns an error into the one-line message printed on stderr:
+// what went wrong and, where the fix is known, how to fix it; with every
+// known password masked.
+func (e *Env) Describe(err error) string { return e.describe(explain(nil, err)) }
+
+func (e *Env) describe(msg string) string {
+	return "nodeid: " + OneLine(e.Redact.String(strings.TrimPrefix(msg, "nodeid: ")))
+}
+
+// Describe is Env.Describe with what the connection knows: the server, the
+// role, the table, and what holds a lock the command waited for.
+func (c *Conn) Describe(err error) string { return c.env.describe(c.Explain(err)) }
+
+// Explain says what went wrong and, where the fix is known, how to fix
+// it, with what the connection knows, every known password masked: for
+// messages that do not go through Describe (serve's answers over HTTP).
+func (c *Conn) Explain(err error) string { return c.env.Redact.String(explain(c, err)) }
+
+// explain explains err; c may be nil (no connection).
+func explain(c *Conn, err error) string {
+	var (
+		xe  *explainedError
+		ce  *pgconn.ConnectError
+		pe  *pgconn.PgError
+		te  *timeoutError
+		tce *nodeid.TableConfigError
+		we  *store.WALError
+		ne  *NeedsError
+	)
+	table := ""
+	if c != nil {
+		table = c.table
+	}
+	code := pgerr.Code(err)
+	switch {
+	case errors.As(err, &xe):
+		return xe.msg
+	case errors.As(err, &ce) && errors.As(err, &te):
+		return c.explainConnect(ce, code, fmt.Sprintf("%s (--timeout)", te.limit))
+	case errors.As(err, &ce):
+		return c.explainConnect(ce, code, "")
+	case errors.As(err, &te):
+		return te.Error()
+	case errors.As(err, &tce):
+		return explainTableConfig(tce)
+	case errors.As(err, &we):
+		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"nodeid init --table %s --replication sync\")",
+			err, table, table)
+	case code == pgerrcode.LockNotAvailable:
+		return c.lockHolders(err)
+	case errors.Is(err, postgres.ErrUnconfigured):
+		return fmt.Sprintf("table %s has no recorded configuration, or one of an earlier version of nodeid: bring it up to date with \"nodeid init --table %s\" as the table's owner",
+			table, table)
+	case code == pgerrcode.UndefinedTable:
+		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
+			table, c.Where(), table)
+	case code == pgerrcode.InvalidSchemaName:
+		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, c.Where())
+	case code == pgerrcode.InsufficientPrivilege:
+		msg := err.Error()
+		if errors.As(err, &pe) {
+			msg = pe.Message
+		}
+		need := "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
+		if errors.As(err, &ne) {
+			need = ne.Need
+		}
+		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
+	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
+		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
+	case code == pgerrcode.ReadOnlySQLTransaction:
+		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", c.Where())
+	case pgerr.Pooler(err):
+		return fmt.Sprintf("%v: %s", rootMessage(err), pgerr.PoolerHint)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("%v: the database did not answer in time", err)
+	}
+	return err.Error()
+}
+
+// explainTableConfig explains a run whose --range or --ttl asks for more
+// than the table records, with the commands that change either side.
+func explainTableConfig(e *nodeid.TableConfigError) string {
+	if e.MinNode < e.TableMinNode || e.MaxNode > e.TableMaxNode {
+		return fmt.Sprintf("node range %d-%d is not within the range %d-%d recorded by table %s: lease a part of the table's range with --range, or widen it with \"nodeid init --table %s --range %d-%d\" as the table's owner",
+			e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table, e.Table, e.MinNode, e.MaxNode)
+	}
+	return fmt.Sprintf("TTL %s is above the maximum %s recorded by table %s: lower --ttl, or raise the table's maximum with \"nodeid init --table %s --max-ttl %s\" as the table's owner",
+		e.TTL, e.MaxTTL, e.Table, e.Table, e.TTL)
+}
+
+// explainConnect explains a failure to connect. timedOut is the limit that
+// ended the attempt if --timeout did ("1s (--timeout)"), else "".
+func (c *Conn) explainConnect(ce *pgconn.ConnectError, code, timedOut string) string {
+	where := c.Where()
+	switch code {
+	case pgerrcode.InvalidPassword, pgerrcode.InvalidAuthorizationSpecification:
+		return fmt.Sprintf("authentication failed for %s: check the password (in the DSN, PGPASSWORD or ~/.pgpass) and the server's pg_hba.conf", where)
+	case pgerrcode.InvalidCatalogName:
+		return fmt.Sprintf("%s does not exist: create it, or fix the database name in %s", where, c.Source())
+	}
+	if timedOut == "" && pgconn.Timeout(ce) {
+		timedOut = fmt.Sprintf("%s (connect_timeout)", ce.Config.ConnectTimeout)
+	}
+	var (
+		de       *net.DNSError
+		oe       *net.OpError
+		accepted []string
+	)
+	if c != nil {
+		accepted = c.dialed.accepted()
+	}
+	switch {
+	case timedOut != "" && len(accepted) > 0:
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): the server at %s accepted the connection but did not answer within %s: check that it is PostgreSQL and that it is not stuck (a proxy or pooler with no server behind it does the same)",
+			where, strings.Join(accepted, " and "), timedOut)
+	case timedOut != "":
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): no server accepted the connection within %s: check that %s points at the server (--dsn, DATABASE_URL or PGHOST/PGPORT) and that no firewall drops the packets",
+			where, timedOut, c.Source())
+	case errors.As(ce, &de):
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): cannot resolve host %s (%s): fix the host in %s",
+			where, de.Name, de.Err, c.Source())
+	case errors.As(ce, &oe):
+		return fmt.Sprintf("cannot connect to PostgreSQL (%s): %v: check that the server is running and that %s points at it (--dsn, DATABASE_URL or PGHOST/PGPORT)",
+			where, oe, c.Source())
+	}
+	return fmt.Sprintf("cannot connect to PostgreSQL (%s): %v", where, rootMessage(ce))
+}
+
+// rootMessage returns the message of the innermost error that says
+// something: the server's message for a PostgreSQL error, else the last
+// wrapped error's text.
+func rootMessage(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s (SQLSTATE %s)", pe.Message, pe.Code)
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}

@@ -1,0 +1,48 @@
+// Package root assembles the nodeid command: every command of the
+// packages beside it under the root of package cli. main calls Main.
+package root
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/demo"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/ids"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/run"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/serve"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/table"
+)
+
+// Main runs the command line args and returns the process exit code. It
+// is the whole program, minus os.Exit, so that tests can run it
+// in-process. version is the release set at build time ("" for none).
+func Main(version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := cli.NewEnv(stdin, stdout, stderr)
+	return cli.Execute(env, NewCmd(env, version), args)
+}
+
+// NewCmd returns the root command with every command of nodeid, in the
+// order of its help.
+func NewCmd(env *cli.Env, version string) *cobra.Command {
+	return cli.NewRootCmd(env,
+		table.NewCmdSchema(env, nil),
+		table.NewCmdInit(env, nil),
+		table.NewCmdList(env, nil),
+		table.NewCmdShow(env, nil),
+		table.NewCmdWatch(env, nil),
+		table.NewCmdRelease(env, nil),
+		ids.NewCmdDecode(env, nil),
+		ids.NewCmdWho(env, nil),
+		table.NewCmdPrune(env, nil),
+		run.NewCmdRun(env, nil),
+		serve.NewCmdServe(env, nil),
+		run.NewCmdWarden(env),
+		demo.NewCmdDemo(env, nil),
+		bench.NewCmdBench(env, nil),
+		demo.NewCmdWorker(env),
+		NewCmdVersion(env, version),
+	)
+}

@@ -1,0 +1,420 @@
+//go:build linux
+
+package run
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+)
+
+func TestExportTemplates(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		tmpl        string
+		node, epoch int64
+		want        string
+	}{
+		{"{node}", 40, 3, "40"},
+		{"{node%32}", 40, 3, "8"},
+		{"{node/32}", 40, 3, "1"},
+		{"{node/32%32}", 1023, 3, "31"},
+		{"{node%32/2}", 63, 3, "15"},
+		{"{epoch%4}", 40, 7, "3"},
+		{"w{node%32}-d{node/32%32}-e{epoch}", 1000, 9, "w8-d31-e9"},
+		{"{{node}}={node}", 5, 1, "{node}=5"},
+		{"plain text", 5, 1, "plain text"},
+		{"", 5, 1, ""},
+		{"{node%9223372036854775807}", 12, 1, "12"},
+	} {
+		e, err := parseExport("X=" + c.tmpl)
+		if err != nil {
+			t.Errorf("%q: %v", c.tmpl, err)
+			continue
+		}
+		if got := e.value(c.node, c.epoch); got != c.want {
+			t.Errorf("%q at node %d epoch %d: %q, want %q", c.tmpl, c.node, c.epoch, got, c.want)
+		}
+	}
+	for _, c := range []struct{ arg, says string }{
+		{"X={nod}", `unknown field "nod"`},
+		{"X={}", `unknown field ""`},
+		{"X={ node}", `unknown field " node"`},
+		{"X={node/0}", "/0 divides by zero"},
+		{"X={node%00}", "%0 divides by zero"},
+		{"X={node%}", "% must be followed by a whole number"},
+		{"X={node%-3}", "% must be followed by a whole number"},
+		{"X={node*2}", `unknown field "node*2"`},
+		{"X={node%32x}", `unexpected "x"`},
+		{"X={node%99999999999999999999}", "the number is above"},
+		{"X={node", "is not closed"},
+		{"X=a}b", "a lone }"},
+		{"X={node}{", "is not closed"},
+		{"1X={node}", `"1X" is not an environment variable's name`},
+		{"A-B={node}", `"A-B" is not`},
+		{"={node}", `"" is not`},
+		{"NODEID_NODE={node}", "clashes with the variables nodeid run sets"},
+		{"nodeid_x={node}", "clashes"},
+		{"WORKER_ID", "must be NAME=TEMPLATE"},
+	} {
+		_, err := parseExport(c.arg)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: %v, want an error saying %q", c.arg, err, c.says)
+		}
+	}
+}
+
+func TestExportDistinct(t *testing.T) {
+	t.Parallel()
+	flags := func(args ...string) *exportFlags {
+		f := &exportFlags{}
+		for _, a := range args {
+			if err := f.Set(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return f
+	}
+	for _, c := range []struct {
+		args []string
+		r    cli.NodeRange
+		says string // "" if accepted
+	}{
+		{[]string{"WORKER_ID={node%32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 0 and 32 of the range 0-1023 both get WORKER_ID=0"},
+		{[]string{"WORKER_ID={node%32}"}, cli.NodeRange{Lo: 0, Hi: 31}, ""},
+		{[]string{"WORKER_ID={node%32}"}, cli.NodeRange{Lo: 32, Hi: 63}, ""},
+		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, cli.NodeRange{Lo: 0, Hi: 1024}, "node IDs 0 and 1024"},
+		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/64}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 0 and 32"},
+		{[]string{"ID={node%32}-{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"ID={node%32}{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 11 and 321 of the range 0-1023 both get ID=110"}, // 11|0 and 1|10
+		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
+		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 7, Hi: 7}, ""},
+		{[]string{"E={epoch}-{node}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
+		{[]string{"E={epoch}", "W={node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"W={node%32}", "LABEL=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "both get W=0 (LABEL=pod-{node} is a label"},
+		{[]string{"W={node%32}", "A=a{node}", "B={node}-"}, cli.NodeRange{Lo: 0, Hi: 1023}, "(A=a{node} and B={node}- are labels"},
+		{[]string{"LABEL=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		{[]string{"W={node%32}", "E={epoch%4}"}, cli.NodeRange{Lo: 0, Hi: 63}, "node IDs 0 and 32 of the range 0-63 both get W=0 (E={epoch%4} is a label"},
+	} {
+		err := flags(c.args...).distinct(c.r, "the range "+c.r.String(), false)
+		switch {
+		case c.says == "" && err != nil:
+			t.Errorf("%v over %s: %v", c.args, c.r, err)
+		case c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)):
+			t.Errorf("%v over %s: %v, want an error saying %q", c.args, c.r, err, c.says)
+		}
+	}
+}
+
+// FuzzExportTemplate: the parser never panics; what it accepts evaluates
+// without panicking, to text free of braces unless escaped, and a template
+// without braces is its own value.
+func FuzzExportTemplate(f *testing.F) {
+	for _, s := range []string{"{node}", "{node%32}", "{node/32%32}", "w{epoch%4}-{node}", "{{}}", "{node/0}", "}", "{", "{nod}", "{node%99999999999999999999}"} {
+		f.Add(s, int64(40), int64(3))
+	}
+	f.Fuzz(func(t *testing.T, tmpl string, node, epoch int64) {
+		if node < 0 || epoch < 0 {
+			return // fields are never negative
+		}
+		e, err := parseExport("X=" + tmpl)
+		if err != nil {
+			if !strings.Contains(err.Error(), "template") {
+				t.Errorf("%q: the error does not name the template: %v", tmpl, err)
+			}
+			return
+		}
+		v := e.value(node, epoch)
+		if !strings.ContainsAny(tmpl, "{}") && v != tmpl {
+			t.Errorf("%q: value %q, want the text itself", tmpl, v)
+		}
+		braces := strings.Count(tmpl, "{{") + strings.Count(tmpl, "}}")
+		if braces == 0 && strings.ContainsAny(v, "{}") {
+			t.Errorf("%q: value %q has a brace", tmpl, v)
+		}
+	})
+}
+
+// TestExportUsage: bad exports, and exports that do not tell the node IDs
+// of the range apart, are usage errors naming the template, before any
+// claim: the table is not even created.
+func TestExportUsage(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	for _, c := range []struct {
+		args []string
+		says []string
+	}{
+		{[]string{"--export", "WORKER_ID={nod%32}"}, []string{`"WORKER_ID={nod%32}"`, `unknown field "nod"`}},
+		{[]string{"--export", "WORKER_ID={node/0}"}, []string{`"WORKER_ID={node/0}"`, "divides by zero"}},
+		{[]string{"--export", "WORKER-ID={node}"}, []string{`"WORKER-ID" is not an environment variable's name`}},
+		{[]string{"--export", "NODEID_WORKER={node}"}, []string{"NODEID_WORKER clashes"}},
+		{[]string{"--export", "WORKER_ID={node%32}"}, []string{"--export WORKER_ID={node%32}", "node IDs 0 and 32 of the range 0-1023"}},
+		{[]string{"--range", "0-63", "--export", "W={node%32}", "--export", "D={node/64}"}, []string{"W={node%32},D={node/64}", "node IDs 0 and 32 of the range 0-63"}},
+	} {
+		args := append([]string{"run", "--dsn", dsn, "--create"}, c.args...)
+		r := harness.Run(t, append(args, "--", "true")...)
+		clitest.WantExit(t, r, cli.ExitUsage, c.says...)
+	}
+	var exists bool
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT to_regclass('snowflake_nodes') IS NOT NULL`).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists {
+		t.Error("a refused run created the table: the exports were checked after a claim")
+	}
+	// The table's range decides when --range is not given.
+	harness.Must(t, "init", "--dsn", dsn, "--range", "32-63")
+	r := harness.Run(t, "run", "--dsn", dsn, "--export", "WORKER_ID={node%32}", "--", "sh", "-c", `echo "$WORKER_ID"`)
+	if r.Code != 0 || r.Stdout != "0\n" {
+		t.Errorf("WORKER_ID={node%%32} on the table's range 32-63: %+v, want exit 0 and 0 (node 32)", r)
+	}
+	harness.Must(t, "init", "--dsn", dsn, "--range", "32-64")
+	r = harness.Run(t, "run", "--dsn", dsn, "--export", "WORKER_ID={node%32}", "--", "true")
+	clitest.WantExit(t, r, cli.ExitUsage, "node IDs 32 and 64 of the range 32-64")
+}
+
+// TestExportEnv: the exports reach the command, beside NODEID_NODE, and
+// replace variables of the same name it would inherit.
+func TestExportEnv(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	t.Setenv("SEQUENCE_WORKERID", "inherited")
+	r := harness.Run(t, "run", "--dsn", dsn, "--create", "--range", "1000-1000",
+		"--export", "SEQUENCE_WORKERID={node%32}", "--export", "SEQUENCE_DATACENTERID={node/32%32}", "--export", "TAG=n{node}e{epoch}{{x}}",
+		"--", "sh", "-c", `echo "$NODEID_NODE $SEQUENCE_WORKERID $SEQUENCE_DATACENTERID $TAG"; env | grep -c '^SEQUENCE_WORKERID='`)
+	if want := "1000 8 31 n1000e1{x}\n1\n"; r.Code != 0 || r.Stdout != want {
+		t.Errorf("%+v, want exit 0 and %q", r, want)
+	}
+}
+
+// genHolder describes a generator under "nodeid run --export".
+type genHolder struct {
+	lang string // java, python or node
+	dir  string
+	run  *runProc
+}
+
+// genCommand is the command running the generator of lang with layout,
+// minting into dir.
+func genCommand(t *testing.T, lang, layout, dir string) []string {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", "export"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch lang {
+	case "java":
+		return []string{clitest.RequireRuntime(t, "java"), filepath.Join(src, "Gen.java"), layout, dir}
+	case "python":
+		return []string{clitest.RequireRuntime(t, "python3"), filepath.Join(src, "gen.py"), layout, dir}
+	case "node":
+		return []string{clitest.RequireRuntime(t, "node"), filepath.Join(src, "gen.mjs"), layout, dir}
+	}
+	t.Fatalf("no generator in %s", lang)
+	return nil
+}
+
+// readGenIDs returns the IDs minted into dir: whole lines only.
+func readGenIDs(t *testing.T, dir string) []int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(b), "\n")
+		for _, line := range lines[:len(lines)-1] { // the last is being written, or empty
+			v, err := strconv.ParseInt(line, 10, 64)
+			if err != nil {
+				t.Fatalf("%s/%s: line %q: %v", dir, e.Name(), line, err)
+			}
+			ids = append(ids, v)
+		}
+	}
+	return ids
+}
+
+// stampOf is the unix millisecond of an ID of both layouts (Twitter
+// epoch, 22 low bits).
+func stampOf(id int64) int64 { return id>>22 + 1288834974657 }
+
+// waitMinting waits until the generator of h has minted for 300ms.
+func waitMinting(t *testing.T, h *genHolder) {
+	t.Helper()
+	clitest.PollUntil(t, 90*time.Second, h.lang+" minting into "+h.dir, func() bool {
+		if h.run.exited() {
+			t.Fatalf("nodeid run of the %s generator exited; stderr: %s", h.lang, h.run.stderr.String())
+		}
+		ids := readGenIDs(t, h.dir)
+		if len(ids) == 0 {
+			return false
+		}
+		lo, hi := slices.Min(ids), slices.Max(ids)
+		return stampOf(hi)-stampOf(lo) >= 300
+	})
+}
+
+// checkIDs is the checker over the holders' outputs, in order of their
+// takeovers: it returns the number of IDs minted more than once, and of
+// holders that stamped at or before the last stamp of the one before; it
+// fails the test if an ID lacks the worker fields want.
+func checkIDs(t *testing.T, want int64, holders []*genHolder) (dups, early int) {
+	t.Helper()
+	seen := map[int64]bool{}
+	prevLast := int64(0)
+	for _, h := range holders {
+		ids := readGenIDs(t, h.dir)
+		if len(ids) == 0 {
+			t.Fatalf("the %s generator minted nothing", h.lang)
+		}
+		for _, id := range ids {
+			if id>>12&1023 != want {
+				t.Errorf("%s: ID %d has the worker fields %d, want %d", h.lang, id, id>>12&1023, want)
+			}
+			if seen[id] {
+				dups++
+			}
+			seen[id] = true
+		}
+		first, last := stampOf(slices.Min(ids)), stampOf(slices.Max(ids))
+		t.Logf("%s: %d IDs stamped %s to %s", h.lang, len(ids), cli.ExactMs(first), cli.ExactMs(last))
+		if first <= prevLast {
+			early++
+			t.Logf("%s stamped %s, not after the previous holder's last stamp %s", h.lang, cli.ExactMs(first), cli.ExactMs(prevLast))
+		}
+		prevLast = last
+	}
+	return dups, early
+}
+
+// EnvTestLong set to 1 makes the language tests longer: the 10-bit chain
+// of TestExportTakeover gets a Java holder too (CI runs without it).
+const EnvTestLong = "NODEID_TEST_LONG"
+
+// TestExportTakeover runs real generators in Java, Python and Node.js
+// under "nodeid run --export", in the two layouts of the frameworks (5+5
+// worker and datacenter bits: Java, Python, Node.js; 10 worker bits:
+// Node.js, Python, and Java with NODEID_TEST_LONG=1), each taking node ID
+// 40 over from the one before (started with --wait while it runs, then the one
+// before stopped with SIGTERM), and the checker over all their IDs: 0
+// duplicates. Then the checker is shown to catch a broken holder: one
+// whose generator stamps from a clock set back (through the test hook, for
+// it alone), as one stamping from another host's clock would.
+func TestExportTakeover(t *testing.T) {
+	exports := map[string][]string{
+		"5+5": {"--export", "SEQUENCE_WORKERID={node%32}", "--export", "SEQUENCE_DATACENTERID={node/32%32}"},
+		"10":  {"--export", "WORKER_ID={node}"},
+	}
+	// Node ID 40 is worker 8, datacenter 1 in 5+5 bits: 1<<5|8 = 40, the
+	// same 10 bits as worker 40 in the 10-bit layout.
+	const node = 40
+	chains := []struct {
+		layout string
+		langs  []string
+	}{
+		{"5+5", []string{"java", "python", "node"}},
+		{"10", []string{"node", "python"}},
+	}
+	if os.Getenv(EnvTestLong) == "1" {
+		chains[1].langs = append(chains[1].langs, "java")
+	}
+	for _, c := range chains {
+		t.Run(c.layout, func(t *testing.T) {
+			s := newFenceSetup(t)
+			args := func(wait bool, command ...string) []string {
+				a := []string{"--dsn", s.dsn, "--create", "--range", "40-40", "--ttl", fenceTTL}
+				if wait {
+					a = append(a, "--wait")
+				}
+				a = append(a, exports[c.layout]...)
+				return append(append(a, "--"), command...)
+			}
+			var holders []*genHolder
+			for i, lang := range c.langs {
+				h := &genHolder{lang: lang, dir: t.TempDir()}
+				h.run = startHolder(t, s.clock, args(i > 0, genCommand(t, lang, c.layout, h.dir)...)...)
+				if i > 0 {
+					prev := holders[i-1]
+					if err := prev.run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+						t.Fatal(err)
+					}
+					if code := prev.run.wait(t, 60*time.Second); code != 0 && code != 128+int(syscall.SIGTERM) && code != 143 {
+						t.Errorf("the %s holder exited with %d", prev.lang, code)
+					}
+				}
+				waitMinting(t, h)
+				holders = append(holders, h)
+			}
+			last := holders[len(holders)-1]
+			if err := os.WriteFile(filepath.Join(last.dir, "stop"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			last.run.wait(t, 60*time.Second)
+			if dups, early := checkIDs(t, node, holders); dups != 0 || early != 0 {
+				t.Errorf("%d IDs minted twice across the takeovers; %d holders stamped before the previous one's last stamp", dups, early)
+			}
+		})
+	}
+	t.Run("broken", func(t *testing.T) {
+		s := newFenceSetup(t)
+		args := func(command ...string) []string {
+			a := append([]string{"--dsn", s.dsn, "--create", "--range", "40-40", "--ttl", fenceTTL}, exports["5+5"]...)
+			return append(append(a, "--"), command...)
+		}
+		h1 := &genHolder{lang: "python", dir: t.TempDir()}
+		h1.run = startHolder(t, s.clock, args(genCommand(t, "python", "5+5", h1.dir)...)...)
+		waitMinting(t, h1)
+		if err := os.WriteFile(filepath.Join(h1.dir, "stop"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h1.run.wait(t, 60*time.Second)
+		ids := readGenIDs(t, h1.dir)
+		first := stampOf(slices.Min(ids))
+		// The second holder's generator reads this clock, set back to 8 s
+		// before the first holder's first stamp; nodeid run itself reads
+		// the true one. The generator reads the offset when it starts,
+		// which a loaded machine delays by seconds: its clock must still be
+		// before the first holder's stamps then, and run through them.
+		back := filepath.Join(t.TempDir(), "clock-back")
+		if err := os.WriteFile(back, []byte(strconv.FormatInt(first-8000-time.Now().UnixMilli(), 10)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h2 := &genHolder{lang: "node (clock set back)", dir: t.TempDir()}
+		command := append([]string{"env", EnvTestClockFile + "=" + back}, genCommand(t, "node", "5+5", h2.dir)...)
+		h2.run = startHolder(t, s.clock, args(command...)...)
+		clitest.PollUntil(t, 60*time.Second, "the second generator stamping into the first's milliseconds", func() bool {
+			if h2.run.exited() {
+				t.Fatalf("the second nodeid run exited; stderr: %s", h2.run.stderr.String())
+			}
+			ids := readGenIDs(t, h2.dir)
+			return len(ids) > 0 && stampOf(slices.Max(ids)) >= first+200
+		})
+		if err := os.WriteFile(filepath.Join(h2.dir, "stop"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h2.run.wait(t, 60*time.Second)
+		dups, _ := checkIDs(t, node, []*genHolder{h1, h2})
+		t.Logf("the checker found %d duplicates in the broken variant", dups)
+		if dups == 0 {
+			t.Error("the checker found no duplicate where the second generator stamped from a clock set back over the first's stamps")
+		}
+	})
+}

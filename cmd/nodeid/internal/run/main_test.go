@@ -1,0 +1,19 @@
+package run
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/table"
+)
+
+// harness runs run and its warden, and the table commands the tests use
+// beside them: init to make a table, release to evict a holder.
+var harness = clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
+	return []*cobra.Command{NewCmdRun(env, nil), NewCmdWarden(env), table.NewCmdInit(env, nil), table.NewCmdRelease(env, nil)}
+}}
+
+func TestMain(m *testing.M) { harness.Main(m) }

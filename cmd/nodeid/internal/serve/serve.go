@@ -1,0 +1,505 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// ServeMaxCount is the most IDs one GET /ids of "nodeid serve" returns.
+const ServeMaxCount = 10000
+
+// serveDefaultListen is where "nodeid serve" listens unless told: loopback.
+const serveDefaultListen = "127.0.0.1:8080"
+
+// The pause between failed claims of "nodeid serve" doubles from
+// serveRetryMin to serveRetryMax.
+const (
+	serveRetryMin = 100 * time.Millisecond
+	serveRetryMax = 5 * time.Second
+)
+
+// Options are the flags of serve.
+type Options struct {
+	Env  *cli.Env
+	Conn *cli.Conn // the command's connection, set when it runs
+
+	holder.Flags
+	Listen string
+
+	network, addr string        // of Listen, parsed by Validate
+	nodes         cli.NodeRange // resolved by Validate
+}
+
+// Validate checks the grace, --listen and the node range.
+func (o *Options) Validate() error {
+	if err := o.ValidateGrace(); err != nil {
+		return err
+	}
+	var err error
+	if o.network, o.addr, err = listenAddr(o.Listen); err != nil {
+		return err
+	}
+	o.nodes, err = o.Range.Resolve()
+	return err
+}
+
+// NewCmdServe returns "nodeid serve". runF, if not nil, runs instead of the
+// command's own work once the options are valid.
+func NewCmdServe(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
+	o := &Options{Env: env}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve fenced Snowflake IDs over HTTP, under a node-ID lease",
+		Long: `Lease a node ID, mint Snowflake IDs under it (the layout of
+github.com/bwmarrin/snowflake: 41 time bits, 10 node bits, 12 step bits) and
+serve them over HTTP, for programs in any language:
+
+  GET /id              one ID, as decimal text and a newline
+  GET /ids?count=N     N IDs (1 to ` + fmt.Sprint(ServeMaxCount) + `), one a line
+  GET /healthz         200 "ok" while the lease is held and its deadline is
+                       more than the grace away; 503 and the reason otherwise
+  GET /metrics         the lease's and the process's metrics, in Prometheus's
+                       text format (as "nodeid run --metrics-addr")
+
+With "Accept: application/json", /id answers {"id":"...","node":N,
+"epoch":E,"owner":"..."} and /ids {"ids":["...",...],"node":...}: the IDs
+are strings, since a 64-bit integer does not fit a JSON number in many
+languages. Every response carries the headers X-Nodeid-Node, X-Nodeid-Epoch
+and X-Nodeid-Owner of the lease its IDs are minted under.
+
+Safety: no ID is minted after the lease is lost (taken over, evicted,
+expired, or its deadline passed for want of renewals). Requests then get 503
+with the cause at once, and serve claims a node ID again, waits until this
+host's clock is past the horizon the previous holder left, and serves IDs
+from the new lease, without a restart. SIGTERM or SIGINT stops accepting
+requests, lets those under way finish (for at most the grace), and releases
+the node ID with an exact horizon, so that the next holder may start at
+once. Stamps come from this host's wall clock.
+
+Bad requests (a count that is missing, not a number, 0 or above the
+maximum; an unknown path; a method other than GET) get 400, 404 or 405 with
+a one-line reason, and cost no ID.
+
+--listen takes HOST:PORT, or unix:PATH for a Unix socket (a sidecar). It is
+loopback by default: listening on any other address lets every host that
+reaches it take IDs, which is the operator's choice to make (behind a
+Kubernetes Service, for instance). Several serve processes, each with a node
+ID of its own, behind one address make a highly available ID service.`,
+		Example: `  nodeid serve --create
+  curl http://127.0.0.1:8080/id
+  curl 'http://127.0.0.1:8080/ids?count=100'
+  nodeid serve --listen unix:/run/nodeid/ids.sock
+  nodeid serve --listen 0.0.0.0:8080 --ttl 30s --range 0-63`,
+		Args: cli.ExactArgs(0, "no arguments"),
+		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
+			o.Conn = c
+			return cli.Run(cmd.Context(), o, runF, serve)
+		}),
+	}
+	cmd.Flags().StringVar(&o.Listen, "listen", serveDefaultListen, "HOST:PORT, or unix:PATH, to serve on (loopback unless told)")
+	o.Register(cmd, "/healthz fails when the deadline is closer than this; requests under way at SIGTERM get this long; at most TTL/2")
+	return cmd
+}
+
+// listenAddr parses --listen: HOST:PORT or unix:PATH.
+func listenAddr(s string) (network, addr string, err error) {
+	if p, ok := strings.CutPrefix(s, "unix:"); ok {
+		if p == "" {
+			return "", "", cli.Usagef("--listen %q: unix: needs a socket path, as unix:/run/nodeid.sock", s)
+		}
+		return "unix", p, nil
+	}
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		return "", "", cli.Usagef("--listen %q: it must be HOST:PORT (127.0.0.1:8080) or unix:PATH: %v", s, err)
+	}
+	return "tcp", s, nil
+}
+
+func serve(ctx context.Context, o *Options) error {
+	c, env, table, r := o.Conn, o.Env, o.Conn.Table(), o.nodes
+	db, err := c.DB()
+	if err != nil {
+		return err
+	}
+	m, metrics, err := holder.NewMetrics()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = m.Provider.Shutdown(context.Background()) }()
+	opts := append(o.Options(table),
+		nodeid.WithNodeBits(int(snowflake.DefaultLayout.NodeBits)), nodeid.WithWait(true),
+		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)),
+		nodeid.WithMeterProvider(m.Provider),
+	)
+	if o.Range.Given() {
+		if max := snowflake.DefaultLayout.MaxNode(); r.Hi > max {
+			return cli.Usagef("node range %s: node IDs above %d do not fit the 10 node bits of the IDs serve mints", r, max)
+		}
+		opts = append(opts, nodeid.WithNodeRange(r.Lo, r.Hi))
+	}
+	reg, err := nodeid.New(db, opts...)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	defer reg.Close()
+
+	ln, err := net.Listen(o.network, o.addr)
+	if err != nil {
+		return cli.Usagef("--listen %s: %v", o.Listen, err)
+	}
+	s := &idServer{metrics: metrics}
+	s.state.Store(&serveState{err: errors.New("no lease yet: claiming a node ID")})
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	where := "http://" + ln.Addr().String()
+	if o.network == "unix" {
+		where = "unix:" + o.addr + " (http)"
+	}
+	fmt.Fprintf(env.Err, "nodeid: serving IDs on %s: GET /id, /ids?count=N, /healthz, /metrics\n", where)
+
+	ctx, stop := env.Interrupted(ctx)
+	defer stop()
+	h := &keeper{c: c, log: env.Err, reg: reg, m: m, s: s, grace: o.Grace, ttl: o.TTL}
+	lease, holdErr := h.hold(ctx)
+	holdErr = cli.Needs(holder.Privileges(table), o.CreateHint(c, holdErr))
+
+	// Drain: new requests get 503, those under way finish, then the node
+	// ID is released; the generator, bound to the lease, is sealed first,
+	// so that the horizon recorded is the last millisecond stamped.
+	s.state.Store(&serveState{err: errors.New("shutting down: the node ID is being released"), hdr: s.state.Load().hdr})
+	m.SetHealth(func() error { return errors.New("shutting down") })
+	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	_ = srv.Close()
+	<-served
+	if lease != nil {
+		if err := lease.Release(context.Background()); err != nil {
+			fmt.Fprintf(env.Err, "nodeid: releasing node ID %d (epoch %d): %v\n", lease.NodeID(), lease.Epoch(), err)
+		} else {
+			fmt.Fprintf(env.Err, "nodeid: released node ID %d (epoch %d)\n", lease.NodeID(), lease.Epoch())
+		}
+	}
+	return holdErr
+}
+
+// keeper keeps serve's lease: it claims a node ID, builds the generator,
+// publishes it to the server, and claims again when the lease is lost.
+type keeper struct {
+	c          *cli.Conn
+	log        io.Writer
+	reg        *nodeid.Registry
+	m          *holder.Metrics
+	s          *idServer
+	grace, ttl time.Duration
+}
+
+// hold runs until ctx ends, and returns the lease held then (nil if none),
+// or an error that stops serve: one that a retry cannot fix, met before
+// the first lease.
+func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
+	pause := serveRetryMin
+	first := true
+	for {
+		lease, err := h.reg.Acquire(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			if first && !postgres.Retryable(err) {
+				return nil, err // a missing table, a privilege, options the table refuses
+			}
+			h.unavailable(fmt.Errorf("no lease: %s; claiming again", h.c.Explain(err)), serveHeader{})
+			fmt.Fprintf(h.log, "nodeid: claim failed, retrying in %s: %s\n", pause, h.c.Explain(err))
+			select {
+			case <-ctx.Done():
+				return nil, nil
+			case <-time.After(pause):
+			}
+			pause = min(2*pause, serveRetryMax)
+			continue
+		}
+		pause = serveRetryMin
+		hdr := newServeHeader(lease)
+		// The generator stamps from the system's clock.
+		if err := holder.WaitPastHorizon(ctx, h.log, lease, holder.SystemClock{}, h.ttl, true); err != nil {
+			holder.ReleaseUnused(lease)
+			if ctx.Err() != nil {
+				return nil, nil
+			}
+			h.unavailable(err, hdr)
+			continue
+		}
+		gen, err := snowflake.New(lease, snowflake.WithMeterProvider(h.m.Provider))
+		if err != nil {
+			// Bound or not, releasing leaves a horizon no earlier than the
+			// previous holder's.
+			holder.ReleaseUnused(lease)
+			if first {
+				return nil, err
+			}
+			h.unavailable(err, hdr)
+			continue
+		}
+		first = false
+		h.s.state.Store(&serveState{gen: gen, hdr: hdr})
+		h.m.SetHealth(holder.LeaseHealth(lease, h.grace))
+		after := ""
+		if prev := lease.PreviousHorizon(); prev > 0 {
+			after = ", stamping after the previous holder's horizon " + cli.ExactMs(prev)
+		}
+		fmt.Fprintf(h.log, "nodeid: minting under node ID %d (epoch %d, owner %s)%s\n",
+			lease.NodeID(), lease.Epoch(), cli.Printable(lease.Owner()), after)
+		select {
+		case <-ctx.Done():
+			return lease, nil
+		case <-lease.Lost():
+		}
+		lost := fmt.Errorf("%v; claiming a node ID again", lease.Err())
+		h.unavailable(lost, hdr)
+		fmt.Fprintf(h.log, "nodeid: %v\n", lost)
+		_ = lease.Release(context.Background()) // frees the row of a lease that lapsed, if still ours
+	}
+}
+
+// unavailable makes requests and /healthz answer 503 with why.
+func (h *keeper) unavailable(why error, hdr serveHeader) {
+	h.s.state.Store(&serveState{err: why, hdr: hdr})
+	h.m.SetHealth(func() error { return why })
+}
+
+// serveHeader is what every response says of the lease, precomputed.
+type serveHeader struct {
+	node, epoch, owner []string // header values
+	json               []byte   // `,"node":N,"epoch":E,"owner":"..."}`
+}
+
+func newServeHeader(l *nodeid.Lease) serveHeader {
+	node, epoch := fmt.Sprint(l.NodeID()), fmt.Sprint(l.Epoch())
+	return serveHeader{
+		node: []string{node}, epoch: []string{epoch}, owner: []string{headerSafe(l.Owner())},
+		json: fmt.Appendf(nil, `,"node":%s,"epoch":%s,"owner":%s}`, node, epoch, jsonString(l.Owner())),
+	}
+}
+
+// headerSafe replaces what may not appear in an HTTP header value.
+func headerSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// serveState is what the server mints with: a generator, or why there is
+// none.
+type serveState struct {
+	gen *snowflake.Generator // nil: err says why
+	err error
+	hdr serveHeader
+}
+
+// idServer is the HTTP handler of serve.
+type idServer struct {
+	state   atomic.Pointer[serveState]
+	metrics http.Handler // /metrics and /healthz of holder.Metrics
+}
+
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}
+	appJSON   = []string{"application/json"}
+	allowGet  = []string{"GET"}
+	allowRead = []string{"GET, HEAD"}
+	noSniff   = []string{"nosniff"}
+)
+
+// Header names, canonical, so that they can be set without allocating.
+const (
+	hdrNode  = "X-Nodeid-Node"
+	hdrEpoch = "X-Nodeid-Epoch"
+	hdrOwner = "X-Nodeid-Owner"
+)
+
+func (s *idServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := s.state.Load()
+	h := w.Header()
+	if st.hdr.node != nil {
+		h[hdrNode], h[hdrEpoch], h[hdrOwner] = st.hdr.node, st.hdr.epoch, st.hdr.owner
+	}
+	asJSON := wantsJSON(r)
+	switch r.URL.Path {
+	case "/id", "/ids":
+		if r.Method != http.MethodGet {
+			h["Allow"] = allowGet
+			s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET only", cli.Printable(r.Method), r.URL.Path)
+			return
+		}
+		count := 1
+		if r.URL.Path == "/ids" {
+			var err error
+			if count, err = parseCount(r); err != nil {
+				s.fail(w, asJSON, http.StatusBadRequest, "%v", err)
+				return
+			}
+		} else if r.URL.RawQuery != "" {
+			s.fail(w, asJSON, http.StatusBadRequest, "/id takes no query (/ids?count=N returns N IDs)")
+			return
+		}
+		s.mint(w, st, count, r.URL.Path == "/ids", asJSON)
+	case "/healthz", "/metrics":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			h["Allow"] = allowRead
+			s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET or HEAD", cli.Printable(r.Method), r.URL.Path)
+			return
+		}
+		s.metrics.ServeHTTP(w, r)
+	default:
+		s.fail(w, asJSON, http.StatusNotFound, "no such path %q: the paths are /id, /ids?count=N, /healthz and /metrics", cli.Printable(r.URL.Path))
+	}
+}
+
+// wantsJSON reports whether the request asks for JSON.
+func wantsJSON(r *http.Request) bool {
+	a := r.Header["Accept"]
+	return len(a) > 0 && strings.Contains(a[0], "application/json")
+}
+
+// parseCount reads the count of GET /ids: 1 to ServeMaxCount.
+func parseCount(r *http.Request) (int, error) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "count" {
+			return 0, fmt.Errorf("unknown query parameter %q: /ids takes count=N only", cli.Printable(k))
+		}
+	}
+	v, ok := q["count"]
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("/ids needs count=N, N from 1 to %d", ServeMaxCount)
+	case len(v) > 1:
+		return 0, errors.New("count is given more than once")
+	}
+	n := 0
+	for _, c := range []byte(v[0]) {
+		if c < '0' || c > '9' || n > ServeMaxCount {
+			n = -1
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > ServeMaxCount || len(v[0]) == 0 {
+		return 0, fmt.Errorf("count %q: it must be a whole number from 1 to %d", cli.Printable(v[0]), ServeMaxCount)
+	}
+	return n, nil
+}
+
+// bufPool holds response buffers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
+
+// mint writes count IDs, or 503 if the generator refuses one: the IDs
+// minted before the refusal are dropped (they are unique still).
+func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, asJSON bool) {
+	if st.gen == nil {
+		s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", st.err)
+		return
+	}
+	bp := bufPool.Get().(*[]byte)
+	b := (*bp)[:0]
+	switch {
+	case asJSON && many:
+		b = append(b, `{"ids":[`...)
+	case asJSON:
+		b = append(b, `{"id":`...)
+	}
+	for i := range count {
+		id, err := st.gen.Generate()
+		if err != nil {
+			*bp = b
+			bufPool.Put(bp)
+			s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", err)
+			return
+		}
+		if asJSON {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, id.Int64(), 10)
+			b = append(b, '"')
+		} else {
+			b = strconv.AppendInt(b, id.Int64(), 10)
+			b = append(b, '\n')
+		}
+	}
+	h := w.Header()
+	if asJSON {
+		if many {
+			b = append(b, ']')
+		}
+		b = append(b, st.hdr.json...)
+		b = append(b, '\n')
+		h["Content-Type"] = appJSON
+	} else {
+		h["Content-Type"] = textPlain
+	}
+	_, _ = w.Write(b)
+	if cap(b) <= 1<<20 {
+		*bp = b
+		bufPool.Put(bp)
+	}
+}
+
+// fail answers with status and a one-line reason.
+func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format string, args ...any) {
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	h := w.Header()
+	h["X-Content-Type-Options"] = noSniff
+	if asJSON {
+		h["Content-Type"] = appJSON
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "{\"error\":%s}\n", jsonString(msg))
+		return
+	}
+	h["Content-Type"] = textPlain
+	w.WriteHeader(status)
+	fmt.Fprintln(w, msg)
+}
+
+// jsonString quotes s as a JSON string.
+func jsonString(s string) []byte {
+	b := []byte{'"'}
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b = append(b, '\\', byte(r))
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			b = fmt.Appendf(b, `\u%04x`, r)
+		default:
+			b = append(b, string(r)...)
+		}
+	}
+	return append(b, '"')
+}

@@ -1,0 +1,812 @@
+//go:build linux
+
+package serve
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	bw "github.com/bwmarrin/snowflake"
+
+	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
+	"github.com/nodeid/nodeid/snowflake"
+)
+
+// serveProc is a "nodeid serve" process: this test binary as the command
+// (see clitest.Self).
+type serveProc struct {
+	cmd    *exec.Cmd
+	stderr syncbuf.Buffer
+	done   chan struct{}
+	base   string // http://HOST:PORT
+}
+
+var servingOn = regexp.MustCompile(`serving IDs on (http://[^:]+:\d+):`)
+
+// startServe starts "nodeid serve" with args on a free loopback port and
+// waits until it serves IDs.
+func startServe(t *testing.T, args ...string) *serveProc {
+	t.Helper()
+	c, err := clitest.Self(context.Background(), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: c, done: make(chan struct{})}
+	c.Stderr = &p.stderr
+	c.WaitDelay = time.Second
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = c.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = c.Process.Kill()
+		<-p.done
+	})
+	clitest.PollUntil(t, 60*time.Second, "nodeid serve listening", func() bool {
+		if p.exited() {
+			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
+		}
+		m := servingOn.FindStringSubmatch(p.stderr.String())
+		if m != nil {
+			p.base = m[1]
+		}
+		return m != nil
+	})
+	p.waitHealthy(t)
+	return p
+}
+
+func (p *serveProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitHealthy waits until /healthz answers 200.
+func (p *serveProc) waitHealthy(t *testing.T) {
+	t.Helper()
+	clitest.PollUntil(t, 60*time.Second, "nodeid serve healthy", func() bool {
+		if p.exited() {
+			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
+		}
+		r, err := http.Get(p.base + "/healthz")
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	})
+}
+
+// stop sends SIGTERM and fails the test unless serve exits with 0.
+func (p *serveProc) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("nodeid serve did not exit on SIGTERM: %s", p.stderr.String())
+	}
+	t.Logf("nodeid serve -> %d; stderr:\n%s", p.cmd.ProcessState.ExitCode(), p.stderr.String())
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("nodeid serve exit code %d after SIGTERM, want 0", code)
+	}
+}
+
+// idsResp is one answer of GET /ids.
+type idsResp struct {
+	status      int
+	node, epoch int64
+	ids         []int64
+	body        string // of a failure
+}
+
+// getIDs asks for count IDs.
+func getIDs(c *http.Client, base string, count int) (idsResp, error) {
+	r, err := c.Get(fmt.Sprintf("%s/ids?count=%d", base, count))
+	if err != nil {
+		return idsResp{}, err
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return idsResp{}, err
+	}
+	out := idsResp{status: r.StatusCode}
+	out.node, _ = strconv.ParseInt(r.Header.Get(hdrNode), 10, 64)
+	out.epoch, _ = strconv.ParseInt(r.Header.Get(hdrEpoch), 10, 64)
+	if r.StatusCode != http.StatusOK {
+		out.body = string(b)
+		return out, nil
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		v, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("line %q of /ids: %v", line, err)
+		}
+		out.ids = append(out.ids, v)
+	}
+	if len(out.ids) != count {
+		return out, fmt.Errorf("/ids?count=%d returned %d IDs", count, len(out.ids))
+	}
+	return out, nil
+}
+
+// TestServeRequests runs serve's handler in-process on a real lease, with
+// a stamping clock stopped on one millisecond, so that consecutive IDs
+// differ by exactly one step: bad requests, in between, cost no ID.
+func TestServeRequests(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	m, metrics, err := holder.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Provider.Shutdown(context.Background()) }()
+	reg, err := nodeid.New(db, nodeid.WithMeterProvider(m.Provider), nodeid.WithCreateTable(true), nodeid.WithTTL(10*time.Second), nodeid.WithOwner("owner \"q\""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	lease, err := reg.Acquire(clitest.Ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	gen, err := snowflake.New(lease, snowflake.WithMeterProvider(m.Provider), snowflake.WithClock(func() time.Time { return stopped }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &idServer{metrics: metrics}
+	s.state.Store(&serveState{err: fmt.Errorf("no lease yet: claiming a node ID")})
+	do := func(method, target, accept string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w
+	}
+	if w := do("GET", "/id", ""); w.Code != 503 || !strings.Contains(w.Body.String(), "no lease yet") {
+		t.Errorf("/id before the lease: %d %q", w.Code, w.Body.String())
+	}
+	s.state.Store(&serveState{gen: gen, hdr: newServeHeader(lease)})
+	m.SetHealth(holder.LeaseHealth(lease, time.Second))
+
+	one := func() int64 {
+		t.Helper()
+		w := do("GET", "/id", "")
+		id, err := strconv.ParseInt(strings.TrimSuffix(w.Body.String(), "\n"), 10, 64)
+		if w.Code != 200 || err != nil || w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Fatalf("/id: %d %q %v", w.Code, w.Body.String(), err)
+		}
+		if w.Header().Get(hdrNode) != "0" || w.Header().Get(hdrEpoch) != "1" || w.Header().Get(hdrOwner) != `owner "q"` {
+			t.Errorf("/id headers: %v", w.Header())
+		}
+		return id
+	}
+	first := one()
+	bad := []struct {
+		method, target string
+		code           int
+		says           string
+	}{
+		{"GET", "/ids", 400, "needs count=N"},
+		{"GET", "/ids?count=0", 400, `count "0"`},
+		{"GET", "/ids?count=-1", 400, `count "-1"`},
+		{"GET", "/ids?count=abc", 400, `count "abc"`},
+		{"GET", "/ids?count=", 400, `count ""`},
+		{"GET", "/ids?count=10001", 400, "from 1 to 10000"},
+		{"GET", "/ids?count=99999999999999999999", 400, "from 1 to 10000"},
+		{"GET", "/ids?count=1&count=2", 400, "more than once"},
+		{"GET", "/ids?count=1&n=2", 400, `unknown query parameter "n"`},
+		{"GET", "/id?count=2", 400, "takes no query"},
+		{"GET", "/nope", 404, `no such path "/nope"`},
+		{"GET", "/", 404, "no such path"},
+		{"POST", "/id", 405, "takes GET only"},
+		{"HEAD", "/id", 405, "takes GET only"},
+		{"PUT", "/ids?count=3", 405, "takes GET only"},
+		{"DELETE", "/healthz", 405, "GET or HEAD"},
+	}
+	for _, b := range bad {
+		w := do(b.method, b.target, "")
+		body := w.Body.String()
+		if w.Code != b.code || !strings.Contains(body, b.says) || strings.Count(body, "\n") != 1 || !strings.HasSuffix(body, "\n") {
+			t.Errorf("%s %s: %d %q, want %d and one line saying %q", b.method, b.target, w.Code, body, b.code, b.says)
+		}
+	}
+	if w := do("GET", "/ids?count=abc", "application/json"); w.Code != 400 || !strings.HasPrefix(w.Body.String(), `{"error":"count \"abc\"`) {
+		t.Errorf("JSON error: %d %q", w.Code, w.Body.String())
+	}
+	if next := one(); next != first+1 {
+		t.Errorf("IDs %d and %d around %d bad requests, on a stopped clock: %d apart, want 1 (bad requests cost IDs)", first, next, len(bad)+1, next-first)
+	}
+
+	// /ids, text and JSON.
+	w := do("GET", "/ids?count=3", "")
+	lines := strings.Split(strings.TrimSuffix(w.Body.String(), "\n"), "\n")
+	if w.Code != 200 || len(lines) != 3 || lines[0] != strconv.FormatInt(first+2, 10) || lines[2] != strconv.FormatInt(first+4, 10) {
+		t.Errorf("/ids?count=3: %d %q", w.Code, w.Body.String())
+	}
+	w = do("GET", "/ids?count=2", "application/json")
+	want := fmt.Sprintf(`{"ids":["%d","%d"],"node":0,"epoch":1,"owner":"owner \"q\""}`+"\n", first+5, first+6)
+	if w.Code != 200 || w.Body.String() != want || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("/ids JSON: %d %q, want %q", w.Code, w.Body.String(), want)
+	}
+	w = do("GET", "/id", "application/json, text/plain")
+	if want := fmt.Sprintf(`{"id":"%d","node":0,"epoch":1,"owner":"owner \"q\""}`+"\n", first+7); w.Body.String() != want {
+		t.Errorf("/id JSON: %q, want %q", w.Body.String(), want)
+	}
+	if w = do("GET", "/healthz", ""); w.Code != 200 || w.Body.String() != "ok\n" || w.Header().Get(hdrNode) != "0" {
+		t.Errorf("/healthz: %d %q %v", w.Code, w.Body.String(), w.Header())
+	}
+	if w = do("GET", "/metrics", ""); w.Code != 200 || !strings.Contains(w.Body.String(), "nodeid_") {
+		t.Errorf("/metrics: %d, no nodeid_ metric in %.300q", w.Code, w.Body.String())
+	}
+
+	// Released, the generator mints nothing: 503 with the cause.
+	if err := lease.Release(clitest.Ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if w = do("GET", "/ids?count=5", ""); w.Code != 503 || !strings.Contains(w.Body.String(), "released") || strings.Count(w.Body.String(), "\n") != 1 {
+		t.Errorf("/ids after the release: %d %q", w.Code, w.Body.String())
+	}
+	if w = do("GET", "/healthz", ""); w.Code != 503 || !strings.Contains(w.Body.String(), "lost") {
+		t.Errorf("/healthz after the release: %d %q", w.Code, w.Body.String())
+	}
+	var h int64
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT horizon_ms FROM snowflake_nodes WHERE node_id = 0`).Scan(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h != stopped.UnixMilli() {
+		t.Errorf("horizon at release %s, want the one millisecond stamped, %s", cli.ExactMs(h), cli.ExactMs(stopped.UnixMilli()))
+	}
+}
+
+// TestServeUsage: bad flags are usage errors before any claim.
+func TestServeUsage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--listen", "8080"}, `--listen "8080": it must be HOST:PORT`},
+		{[]string{"--listen", "unix:"}, "unix: needs a socket path"},
+		{[]string{"--ttl", "10s", "--grace", "6s"}, "--grace 6s: it must be positive and at most half the TTL (5s)"},
+		{[]string{"--range", "0-1024"}, "node range 0-1024: node IDs above 1023"},
+		{[]string{"extra"}, "takes no arguments"},
+	} {
+		r := harness.Run(t, append([]string{"serve", "--dsn", "postgres://u:clitest.Secret@127.0.0.1:1/db"}, c.args...)...)
+		clitest.WantExit(t, r, cli.ExitUsage, c.says)
+		if strings.Contains(r.Stderr, "clitest.Secret") {
+			t.Errorf("the password shows: %q", r.Stderr)
+		}
+	}
+}
+
+// TestServeClients: clients in Python (urllib), Node.js (fetch), Java
+// (HttpClient) and curl against a real serve; every ID they got decodes,
+// under bwmarrin's package, to the node ID of the headers, and none repeats.
+func TestServeClients(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	p := startServe(t, "--dsn", dsn, "--create", "--ttl", "10s")
+	dir, err := filepath.Abs(filepath.Join("testdata", "serve"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []struct {
+		name string
+		argv func(t *testing.T) []string
+	}{
+		{"python", func(t *testing.T) []string {
+			return []string{clitest.RequireRuntime(t, "python3"), filepath.Join(dir, "client.py"), p.base}
+		}},
+		{"node", func(t *testing.T) []string {
+			return []string{clitest.RequireRuntime(t, "node"), filepath.Join(dir, "client.mjs"), p.base}
+		}},
+		{"java", func(t *testing.T) []string {
+			return []string{clitest.RequireRuntime(t, "java"), filepath.Join(dir, "Client.java"), p.base}
+		}},
+		{"curl", func(t *testing.T) []string {
+			curl := clitest.RequireRuntime(t, "curl")
+			sh := `set -eu
+c() { "$CURL" -sS --fail-with-body "$@"; }
+code() { "$CURL" -sS -o /dev/null -w '%{http_code}' "$@"; }
+node=$("$CURL" -sS -D - -o /dev/null "$BASE/id" | tr -d '\r' | sed -n 's/^[Xx]-[Nn]odeid-[Nn]ode: //p')
+epoch=$("$CURL" -sS -D - -o /dev/null "$BASE/healthz" | tr -d '\r' | sed -n 's/^[Xx]-[Nn]odeid-[Ee]poch: //p')
+[ "$(code "$BASE/ids?count=0")" = 400 ] && [ "$(code "$BASE/nope")" = 404 ] && [ "$(code -X POST "$BASE/id")" = 405 ]
+echo "node=$node epoch=$epoch"
+c "$BASE/id"
+c "$BASE/ids?count=100"
+c -H 'Accept: application/json' "$BASE/ids?count=5" | tr -c '0-9\n' ' ' | sed 's/  */\n/g' | grep -E '^[0-9]{15,}$'
+`
+			return []string{"sh", "-c", sh, "sh", curl, p.base}
+		}},
+	}
+	seen := map[int64]string{}
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			argv := c.argv(t)
+			cmd := exec.Command(argv[0], argv[1:]...)
+			if c.name == "curl" {
+				cmd.Env = append(os.Environ(), "CURL="+argv[4], "BASE="+p.base)
+				cmd.Args = argv[:4]
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: %v\nstderr: %s\nstdout: %.500s", c.name, err, stderr.String(), out)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			var node, epoch int64
+			if _, err := fmt.Sscanf(lines[0], "node=%d epoch=%d", &node, &epoch); err != nil {
+				t.Fatalf("first line %q: %v", lines[0], err)
+			}
+			ids := lines[1:]
+			if min := 106; len(ids) < min {
+				t.Errorf("%d IDs, want %d or more", len(ids), min)
+			}
+			for _, s := range ids {
+				id, err := bw.ParseString(s)
+				if err != nil {
+					t.Fatalf("ID %q: %v", s, err)
+				}
+				if id.Node() != node {
+					t.Errorf("ID %s decodes to node %d, the headers say %d", s, id.Node(), node)
+				}
+				if by, dup := seen[id.Int64()]; dup {
+					t.Errorf("ID %s returned to %s and to %s", s, by, c.name)
+				}
+				seen[id.Int64()] = c.name
+			}
+		})
+	}
+	p.stop(t)
+}
+
+// TestServeTwoProcesses: two serve processes on one table mint serveMany
+// IDs each; all are distinct and decode to their own node IDs; SIGTERM
+// releases each node ID with the exact horizon, the last millisecond
+// stamped.
+func TestServeTwoProcesses(t *testing.T) {
+	const perProcess = 100_000
+	db, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--range", "0-7")
+	procs := []*serveProc{startServe(t, "--dsn", dsn), startServe(t, "--dsn", dsn)}
+	type got struct {
+		node, last int64
+		ids        []int64
+		err        error
+	}
+	results := make([]got, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: time.Minute}
+			res := &results[i]
+			res.node = -1
+			for len(res.ids) < perProcess && res.err == nil {
+				r, err := getIDs(c, p.base, ServeMaxCount)
+				switch {
+				case err != nil:
+					res.err = err
+				case r.status != 200:
+					res.err = fmt.Errorf("status %d: %s", r.status, r.body)
+				case res.node >= 0 && r.node != res.node:
+					res.err = fmt.Errorf("node ID changed from %d to %d", res.node, r.node)
+				default:
+					res.node = r.node
+					res.ids = append(res.ids, r.ids...)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	all := map[int64]int{}
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("serve %d: %v", i, r.err)
+		}
+		for _, v := range r.ids {
+			id := bw.ID(v)
+			if id.Node() != r.node {
+				t.Fatalf("serve %d (node %d): ID %d decodes to node %d", i, r.node, v, id.Node())
+			}
+			all[v]++
+			results[i].last = max(results[i].last, id.Time())
+		}
+	}
+	dups := 0
+	for _, n := range all {
+		dups += n - 1
+	}
+	t.Logf("%d IDs from nodes %d and %d, %d distinct", len(results[0].ids)+len(results[1].ids), results[0].node, results[1].node, len(all))
+	if results[0].node == results[1].node {
+		t.Errorf("both serve processes mint under node ID %d", results[0].node)
+	}
+	if dups != 0 || len(all) != 2*perProcess {
+		t.Errorf("%d duplicates among %d IDs", dups, 2*perProcess)
+	}
+	for _, p := range procs {
+		p.stop(t)
+	}
+	for i, r := range results {
+		row := clitest.ReadLease(t, db, r.node)
+		if !row.Free || row.Reason != "released" || row.HistoryHorizon != r.last {
+			t.Errorf("serve %d: node %d after SIGTERM: %+v; want released with the horizon %s, its last stamp", i, r.node, row, cli.ExactMs(r.last))
+		}
+	}
+}
+
+// lossLoad is a load on a serve whose lease is lost: clients ask for IDs
+// in a loop and keep every answer, in order.
+type lossLoad struct {
+	mu    sync.Mutex
+	resps [][]idsResp // per client
+	errs  []error
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func startLossLoad(base string, clients int) *lossLoad {
+	l := &lossLoad{resps: make([][]idsResp, clients), stop: make(chan struct{})}
+	for i := range clients {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			c := &http.Client{Timeout: time.Minute}
+			for {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				r, err := getIDs(c, base, 100)
+				l.mu.Lock()
+				if err != nil {
+					l.errs = append(l.errs, err)
+				} else {
+					l.resps[i] = append(l.resps[i], r)
+				}
+				l.mu.Unlock()
+				if err != nil {
+					return
+				}
+				if r.status != http.StatusOK {
+					time.Sleep(2 * time.Millisecond) // a client's retry pace, not to spin on 503
+				}
+			}
+		}()
+	}
+	return l
+}
+
+// count returns how many answers match.
+func (l *lossLoad) count(match func(idsResp) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, rs := range l.resps {
+		for _, r := range rs {
+			if match(r) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (l *lossLoad) finish(t *testing.T) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	for _, err := range l.errs {
+		t.Errorf("client: %v", err)
+	}
+}
+
+// check verifies the answers against the history of node 0: every ID of
+// an epoch is stamped after the previous epoch's horizon and at or before
+// its own; once a client got a 503, it gets no ID of the lost epoch again;
+// no ID repeats; 503s name the cause.
+func (l *lossLoad) check(t *testing.T, db *sql.DB, lost int64, cause string) {
+	t.Helper()
+	horizons := map[int64]int64{}
+	rows, err := db.QueryContext(clitest.Ctx(t), `SELECT epoch, horizon_ms FROM snowflake_nodes_history WHERE node_id = 0 ORDER BY epoch`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e int64
+		var h sql.NullInt64 // the open claim has none yet
+		if err := rows.Scan(&e, &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Valid {
+			horizons[e] = h.Int64
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	var ok, unavailable, after int
+	for client, rs := range l.resps {
+		got503 := false
+		for _, r := range rs {
+			if r.status != 200 {
+				unavailable++
+				got503 = true
+				if r.status != 503 || strings.Count(r.body, "\n") != 1 {
+					t.Errorf("client %d: status %d %q, want 503 and one line", client, r.status, r.body)
+				}
+				continue
+			}
+			ok++
+			if r.epoch > lost {
+				after++
+			}
+			if got503 && r.epoch == lost {
+				t.Errorf("client %d: IDs of the lost epoch %d after a 503", client, lost)
+			}
+			prev, hasPrev := horizons[r.epoch-1]
+			own, hasOwn := horizons[r.epoch]
+			for _, v := range r.ids {
+				id := bw.ID(v)
+				if seen[v] {
+					t.Errorf("duplicate ID %d", v)
+				}
+				seen[v] = true
+				if id.Node() != 0 || r.node != 0 {
+					t.Errorf("ID %d: node %d, headers %d, want 0", v, id.Node(), r.node)
+				}
+				if hasPrev && id.Time() <= prev {
+					t.Errorf("ID %d of epoch %d stamped %s, not after the horizon %s of epoch %d", v, r.epoch, cli.ExactMs(id.Time()), cli.ExactMs(prev), r.epoch-1)
+				}
+				if hasOwn && r.epoch <= lost && id.Time() > own {
+					t.Errorf("ID %d of epoch %d stamped %s, after its lease's horizon %s", v, r.epoch, cli.ExactMs(id.Time()), cli.ExactMs(own))
+				}
+			}
+		}
+	}
+	var causes []string
+	for _, rs := range l.resps {
+		for _, r := range rs {
+			if r.status == 503 && !slices.Contains(causes, r.body) && len(causes) < 3 {
+				causes = append(causes, r.body)
+			}
+		}
+	}
+	t.Logf("%d IDs in %d answers, %d of them after the loss; %d answers 503, e.g. %q; horizons %v", len(seen), ok, after, unavailable, causes, horizons)
+	if unavailable == 0 {
+		t.Error("no 503 while the lease was lost")
+	}
+	if l.count(func(r idsResp) bool { return r.status == 503 && strings.Contains(r.body, cause) }) == 0 {
+		t.Errorf("no 503 names the cause %q: %q", cause, causes)
+	}
+	if after == 0 {
+		t.Error("no IDs after the node ID was claimed again")
+	}
+}
+
+// TestServeLeaseLostEvicted: under load, an operator evicts serve's claim
+// ("nodeid release 0 --epoch 1"): no ID of that lease is stamped after
+// its horizon, requests get 503 with the cause, serve claims node 0 again
+// and mints after the horizon, without a restart; no ID repeats.
+func TestServeLeaseLostEvicted(t *testing.T) {
+	db, dsn := pgtest.NewDB(t)
+	// 6 s leases: a loaded machine must not lapse the lease before the
+	// eviction, which would end it as expired.
+	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "6s")
+	l := startLossLoad(p.base, 2)
+	clitest.PollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
+	harness.Must(t, "release", "0", "--epoch", "1", "--yes", "--dsn", dsn)
+	waitReclaimed(t, p, l)
+	l.finish(t)
+	l.check(t, db, 1, "evicted")
+	p.stop(t)
+}
+
+// waitReclaimed waits until serve, whose lease of node 0 was lost, mints
+// under the node ID's next claim, epoch 2.
+func waitReclaimed(t *testing.T, p *serveProc, l *lossLoad) {
+	t.Helper()
+	clitest.PollUntil(t, 60*time.Second, "IDs under epoch 2", func() bool {
+		if p.exited() {
+			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
+		}
+		return l.count(func(r idsResp) bool { return r.status == 200 && r.epoch == 2 }) >= 10
+	})
+}
+
+// TestServeLeaseLostPaused: under load, the database is paused (SIGSTOP)
+// past the TTL: serve's lease reaches its deadline, requests get 503 at
+// once, and once the database answers again serve claims node 0 anew; no
+// ID repeats, none of the lapsed lease is stamped after its horizon.
+func TestServeLeaseLostPaused(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	db, dsn := srv.NewDB(t)
+	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "3s")
+	l := startLossLoad(p.base, 2)
+	clitest.PollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
+	var expiry time.Time
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT expires_at FROM snowflake_nodes WHERE node_id = 0`).Scan(&expiry); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	clitest.PollUntil(t, 30*time.Second, "503 from the paused lease", func() bool {
+		return l.count(func(r idsResp) bool { return r.status == 503 }) > 0
+	})
+	// The row expires at most a TTL after the pause (a renewal may have
+	// landed before it): from then on a claim is a new epoch.
+	clitest.PollUntil(t, 30*time.Second, "the TTL passing", func() bool { return time.Now().After(expiry.Add(3 * time.Second)) })
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	waitReclaimed(t, p, l)
+	l.finish(t)
+	l.check(t, db, 1, "expired")
+	p.stop(t)
+}
+
+// TestServeUnixSocket: --listen unix:PATH serves on a Unix socket (a
+// sidecar), which is removed when serve stops.
+func TestServeUnixSocket(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	sock := filepath.Join(t.TempDir(), "ids.sock")
+	c, err := clitest.Self(context.Background(), "serve", "--dsn", dsn, "--create", "--listen", "unix:"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{cmd: c, done: make(chan struct{}), base: "http://sidecar"}
+	c.Stderr = &p.stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = c.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = c.Process.Kill()
+		<-p.done
+	})
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	var r idsResp
+	clitest.PollUntil(t, 60*time.Second, "IDs on the socket", func() bool {
+		if p.exited() {
+			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
+		}
+		r, err = getIDs(client, p.base, 3)
+		return err == nil && r.status == 200
+	})
+	if len(r.ids) != 3 || bw.ID(r.ids[0]).Node() != r.node {
+		t.Errorf("IDs on the socket: %+v", r)
+	}
+	if !strings.Contains(p.stderr.String(), "serving IDs on unix:"+sock) {
+		t.Errorf("stderr does not name the socket: %s", p.stderr.String())
+	}
+	p.stop(t)
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket is left behind: %v", err)
+	}
+}
+
+// TestServeMissingTable: without --create, a missing table ends serve at
+// once (exit 1), saying so, rather than retrying for ever.
+func TestServeMissingTable(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	r := harness.Run(t, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0")
+	if r.Code != cli.ExitFailure || !strings.Contains(r.Stderr, "snowflake_nodes") || !strings.Contains(r.Stderr, "or add --create") {
+		t.Errorf("%+v, want exit 1 naming the table and --create", r)
+	}
+}
+
+// FuzzServeCount: the count of /ids is accepted exactly when it is a
+// decimal of 1 to ServeMaxCount, and no query panics the parser.
+func FuzzServeCount(f *testing.F) {
+	for _, s := range []string{"count=1", "count=10000", "count=10001", "count=0", "count=-1", "count=1e3", "count=%31", "count=1&count=2", "n=1", "count=+5", "count=0010"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", "/ids", nil)
+		req.URL.RawQuery = query
+		n, err := parseCount(req)
+		vals, perr := url.ParseQuery(query)
+		v := vals["count"]
+		valid := perr == nil && len(vals) == 1 && len(v) == 1 && regexp.MustCompile(`^[0-9]+$`).MatchString(v[0])
+		want := 0
+		if valid {
+			if x, err := strconv.Atoi(v[0]); err == nil && x >= 1 && x <= ServeMaxCount {
+				want = x
+			}
+		}
+		switch {
+		case want > 0 && (err != nil || n != want):
+			t.Errorf("%q: %d, %v; want %d", query, n, err, want)
+		case want == 0 && err == nil:
+			t.Errorf("%q: accepted as %d", query, n)
+		case err != nil && strings.Contains(err.Error(), "\n"):
+			t.Errorf("%q: a reason of more than one line: %q", query, err)
+		}
+	})
+}
+
+// FuzzServeListen: --listen is HOST:PORT or unix:PATH, and no value
+// panics the parser.
+func FuzzServeListen(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:8080", ":8080", "[::1]:80", "unix:/run/x.sock", "unix:", "8080", "host"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		network, addr, err := listenAddr(s)
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), "--listen") {
+				t.Errorf("%q: the error does not name the flag: %v", s, err)
+			}
+		case network == "unix":
+			if addr == "" || "unix:"+addr != s {
+				t.Errorf("%q: unix %q", s, addr)
+			}
+		case network == "tcp":
+			if _, _, err := net.SplitHostPort(addr); err != nil || addr != s {
+				t.Errorf("%q: tcp %q: %v", s, addr, err)
+			}
+		default:
+			t.Errorf("%q: network %q", s, network)
+		}
+	})
+}

@@ -1,0 +1,111 @@
+package table
+
+import (
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+)
+
+// Fixed instants of the seeded history, far from the real clock.
+const (
+	t0Ms = 1577836700000 // 2019-12-31T23:58:20Z
+	t1Ms = 1577836800000 // 2020-01-01T00:00:00Z
+	t2Ms = 1577836860000 // one minute later
+)
+
+// seedHistory records three claims of node ID 1: epoch 3 by alpha
+// (released), epoch 4 by a hostile owner (expired), epoch 5 by gamma (the
+// current claim, whose horizon is the lease row's).
+func seedHistory(t *testing.T, db *sql.DB) {
+	t.Helper()
+	clitest.ExecSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(1, 3, 'alpha', now() - interval '5h30m', $4, now() - interval '4h30m', 'released', $1, 1),
+		(1, 4, $3, now() - interval '4h30m', $1, now() - interval '3h30m', 'expired', $2, 1),
+		(1, 5, 'gamma', now() - interval '2h30m', $2, NULL, NULL, NULL, 1)`, t1Ms, t2Ms, "evil\x1b]0;title\x07", t0Ms)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = 'gamma', epoch = 5 WHERE node_id = 1`)
+}
+
+func TestShowGolden(t *testing.T) {
+	t.Parallel()
+	db, dsn := seedList(t)
+	seedHistory(t, db)
+	out := harness.Must(t, "show", "1", "--dsn", dsn)
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("an escape sequence reached the output: %q", out)
+	}
+	clitest.Golden(t, "show", clitest.Normalize(out))
+	clitest.Golden(t, "show_limit", clitest.Normalize(harness.Must(t, "show", "1", "--limit", "1", "--dsn", dsn)))
+	clitest.Golden(t, "show_never", clitest.Normalize(harness.Must(t, "show", "3", "--dsn", dsn)))
+	clitest.Golden(t, "show_wide", clitest.Normalize(harness.Must(t, "show", "1", "-o", "wide", "--dsn", dsn)))
+}
+
+// TestShowYAML: -o yaml holds what -o json holds.
+func TestShowYAML(t *testing.T) {
+	t.Parallel()
+	db, dsn := seedList(t)
+	seedHistory(t, db)
+	y := harness.Must(t, "show", "1", "-o", "yaml", "--dsn", dsn)
+	clitest.NoControls(t, y)
+	if a, b := withoutNow(t, y, true), withoutNow(t, harness.Must(t, "show", "1", "-o", "json", "--dsn", dsn), false); a != b {
+		t.Errorf("-o yaml holds\n%s\n-o json holds\n%s", a, b)
+	}
+}
+
+func TestShowJSON(t *testing.T) {
+	t.Parallel()
+	db, dsn := seedList(t)
+	seedHistory(t, db)
+	var doc struct {
+		Node struct {
+			NodeID int64  `json:"node_id"`
+			Owner  string `json:"owner"`
+			Epoch  int64  `json:"epoch"`
+		} `json:"node"`
+		History []struct {
+			Epoch     int64   `json:"epoch"`
+			Owner     string  `json:"owner"`
+			EndReason string  `json:"end_reason"`
+			EndedAtMs *int64  `json:"ended_at_ms"`
+			FromMs    int64   `json:"from_ms"`
+			HorizonMs int64   `json:"horizon_ms"`
+			EndedAt   *string `json:"ended_at"`
+		} `json:"history"`
+	}
+	out := harness.Must(t, "show", "1", "-o", "json", "--dsn", dsn)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if doc.Node.NodeID != 1 || doc.Node.Owner != "gamma" || doc.Node.Epoch != 5 || len(doc.History) != 3 {
+		t.Fatalf("show -o json: %+v", doc)
+	}
+	h := doc.History
+	var rowHorizon int64
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT horizon_ms FROM snowflake_nodes WHERE node_id = 1`).Scan(&rowHorizon); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case h[0].Epoch != 5 || h[0].EndedAt != nil || h[0].EndedAtMs != nil || h[0].FromMs != t2Ms || h[0].HorizonMs != rowHorizon:
+		t.Errorf("current claim: %+v", h[0])
+	case h[1].Epoch != 4 || h[1].Owner != "evil\x1b]0;title\x07" || h[1].EndReason != "expired" || h[1].EndedAtMs == nil || h[1].HorizonMs != t2Ms:
+		t.Errorf("expired claim: %+v", h[1])
+	case h[2].Epoch != 3 || h[2].Owner != "alpha" || h[2].EndReason != "released" || h[2].FromMs != t0Ms:
+		t.Errorf("released claim: %+v", h[2])
+	}
+}
+
+func TestShowBadInput(t *testing.T) {
+	t.Parallel()
+	_, dsn := seedList(t)
+	clitest.WantExit(t, harness.Run(t, "show"), cli.ExitUsage, "one node ID")
+	clitest.WantExit(t, harness.Run(t, "show", "1", "2"), cli.ExitUsage, "one node ID")
+	clitest.WantExit(t, harness.Run(t, "show", "abc"), cli.ExitUsage, `node ID "abc"`)
+	clitest.WantExit(t, harness.Run(t, "show", "-3"), cli.ExitUsage)
+	clitest.WantExit(t, harness.Run(t, "show", "1048576"), cli.ExitUsage, "out of range")
+	clitest.WantExit(t, harness.Run(t, "show", "1", "--limit", "0"), cli.ExitUsage, "--limit")
+	clitest.WantExit(t, harness.Run(t, "show", "1", "-o", "csv"), cli.ExitUsage, `-o "csv"`, "table, wide, json, yaml")
+	clitest.WantExit(t, harness.Run(t, "show", "900", "--dsn", dsn), cli.ExitFailure, "node ID 900 is not in table snowflake_nodes", "nodeid init --range 900-900")
+}

@@ -1,9 +1,0 @@
-package bench
-
-import (
-	"testing"
-
-	"github.com/nodeid/nodeid/internal/testkit/pgtest"
-)
-
-func TestMain(m *testing.M) { pgtest.Main(m) }
