@@ -41,7 +41,7 @@ func (d *deaf) releases() {
 		d.st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 			<-d.unblock
 			d.st.set(func() { d.st.releaseHook = nil })
-			return d.st.Release(context.Background(), k, 0, false)
+			return d.st.Release(context.Background(), k, store.NoHorizon)
 		}
 		d.st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 			<-d.unblock
@@ -143,7 +143,7 @@ func TestReleaseRetryTellsEvictionFromItsOwnRelease(t *testing.T) {
 		reason string
 	}{
 		{"its own release", func(st *fakeStore, k store.Key) {
-			st.Release(context.Background(), k, 0, false)
+			st.Release(context.Background(), k, store.NoHorizon)
 		}, nil, "released"},
 		{"an operator's eviction", func(st *fakeStore, k store.Key) {
 			st.set(func() {

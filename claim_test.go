@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
@@ -390,9 +391,21 @@ func TestTableConfiguration(t *testing.T) {
 			_ = r.Close()
 
 			// Widening and raising are explicit, and never the other way.
+			// A raise is pending until confirmed (nodeid init confirms it
+			// once every standby has it): no lease may use it before.
 			ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 15), postgres.WithMaxTTL(2*time.Minute))
 			execSQL(t, admin, ddl)
 			wide, _ := nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))
+			if _, err := wide.Acquire(ctx); !errors.Is(err, nodeid.ErrInvalidOption) {
+				t.Errorf("Acquire with a TTL of a pending raise = %v; want ErrInvalidOption", err)
+			}
+			_ = wide.Close()
+			if st, err := store.New(admin, store.DefaultConfig()); err != nil {
+				t.Fatal(err)
+			} else if _, raised, err := st.ConfirmRaise(ctx); err != nil || !raised {
+				t.Fatalf("ConfirmRaise: %v, %v", raised, err)
+			}
+			wide, _ = nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))
 			if l, err := wide.Acquire(ctx); err != nil || l.NodeID() != 8 {
 				t.Errorf("Acquire after widening = %v, %v; want node ID 8", l, err)
 			}

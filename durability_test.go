@@ -417,6 +417,14 @@ func TestMoveThenFailover(t *testing.T) {
 	if out, err := restore.CombinedOutput(); err != nil {
 		t.Fatalf("psql: %v\n%s", err, out)
 	}
+	// Another system identifier: the operator declares the move.
+	moved, err := store.New(openDB(t, pair.Primary.DSN(dbName)), store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := moved.Restored(ctx, ttl); err != nil {
+		t.Fatal(err)
+	}
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +641,7 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].State(now) != store.Free || rows[0].Epoch != la.Epoch()-1 {
 		t.Fatalf("the restored table: %+v, %v; want node ID 0 free at epoch %d, as before A's claim", rows, err, la.Epoch()-1)
 	}
-	gen, until, err := st.Restored(ctx)
+	gen, until, err := st.Restored(ctx, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,57 +653,6 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	handedOver(t, ttl, la, ma, lb, mb)
 	if lb.PreviousHorizon() < until.UnixMilli() {
 		t.Errorf("B stamps after %d, before the restore's quarantine ends at %d", lb.PreviousHorizon(), until.UnixMilli())
-	}
-}
-
-// A renewal records at least the horizon its holder already keeps, even
-// where the server would grant less (a server whose clock is behind the
-// one that granted the holder's last renewal, lost in a failover); a
-// release without an exact horizon does too.
-func TestRecordedHorizonNeverBelowTheHolders(t *testing.T) {
-	t.Parallel()
-	_, st, c := claimedStore(t, 0)
-	ctx := ctxOf(t)
-	// The holder keeps a horizon 63 s ahead of the server's now(): above
-	// now() + TTL, within a tenth of the maximum TTL of it.
-	kept := c.Now.UnixMilli() + 63_000
-	o, err := st.Renew(ctx, c.Key, time.Minute, kept, kept)
-	if err != nil || !o.OK || o.Horizon < kept {
-		t.Fatalf("renewal with the holder's horizon %d: %+v, %v; want a recorded horizon at least that", kept, o, err)
-	}
-	// A floor beyond any clock bound is not trusted.
-	if o, err := st.Renew(ctx, c.Key, time.Minute, 0, kept+3_600_000); err != nil || !o.OK || o.Horizon >= kept+3_600_000 {
-		t.Errorf("renewal with a ceiling an hour ahead: %+v, %v; want it capped", o, err)
-	}
-	o, err = st.Release(ctx, c.Key, kept+1_000, false)
-	if err != nil || !o.OK || o.Horizon < kept+1_000 {
-		t.Fatalf("release with the holder's horizon %d: %+v, %v; want a recorded horizon at least that", kept+1_000, o, err)
-	}
-}
-
-// A renewal whose TTL is above the table's maximum changes nothing and ends
-// the lease as lost in a failover: the table lacks the raise of the maximum
-// that the claim rested on.
-func TestRenewalAboveTheMaximumTTLEndsTheLease(t *testing.T) {
-	t.Parallel()
-	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(30*time.Second))
-	r, err := nodeid.New(db, nodeid.WithTTL(6*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	l, err := r.Acquire(ctxOf(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	execSQL(t, admin, `UPDATE snowflake_nodes_config SET max_ttl_ms = 5000`)
-	select {
-	case <-l.Lost():
-	case <-time.After(time.Minute):
-		t.Fatal("the lease did not end")
-	}
-	if !errors.Is(l.Err(), nodeid.ErrFailover) {
-		t.Errorf("the lease ended with %v; want ErrFailover", l.Err())
 	}
 }
 
@@ -716,11 +673,11 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	if _, err := tx.ExecContext(c, `SELECT * FROM snowflake_nodes WHERE node_id = $1 FOR KEY SHARE`, cl.NodeID); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = st.Evict(c, cl.NodeID, cl.Epoch)
+	_, err = st.Evict(c, cl.NodeID, cl.Epoch)
 	if postgres.SQLSTATE(err) != "55P03" || !strings.Contains(fmt.Sprint(err), "waited 1s for a lock on the lease row of node ID") {
 		t.Errorf("an eviction of a row another transaction holds: %v; want it to give up after a second, saying so", err)
 	}
-	if o, err := st.Renew(c, cl.Key, time.Minute, 0, 0); err != nil || !o.OK {
+	if o, err := st.Renew(c, cl.Key, time.Minute, 0); err != nil || !o.OK {
 		t.Errorf("the holder's renewal meanwhile: %+v, %v", o, err)
 	}
 	// The DDL on an up-to-date table takes no lock that the reader's, or
@@ -733,7 +690,7 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	}
 	// A reader of the table holds back a migration that renames a column.
 	_ = tx.Rollback()
-	execSQL(t, admin, `ALTER TABLE snowflake_nodes RENAME COLUMN generation TO timeline`)
+	execSQL(t, admin, `ALTER TABLE snowflake_nodes RENAME COLUMN claim_generation TO generation`)
 	tx, err = admin.BeginTx(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -1004,5 +961,156 @@ func TestRegistryFollowsAChangedReplicationMode(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Errorf("release of node %d after the change: %v", l.NodeID(), err)
 		}
+	}
+}
+
+// F1: a dump taken while the table's maximum TTL was 3 s, restored into a
+// new cluster after the maximum was raised to 12 s and holder H took a 12 s
+// lease, with the old server stopped. The copy cannot know how stale it is:
+// it hands out no node ID (ErrRestorePending) until the operator declares
+// the restore and the longest TTL the old history's holders may hold; then
+// the quarantine lasts that TTL and a tenth, and no millisecond is stamped
+// by both H and the next holder. An earlier version started a new
+// generation by itself, quarantined for the copy's 3 s and a tenth, and
+// let B claim while H still minted: both stamped the same milliseconds.
+func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
+	t.Parallel()
+	const short, long = 3 * time.Second, 12 * time.Second
+	ctx := ctxOf(t)
+	oldSrv := pgtest.NewServer(t)
+	oldDB, err := oldSrv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldDSN := oldSrv.DSN(oldDB)
+	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(short)))
+	dump, err := exec.CommandContext(ctx, pgTool(t, "pg_dump"), "--no-owner", oldDSN).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	// The raise, as "nodeid init --max-ttl 12s" makes it: recorded as
+	// pending, confirmed once every standby has it (there are none).
+	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
+	if st, err := store.New(openDB(t, oldDSN), store.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	} else if _, _, err := st.ConfirmRaise(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := newHolder(t, oldDSN, "holder-h", long)
+	lh, mh := h.claim(t, 50, false)
+	if err := oldSrv.Stop(ctx, pgtest.Immediate); err != nil { // as before a move
+		t.Fatal(err)
+	}
+
+	newSrv := pgtest.NewServer(t)
+	newDB, err := newSrv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDSN := newSrv.DSN(newDB)
+	restore := exec.CommandContext(ctx, pgTool(t, "psql"), "-v", "ON_ERROR_STOP=1", "-q", newDSN)
+	restore.Stdin = strings.NewReader(string(dump))
+	if out, err := restore.CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	b := newHolder(t, newDSN, "holder-b", short)
+	bctx, cancel := context.WithTimeout(ctx, long)
+	_, err = b.reg.Acquire(bctx)
+	cancel()
+	if !errors.Is(err, nodeid.ErrRestorePending) || !strings.Contains(fmt.Sprint(err), "nodeid init --restored --max-ttl") {
+		t.Errorf("a claim on the restored copy before the declaration: %v; want ErrRestorePending, naming the command", err)
+	}
+	if err == nil { // what the claim would have minted beside H
+		_ = b.reg.Close()
+	}
+	st, err := store.New(openDB(t, newDSN), store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, until, err := st.Restored(ctx, long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := time.Now()
+	b = newHolder(t, newDSN, "holder-b2", short)
+	lb, mb := b.claim(t, 50, false)
+	t.Logf("H's epoch %d; B's %#x, claimed %s after the declaration, stamping after %d (the quarantine ends %d)",
+		lh.Epoch(), lb.Epoch(), time.Since(declared).Round(time.Millisecond), lb.PreviousHorizon(), until.UnixMilli())
+	handedOver(t, long, lh, mh, lb, mb)
+	if lb.PreviousHorizon() < until.UnixMilli() {
+		t.Errorf("B stamps after %d, before the declared quarantine ends at %d", lb.PreviousHorizon(), until.UnixMilli())
+	}
+}
+
+// F1: a raise of the maximum TTL on a table that records asynchronous
+// replication, while its standby receives nothing: the raise is recorded as
+// pending, the standby is seen not to have replayed it, so the raise is not
+// confirmed, and a holder that asks for the raised TTL is refused. After a
+// failover to that standby no lease of the raised TTL can outlive the
+// quarantine. An earlier version took the raise at once: a 12 s lease on
+// the old primary minted on while the new primary quarantined for 3 s and
+// a tenth, and a holder there stamped the same milliseconds.
+func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
+	t.Parallel()
+	const short, long = 3 * time.Second, 12 * time.Second
+	ctx := ctxOf(t)
+	pair := pgtest.NewPair(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Exec(ctx, dbName, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(short))); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut() // the standby will miss the raise
+	primaryDSN := pair.Primary.DSN(dbName)
+	execDSN(t, primaryDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
+	st, err := store.New(openDB(t, primaryDSN), store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := st.ReadConfig(ctx)
+	if err != nil || tc.MaxTTL != short || tc.PendingMaxTTL != long {
+		t.Fatalf("after the raise: %+v, %v; want the maximum %s, %s pending", tc, err, short, long)
+	}
+	lsn, standbys, err := st.Standbys(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range standbys {
+		if sb.Caught {
+			t.Errorf("standby %+v has replayed %s, which the cut replication never sent it", sb, lsn)
+		}
+	}
+	h := newHolder(t, primaryDSN, "holder-h", long)
+	lh, err := h.reg.Acquire(ctx)
+	if err == nil {
+		t.Errorf("a holder claimed with the TTL of a raise no standby has: node ID %d", lh.NodeID())
+		mh := mint(t, lh)
+		if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.Promote(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", short)
+		lb, mb := b.claim(t, 50, false)
+		handedOver(t, long, lh, mh, lb, mb)
+		return
+	}
+	if !errors.Is(err, nodeid.ErrInvalidOption) {
+		t.Errorf("a holder asking for the TTL of the pending raise: %v; want ErrInvalidOption", err)
+	}
+	// Once the standby has replayed the pending raise, it may be
+	// confirmed: a failover then quarantines for the raised TTL.
+	pair.Repl.Restore()
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, standbys, err = st.Standbys(ctx, lsn); err != nil || len(standbys) == 0 || !standbys[0].Caught {
+		t.Fatalf("standbys after the replication resumed: %+v, %v; want the standby caught up with %s", standbys, err, lsn)
 	}
 }

@@ -29,7 +29,7 @@ var (
 	// ErrReleased: the lease was released by its holder.
 	ErrReleased = errors.New("nodeid: lease released")
 
-	// ErrEvicted: an operator evicted the lease ("nodeid release --epoch").
+	// ErrEvicted: an operator evicted the lease ("nodeid evict --epoch").
 	ErrEvicted = errors.New("nodeid: lease evicted by an operator")
 
 	// ErrFailover: the database no longer has the claim the lease rests on:
@@ -54,6 +54,14 @@ var (
 	// ErrTimeOverflow: the time to stamp is past the end of the ID layout's
 	// time field. It does not clear by waiting: the layout is used up.
 	ErrTimeOverflow = errors.New("nodeid: time beyond the end of the ID layout")
+
+	// ErrRestorePending: the table is served by another server than the one
+	// it records (another system identifier: a dump restored elsewhere, an
+	// upgrade, a move), and hands out no node ID until an operator declares
+	// the restore with the longest TTL any holder of the old history may
+	// hold ("nodeid init --restored --max-ttl"). A copy cannot know how
+	// stale it is. Acquire returns it at once, even with WithWait.
+	ErrRestorePending = errors.New("nodeid: restore not declared")
 
 	// ErrInvalidOption: an option passed to New has a bad value.
 	ErrInvalidOption = errors.New("nodeid: invalid option")

@@ -170,7 +170,7 @@ func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl t
 	return store.ClaimResult{Refusal: why}, nil
 }
 
-func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error) {
+func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
 	n := f.record("renew", k, horizonMs, false)
 	if _, hook, _ := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
@@ -184,14 +184,14 @@ func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, h
 	r := f.rows[k.NodeID]
 	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
-		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()), floorMs)
+		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
 		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
 	}
 	return o, nil
 }
 
-func (f *fakeStore) Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error) {
-	n := f.record("release", k, horizonMs, exact)
+func (f *fakeStore) Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error) {
+	n := f.record("release", k, exactMs, exactMs != store.NoHorizon)
 	if _, _, hook := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
 	}
@@ -205,8 +205,8 @@ func (f *fakeStore) Release(ctx context.Context, k store.Key, horizonMs int64, e
 	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
 		r.owner, r.expires, r.ended = "", time.Time{}, "released"
-		if exact {
-			r.horizon = horizonMs
+		if exactMs != store.NoHorizon {
+			r.horizon = exactMs
 		}
 		o.OK, o.Horizon = true, r.horizon
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // fence is an immutable snapshot of what a lease permits. A generator reads
@@ -136,13 +138,12 @@ func (l *Lease) bind(seal func() int64) error {
 }
 
 // seal stops the bound generator, if any, and returns the horizon Release
-// records: the latest millisecond the generator stamped (exact), or, with
-// no generator, the horizon the lease keeps (not exact: the database raises
-// its recorded one to it, never lowers it). l.mu is held, and the lease has stopped
-// admitting IDs.
-func (l *Lease) seal() (horizon int64, exact bool) {
+// records: the latest millisecond the generator stamped, or, with no
+// generator, store.NoHorizon: the row keeps the horizon recorded at the last
+// renewal. l.mu is held, and the lease has stopped admitting IDs.
+func (l *Lease) seal() (exactMs int64) {
 	if l.sealer == nil {
-		return l.fence.Load().horizon, false
+		return store.NoHorizon
 	}
-	return max(l.prev, l.sealer()), true
+	return max(l.prev, l.sealer())
 }

@@ -446,14 +446,14 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 
 			// The old holder's renew and release change nothing.
 			st := old.st.(*store.Store)
-			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50, 0)
+			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
 			if err != nil || o.OK {
 				t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
 			}
 			if err := lo.Release(ctx); !errors.Is(err, ErrTakenOver) {
 				t.Errorf("old Release = %v, want ErrTakenOver", err)
 			}
-			o, err = st.Release(ctx, lo.key, 0, true)
+			o, err = st.Release(ctx, lo.key, 0)
 			if err != nil || o.OK {
 				t.Fatalf("release with the old key: ok=%v err=%v", o.OK, err)
 			}
@@ -594,7 +594,7 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 			}
 			waitExpired(t, db, 0)
 			before := readRow(t, db, 0)
-			o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50, 0)
+			o, err := st.Renew(ctx, c.Key, MinTTL, 1<<50)
 			if err != nil || o.OK {
 				t.Fatalf("renewal of a lapsed lease: ok=%v err=%v", o.OK, err)
 			}

@@ -147,7 +147,7 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 	prior := l.fence.Load().err
 	l.loseLocked(ErrReleased) // from here on nothing is minted, nor renewed
-	horizon, exact := l.seal()
+	exact := l.seal()
 	l.mu.Unlock()
 	select { // the renewal loop returns at once: its statements are bounded
 	case <-l.done:
@@ -160,11 +160,11 @@ func (l *Lease) release(ctx context.Context) error {
 	retry := backoff{next: retryBase(l.ttl), max: time.Second}
 	for attempt := 0; ; attempt++ {
 		o, err := bounded(l.reg, ctx, func(ctx context.Context) (store.Outcome, error) {
-			return l.reg.st.Release(ctx, l.key, horizon, exact)
+			return l.reg.st.Release(ctx, l.key, exact)
 		}, nil)
 		switch {
 		case err == nil && o.OK:
-			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact)
+			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact != store.NoHorizon)
 			return nil
 		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "" && o.EndReason == store.EndReleased:
 			// An earlier attempt that seemed to fail did release the row.
@@ -182,8 +182,6 @@ func (l *Lease) release(ctx context.Context) error {
 // as the statement found it.
 func (l *Lease) causeOf(o store.Outcome) error {
 	switch {
-	case o.TTLAbove && o.Epoch == l.key.Epoch && o.Owner == l.key.Owner:
-		return ErrFailover // the table lost the raise of its maximum TTL that the claim rested on
 	case !o.Exists || o.Epoch > l.key.Epoch:
 		return ErrTakenOver
 	case o.Epoch < l.key.Epoch:

@@ -93,7 +93,7 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 					return store.Outcome{}, errors.New("connection reset")
 				}
 				st.set(func() { st.renewHook = nil })
-				return st.Renew(ctx, k, testTTL, 0, 0)
+				return st.Renew(ctx, k, testTTL, 0)
 			}
 		})
 		time.Sleep(testTTL * 6 / 10) // the failures and one success, as in TestRenewRetriesTransientErrors
@@ -418,8 +418,8 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok, _, err := st.Evict(testContext(t), l.NodeID(), l.Epoch()); !ok || err != nil {
-				t.Fatalf("Evict = %v, %v", ok, err)
+			if ev, err := st.Evict(testContext(t), l.NodeID(), l.Epoch()); !ev.OK || err != nil {
+				t.Fatalf("Evict = %+v, %v", ev, err)
 			}
 		}},
 		{causeExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {

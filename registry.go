@@ -21,9 +21,9 @@ type leaseStore interface {
 	ReadConfig(ctx context.Context) (store.TableConfig, error)
 	CheckSchema(ctx context.Context) error
 	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error)
-	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs, floorMs int64) (store.Outcome, error)
+	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error)
 	CheckReplication(ctx context.Context) error
-	Release(ctx context.Context, k store.Key, horizonMs int64, exact bool) (store.Outcome, error)
+	Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error)
 	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
@@ -162,7 +162,7 @@ func (r *Registry) acquire(ctx context.Context) (*Lease, error) {
 	}()
 	for {
 		l, err := r.claim(ctx)
-		if !r.cfg.wait || !errors.Is(err, ErrNoNodeIDAvailable) {
+		if !r.cfg.wait || !errors.Is(err, ErrNoNodeIDAvailable) || errors.Is(err, ErrRestorePending) {
 			return l, err
 		}
 		if !waiting {
@@ -240,7 +240,7 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
 			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 			defer cancel()
-			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon, true)
+			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
 		}
 	})
 	if err != nil {
@@ -287,6 +287,9 @@ func (r *Registry) refusal(why store.Refusal) error {
 	switch {
 	case why.Unconfigured:
 		return fmt.Errorf("nodeid: claim on table %s: %w", table, postgres.ErrUnconfigured)
+	case why.RestorePending:
+		return fmt.Errorf("%w: table %s is served by another server than the one it records (another system identifier: a dump restored elsewhere, an upgrade, a move), and no node ID is handed out until an operator declares the restore and the longest TTL any holder of the old history may hold: nodeid init --restored --max-ttl D --table %s",
+			ErrRestorePending, table, table)
 	case why.TTLAbove: // the table's maximum was changed since ensure read it
 		return &TableConfigError{Table: table, MinNode: r.lo, MaxNode: r.hi, TTL: r.cfg.ttl,
 			TableMinNode: r.tableLo, TableMaxNode: r.tableHi, MaxTTL: why.MaxTTL}
@@ -296,8 +299,11 @@ func (r *Registry) refusal(why store.Refusal) error {
 	}
 	wait := time.UnixMilli(why.Until + 1).Sub(why.Now).Round(time.Millisecond)
 	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(why.Until), timefmt.Time(why.SetAt))
-	if why.Quarantined {
-		cause = fmt.Sprintf("the quarantine of node IDs last written before the database failed over, moved or was restored, until %s", timefmt.Ms(why.Until))
+	switch {
+	case why.Evicted:
+		cause = fmt.Sprintf("the expiry of the lease an operator evicted, %s: its holder may mint until its deadline", timefmt.Ms(why.Until))
+	case why.Quarantined:
+		cause = fmt.Sprintf("the quarantine of node IDs last claimed before the database failed over or was restored, until %s", timefmt.Ms(why.Until))
 	}
 	return fmt.Errorf("%w: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
 		ErrNoNodeIDAvailable, r.lo, r.hi, why.Held, why.Cooling, why.Soonest, wait, cause)

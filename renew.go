@@ -118,7 +118,7 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 	actx, cancel := context.WithDeadline(ctx, minTime(deadline, t0.Add(attemptTimeout(l.ttl))))
 	defer cancel()
 	o, err := bounded(l.reg, actx, func(ctx context.Context) (store.Outcome, error) {
-		return l.reg.st.Renew(ctx, l.key, l.ttl, horizonFor(t0, l.ttl), l.fence.Load().horizon)
+		return l.reg.st.Renew(ctx, l.key, l.ttl, horizonFor(t0, l.ttl))
 	}, nil)
 	if ctx.Err() != nil || l.Err() != nil {
 		l.recordEnded(t0) // released or lost while the statement ran

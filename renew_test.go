@@ -111,7 +111,7 @@ func TestRenewRetriesTransientErrors(t *testing.T) {
 					return store.Outcome{}, io.ErrUnexpectedEOF
 				}
 				st.set(func() { st.renewHook = nil })
-				return st.Renew(ctx, k, testTTL, 0, 0)
+				return st.Renew(ctx, k, testTTL, 0)
 			}
 		})
 		// The first renewal comes at TTL/3 and each retry within TTL/20, so
@@ -198,7 +198,7 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				<-unblock // deaf to ctx
 				st.set(func() { st.renewHook = nil })
-				return st.Renew(context.Background(), k, testTTL, 0, 0)
+				return st.Renew(context.Background(), k, testTTL, 0)
 			}
 		})
 		<-l.Lost()
@@ -468,10 +468,10 @@ func TestReleaseBoundedAndRetried(t *testing.T) {
 			st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
 				if n == 2 { // the first attempt for l2 fails, after releasing
 					st.set(func() { st.releaseHook = nil })
-					st.Release(ctx, k, 0, false)
+					st.Release(ctx, k, store.NoHorizon)
 					return store.Outcome{}, io.ErrUnexpectedEOF
 				}
-				return st.Release(ctx, k, 0, false)
+				return st.Release(ctx, k, store.NoHorizon)
 			}
 		})
 		if err := l2.Release(context.Background()); err != nil {

@@ -3,6 +3,7 @@ package nodeid_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -135,7 +137,22 @@ func TestUpgradeStartsANewGeneration(t *testing.T) {
 	up.run("pg_upgrade", "-b", bin, "-B", bin, "-d", old.data, "-D", up.data,
 		"-p", strconv.Itoa(old.port), "-P", strconv.Itoa(up.port), "-U", "postgres")
 	up.start()
+	// The upgraded cluster has another system identifier: it hands out no
+	// node ID until the operator declares the restore and its bound.
 	b := newHolder(t, up.dsn(), "holder-b", ttl)
+	if _, err := b.reg.Acquire(ctxOf(t)); !errors.Is(err, nodeid.ErrRestorePending) {
+		t.Fatalf("a claim on the upgraded server before the declaration: %v; want ErrRestorePending", err)
+	}
+	if tc := readConfig(t, up.dsn()); !tc.RestorePending || tc.ServerID == before.ServerID {
+		t.Fatalf("the upgraded table: %+v; want a restore pending on a server of its own", tc)
+	}
+	st, err := store.New(openDB(t, up.dsn()), store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Restored(ctxOf(t), ttl); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	lb, mb := b.claim(t, 20, false)
 	waited := time.Since(start)
@@ -150,8 +167,8 @@ func TestUpgradeStartsANewGeneration(t *testing.T) {
 	dups, shared := s.check()
 	t.Logf("before the upgrade: server %d, timeline %d, generation %d; after: server %d, timeline %d, generation %d; epochs %#x then %#x, claimed after %s",
 		before.ServerID, before.Timeline, before.Generation, after.ServerID, after.Timeline, after.Generation, a.epochs, lb.Epoch(), waited.Round(time.Millisecond))
-	if after.ServerID == before.ServerID || after.Generation != before.Generation+1 {
-		t.Errorf("the upgraded server %d (generation %d) was not seen as another than %d (generation %d)",
+	if after.ServerID == before.ServerID || after.Generation != before.Generation+2 || after.RestorePending {
+		t.Errorf("the upgraded server %d (generation %d) was not seen as another than %d (generation %d), then declared",
 			after.ServerID, after.Generation, before.ServerID, before.Generation)
 	}
 	if dups != 0 || shared != 0 {

@@ -33,7 +33,7 @@ type Querier interface {
 // Snowflake IDs, or by anything else the process owns because it holds the
 // node ID: Verify first, then write, then commit, and roll back if Verify
 // fails. The lease's own renewals and its release do not wait for the
-// transaction; an eviction ("nodeid release --epoch") does. A claim passes
+// transaction; an eviction ("nodeid evict --epoch") does. A claim passes
 // over the row, so a long transaction delays a takeover instead of losing
 // the lease; to bound that, Verify sets the transaction's
 // idle_in_transaction_session_timeout to the time left to the lease's

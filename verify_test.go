@@ -97,8 +97,8 @@ func TestVerifyFencesWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok, _, err := st.Evict(testContext(t), l.NodeID(), l.Epoch()); err != nil || !ok {
-			t.Fatalf("evict node %d epoch %d: %v %v", l.NodeID(), l.Epoch(), ok, err)
+		if ev, err := st.Evict(testContext(t), l.NodeID(), l.Epoch()); err != nil || !ev.OK {
+			t.Fatalf("evict node %d epoch %d: %+v %v", l.NodeID(), l.Epoch(), ev, err)
 		}
 	}
 	for _, via := range vias {

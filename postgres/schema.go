@@ -13,13 +13,13 @@ import (
 //
 //   - expires_at is '-infinity' for a node ID that is free (never claimed or
 //     released); a past time for a lease that lapsed; a future time for a
-//     held lease. A row is claimable when expires_at < now() and its horizon
-//     has passed.
+//     held lease, or for one an operator evicted (owner ”). A row is
+//     claimable when expires_at < now() and its horizon has passed.
 //   - horizon_ms (unix milliseconds) is the latest millisecond the current or
 //     last holder may have stamped: the next holder stamps only after it.
-//   - generation is the table's generation at the row's last write by a
-//     holder: a row last written in an earlier generation may hide writes
-//     that a failover or a restore lost.
+//   - claim_generation is the table's generation at the row's last claim:
+//     a row last claimed in an earlier generation may hide a claim that a
+//     failover or a restore lost. Only a claim changes it.
 //
 // Two partial indexes keep the claim's cost flat however many node IDs are
 // held: one orders the free rows by node ID, the other finds lapsed leases
@@ -27,12 +27,18 @@ import (
 //
 // The configuration table holds one row: what every registry on the table
 // must agree on (the node range, the longest TTL any lease may take, how
-// the database replicates), and the table's generation, with when it began.
-// The generation goes up whenever the server that a lease statement runs on
-// is not the one recorded (another system identifier or another WAL
-// timeline: a promotion, a move, an upgrade; asynchronous replication only),
-// and when an operator declares a restore. Rows last written in an earlier
-// generation are quarantined from then on.
+// the database replicates), and the table's generation, with when it began
+// and when its quarantine ends (fence_ms). The generation goes up whenever
+// the server that a lease statement runs on is not the one recorded
+// (asynchronous replication only): another WAL timeline of the same system
+// (a promotion, a point-in-time recovery) quarantines the rows of earlier
+// generations for the maximum TTL, or a pending raise of it, and a tenth;
+// another system identifier (a dump restored elsewhere, an upgrade, a move)
+// leaves fence_ms unset, and no node ID is handed out, until the operator
+// declares the restore and the longest TTL the old history may hold
+// ("nodeid init --restored --max-ttl"). The declaration starts a generation
+// too. A raise of the maximum TTL on an asynchronous table is pending
+// (raise_ttl_ms) until confirmed, once every standby has it.
 //
 // The statements are idempotent and take strong locks only where something
 // changes: a table of an earlier version is brought up to date (its rows
@@ -52,7 +58,7 @@ CREATE TABLE IF NOT EXISTS {t} (
     acquired_at timestamptz,
     expires_at  timestamptz NOT NULL DEFAULT '-infinity',
     horizon_ms  bigint      NOT NULL DEFAULT 0,
-    generation  bigint      NOT NULL DEFAULT 0
+    claim_generation bigint NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS {h} (
     node_id     integer     NOT NULL,
@@ -71,9 +77,11 @@ CREATE TABLE IF NOT EXISTS {c} (
     min_node      integer     NOT NULL CHECK (min_node >= 0),
     max_node      integer     NOT NULL CHECK (max_node >= min_node),
     max_ttl_ms    bigint      NOT NULL CHECK (max_ttl_ms > 0),
+    raise_ttl_ms  bigint      CHECK (raise_ttl_ms > 0),
     replication   text        NOT NULL DEFAULT 'async' CHECK (replication IN ('async', 'sync')),
     generation    bigint      NOT NULL DEFAULT 1 CHECK (generation > 0),
     generation_at timestamptz NOT NULL DEFAULT now(),
+    fence_ms      bigint,
     server_id     bigint,
     wal_timeline  bigint
 );
@@ -81,17 +89,22 @@ DO $nodeid$
 DECLARE
     want  text := {want};
     cur   text;
+    eff   text;
     sid   bigint;
     tli   bigint;
     pair  constant text := 'SELECT ' || $q${serverid}, {tl}$q$;
 BEGIN
-    -- Earlier versions: a lease table without generations, or with WAL
-    -- timelines where generations are now.
-    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'generation' AND NOT attisdropped) THEN
-        IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'timeline' AND NOT attisdropped) THEN
-            ALTER TABLE {t} RENAME COLUMN timeline TO generation;
+    -- Earlier versions: a lease table whose renewals and releases recorded
+    -- the generation in the row (generation), one with WAL timelines where
+    -- generations are now (timeline), or one without either. Renaming the
+    -- column makes those versions' statements fail on the table.
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'claim_generation' AND NOT attisdropped) THEN
+        IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'generation' AND NOT attisdropped) THEN
+            ALTER TABLE {t} RENAME COLUMN generation TO claim_generation;
+        ELSIF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'timeline' AND NOT attisdropped) THEN
+            ALTER TABLE {t} RENAME COLUMN timeline TO claim_generation;
         ELSE
-            ALTER TABLE {t} ADD COLUMN generation bigint NOT NULL DEFAULT 0;
+            ALTER TABLE {t} ADD COLUMN claim_generation bigint NOT NULL DEFAULT 0;
         END IF;
     END IF;
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{h}'::regclass AND attname = 'generation' AND NOT attisdropped) THEN
@@ -113,7 +126,7 @@ BEGIN
             ADD COLUMN replication text NOT NULL DEFAULT 'async' CHECK (replication IN ('async', 'sync')),
             ADD COLUMN generation bigint NOT NULL DEFAULT 2 CHECK (generation > 0),
             ADD COLUMN server_id bigint;
-        UPDATE {t} SET generation = CASE WHEN {t}.generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
+        UPDATE {t} SET claim_generation = CASE WHEN {t}.claim_generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
         UPDATE {h} SET generation = CASE WHEN {h}.generation >= c.wal_timeline THEN 2 ELSE 1 END FROM {c} AS c;
         IF want IS DISTINCT FROM 'sync' THEN
             -- That version did not record the server's identity: the server
@@ -121,6 +134,12 @@ BEGIN
             EXECUTE pair INTO sid, tli;
             UPDATE {c} SET server_id = sid WHERE wal_timeline = tli;
         END IF;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'fence_ms' AND NOT attisdropped) THEN
+        -- The versions that computed the quarantine from the maximum TTL
+        -- when a statement ran: it is recorded when the generation begins.
+        ALTER TABLE {c} ADD COLUMN fence_ms bigint, ADD COLUMN raise_ttl_ms bigint CHECK (raise_ttl_ms > 0);
+        UPDATE {c} SET fence_ms = (extract(epoch FROM generation_at) * 1000)::bigint + max_ttl_ms * 11 / 10;
     END IF;
     IF to_regclass('{ix}_free_idx') IS NULL THEN
         CREATE INDEX {b}_free_idx ON {t} (node_id) WHERE expires_at = '-infinity';
@@ -138,25 +157,33 @@ BEGIN
         IF want = 'async' THEN
             EXECUTE pair INTO sid, tli;
         END IF;
-        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, server_id, wal_timeline)
-        VALUES ({lo}, {hi}, {ttl}, want, 1, now(), sid, tli);
+        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline)
+        VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli);
     ELSE
+        eff := COALESCE(want, cur);
         IF want = 'async' AND cur = 'sync' THEN
             -- From now on a change of server or timeline is a failover that
             -- may have lost commits: the server of now is the one.
             EXECUTE pair INTO sid, tli;
             UPDATE {c} SET server_id = sid, wal_timeline = tli;
         END IF;
+        -- A raise of the maximum TTL is pending on an asynchronous table
+        -- (raise_ttl_ms: quarantines count with it, leases may not use it)
+        -- until every standby has it; on a synchronous one it is at once.
         UPDATE {c} SET min_node = LEAST(min_node, {lo}), max_node = GREATEST(max_node, {hi}),
-            max_ttl_ms = GREATEST(max_ttl_ms, {ttl}), replication = COALESCE(want, replication)
-        WHERE min_node > {lo} OR max_node < {hi} OR max_ttl_ms < {ttl} OR replication <> COALESCE(want, replication);
+            max_ttl_ms = CASE WHEN eff = 'sync' THEN GREATEST(max_ttl_ms, {ttl}, COALESCE(raise_ttl_ms, 0)) ELSE max_ttl_ms END,
+            raise_ttl_ms = CASE WHEN eff = 'sync' THEN NULL
+                WHEN {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0)) THEN {ttl} ELSE raise_ttl_ms END,
+            replication = eff
+        WHERE min_node > {lo} OR max_node < {hi} OR {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0))
+            OR replication <> eff OR (eff = 'sync' AND raise_ttl_ms IS NOT NULL);
     END IF;
 END
 $nodeid$;
-INSERT INTO {t} (node_id, generation)
+INSERT INTO {t} (node_id, claim_generation)
 SELECT g, c.generation FROM {c} AS c, generate_series(c.min_node, c.max_node) AS g
 ON CONFLICT (node_id) DO NOTHING;
-UPDATE {t} SET generation = c.generation FROM {c} AS c WHERE {t}.generation = 0;
+UPDATE {t} SET claim_generation = c.generation FROM {c} AS c WHERE {t}.claim_generation = 0;
 UPDATE {h} SET generation = c.generation FROM {c} AS c WHERE {h}.generation = 0;
 ANALYZE {t}, {c};`
 
@@ -196,14 +223,16 @@ func WithNodeRange(lo, hi int64) Option {
 }
 
 // WithMaxTTL sets the longest TTL a lease of the table may take, MinTTL to
-// MaxTTL. Registries with a longer TTL are refused, and so are renewals. On a
-// table that records asynchronous replication, node IDs last written before
-// a failover stay unclaimable for this long plus a tenth after it, so keep
-// it close to the TTL the fleet uses. On an existing table the recorded
-// maximum is raised to it, never lowered; with asynchronous replication a
-// raise is safe to use once every standby that may be promoted has replayed
-// it (a standby that lacks it would quarantine for the old maximum only).
-// Default DefaultMaxTTL.
+// MaxTTL. Registries with a longer TTL are refused. On a table that records
+// asynchronous replication, node IDs last claimed before a failover stay
+// unclaimable for this long plus a tenth after it, so keep it close to the
+// TTL the fleet uses. On an existing table the recorded maximum is raised
+// to it, never lowered. With asynchronous replication the raise is pending
+// until confirmed ("nodeid init --max-ttl" waits until every standby has
+// replayed it, then confirms it): quarantines count with it at once, leases
+// may use it once it is confirmed, so that a failover to a standby that
+// lacks it cannot quarantine for the old maximum only. Default
+// DefaultMaxTTL.
 func WithMaxTTL(d time.Duration) Option {
 	return func(s *schema) error {
 		if d < MinTTL || d > MaxTTL {

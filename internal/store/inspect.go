@@ -11,10 +11,12 @@ type State string
 
 // The states of a row.
 const (
-	Free        State = "free"        // never claimed, or released
+	Free        State = "free"        // never claimed, or released, and claimable
 	Held        State = "held"        // leased and unexpired
-	Expired     State = "expired"     // leased, lapsed, not yet claimed again
-	Quarantined State = "quarantined" // not held, last written before a failover or a restore, not claimable yet
+	Expired     State = "expired"     // leased, lapsed, not yet claimed again, and claimable
+	Evicted     State = "evicted"     // its lease evicted by an operator, and not yet expired
+	Cooling     State = "cooling"     // not held, but its previous holder's horizon has not passed
+	Quarantined State = "quarantined" // not held, last claimed before a failover or a restore, not claimable yet
 )
 
 // Row is one row of the lease table.
@@ -25,44 +27,55 @@ type Row struct {
 	AcquiredAt time.Time // zero if never claimed
 	ExpiresAt  time.Time // zero if free
 	HorizonMs  int64
-	// Generation is the table's generation at the row's last write by a
-	// holder; QuarantinedUntil, when not zero, is when a row last written
-	// in an earlier generation becomes claimable.
+	// Generation is the table's generation at the row's last claim;
+	// QuarantinedUntil, when not zero, is when a row last claimed in an
+	// earlier generation becomes claimable; RestorePending is set when it
+	// waits for the operator to declare a restore, with no end yet.
 	Generation       int64
 	QuarantinedUntil time.Time
+	RestorePending   bool
+	// ClaimableAfter is the instant after which a row not held becomes
+	// claimable: its horizon, an evicted lease's expiry, a quarantine.
+	ClaimableAfter time.Time
 }
 
 // State returns the row's state at the server time now.
 func (r Row) State(now time.Time) State {
+	unexpired := !r.ExpiresAt.IsZero() && !r.ExpiresAt.Before(now)
 	switch {
-	case !r.ExpiresAt.IsZero() && !r.ExpiresAt.Before(now):
+	case unexpired && r.Owner != "":
 		return Held
-	case r.QuarantinedUntil.After(now):
+	case unexpired:
+		return Evicted
+	case r.RestorePending || r.QuarantinedUntil.After(now):
 		return Quarantined
+	case !r.ClaimableAfter.Before(now):
+		return Cooling
 	case r.ExpiresAt.IsZero():
 		return Free
 	}
 	return Expired
 }
 
-// The list marks the rows last written in an earlier generation as the
-// claim does: quarantined until one maximum TTL and a tenth after the
-// generation began. With asynchronous replication it reads the server's
-// identity too, unless the server is a standby, and a server that is not
-// the one recorded begins a new generation now, as the next lease statement
-// will record.
+// The list marks the rows last claimed in an earlier generation as the
+// claim does: quarantined until the generation's fence, or with no end
+// while a restore waits to be declared. With asynchronous replication it
+// reads the server's identity too, unless the server is a standby, and a
+// server that is not the one recorded begins a new generation now, as the
+// next lease statement will record.
 const listTemplate = `WITH c AS (
-    SELECT generation, generation_at, max_ttl_ms, server_id, wal_timeline FROM {c}
+    SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
-    SELECT c.generation, c.generation_at, c.max_ttl_ms,
-        {listChanged} AS changed
+    SELECT c.generation + c.changed::integer AS gen,
+        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN c.now_ms + ` + quarantine + ` END AS fence_ms
     FROM c
 )
 SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
-    CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.generation,
-    CASE WHEN t.generation < g.generation + g.changed::integer
-        THEN (CASE WHEN g.changed THEN now() ELSE g.generation_at END)
-            + (g.max_ttl_ms + g.max_ttl_ms / 10) * interval '1 millisecond' END,
+    CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.claim_generation,
+    CASE WHEN t.claim_generation < g.gen THEN to_timestamp(g.fence_ms / 1000.0) END,
+    t.claim_generation < g.gen AND g.fence_ms IS NULL,
+    to_timestamp(GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at) THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END,
+        CASE WHEN t.claim_generation < g.gen THEN g.fence_ms END) / 1000.0),
     now()
 FROM {t} AS t LEFT JOIN g ON true
 WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
@@ -85,13 +98,16 @@ func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
 	)
 	for rows.Next() {
 		var (
-			r                              Row
-			acquired, expires, quarantined sql.NullTime
+			r                                         Row
+			acquired, expires, quarantined, claimable sql.NullTime
+			pending                                   sql.NullBool
 		)
-		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Generation, &quarantined, &now); err != nil {
+		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Generation, &quarantined,
+			&pending, &claimable, &now); err != nil {
 			return nil, time.Time{}, s.wrapErr("list", err)
 		}
 		r.AcquiredAt, r.ExpiresAt, r.QuarantinedUntil = acquired.Time, expires.Time, quarantined.Time
+		r.RestorePending, r.ClaimableAfter = pending.Bool, claimable.Time
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -101,19 +101,19 @@ func TestLeaseStatementsThroughAnyDriver(t *testing.T) {
 			if c.NodeID != 0 || c.Epoch != 1 || c.Horizon != 100 || c.Expires.Sub(c.Now) != time.Minute {
 				t.Fatalf("claim %+v, want node 0, epoch 1, horizon 100, expiry now + 1m", c)
 			}
-			o, err := s.Renew(t.Context(), c.Key, time.Minute, 200, 0)
+			o, err := s.Renew(t.Context(), c.Key, time.Minute, 200)
 			if err != nil || !o.OK || o.Horizon != 200 || o.Epoch != 1 || o.Owner != "a" {
 				t.Fatalf("renew: %+v, %v", o, err)
 			}
-			o, err = s.Renew(t.Context(), store.Key{NodeID: 0, Owner: "b", Epoch: 1}, time.Minute, 300, 0)
+			o, err = s.Renew(t.Context(), store.Key{NodeID: 0, Owner: "b", Epoch: 1}, time.Minute, 300)
 			if err != nil || o.OK || !o.Exists || o.Owner != "a" {
 				t.Fatalf("renew by another owner: %+v, %v", o, err)
 			}
-			o, err = s.Release(t.Context(), c.Key, 150, true)
+			o, err = s.Release(t.Context(), c.Key, 150)
 			if err != nil || !o.OK || o.Horizon != 150 {
 				t.Fatalf("release: %+v, %v", o, err)
 			}
-			o, err = s.Release(t.Context(), store.Key{NodeID: 5, Owner: "a", Epoch: 1}, 0, false)
+			o, err = s.Release(t.Context(), store.Key{NodeID: 5, Owner: "a", Epoch: 1}, store.NoHorizon)
 			if err != nil || o.Exists {
 				t.Fatalf("release of a node ID without a row: %+v, %v", o, err)
 			}

@@ -76,16 +76,18 @@ const (
 // {mode} the mode, {era} EraOrigin, {tl} and {sid} the server's timeline and
 // identity; and the parts that differ by mode: {head} the common head of the
 // lease statements, {identity} the restore's record of the server, and
-// {listChanged} the list's test of a server not yet seen.
+// {listChanged} and {listMoved} the list's tests of a server not yet seen
+// and of another system than the one recorded.
 func expand(tmpl string, c Config, mode Replication) string {
-	head, identity, listChanged := syncHead, "", "false"
+	head, identity, listChanged, listMoved := syncHead, "", "false", "false"
 	if mode == Async {
 		head = asyncHead
 		identity = ", server_id = {sid}, wal_timeline = {tl}"
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
+		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
 	}
-	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged).Replace(tmpl)
+	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
 		"{mode}", string(mode), "{tl}", wal.Timeline, "{sid}", wal.ServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
 }
@@ -103,13 +105,18 @@ type Store struct {
 	byMode map[Replication]*statements
 	mode   atomic.Pointer[Replication] // the table's, once read
 
-	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL string
-	probeSQL                                              string // of asynchronous replication only
+	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, confirmRaiseSQL string
+	probeSQL                                                               string // of asynchronous replication only
 }
 
 // New returns a Store for the validated table and range of cfg. It does
 // not touch the database.
-func New(db *sql.DB, cfg Config) (*Store, error) {
+func New(db *sql.DB, cfg Config) (*Store, error) { return newStore(db, cfg, nil) }
+
+// newStore returns a Store whose statements read the server's clock
+// through clock, when it is not nil: the tests give a server's clock an
+// offset, or stop it, there.
+func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("nodeid: the *sql.DB is nil")
 	}
@@ -117,6 +124,13 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, cfg: cfg, byMode: map[Replication]*statements{}}
+	expand := func(tmpl string, cfg Config, mode Replication) string {
+		q := expand(tmpl, cfg, mode)
+		if clock != nil {
+			q = clock.Replace(q)
+		}
+		return q
+	}
 	for _, m := range []Replication{Async, Sync} {
 		s.byMode[m] = &statements{
 			claim: expand(claimTemplate, cfg, m), renew: expand(renewTemplate, cfg, m),
@@ -130,6 +144,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	}{
 		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate},
 		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate},
+		{&s.confirmRaiseSQL, confirmRaiseTemplate},
 	} {
 		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
@@ -184,17 +199,25 @@ type Claim struct {
 // Refusal says why a claim found no node ID: the node IDs of the range that
 // are not held but may not be claimed yet.
 type Refusal struct {
-	Held int64 // node IDs held by unexpired leases
-	// Cooling node IDs are free or lapsed, but their previous holder's
-	// horizon (or a failover's quarantine) has not passed yet.
+	Held int64 // node IDs held by unexpired leases of their holders
+	// Cooling node IDs are not held, but their previous holder's horizon,
+	// an evicted lease's expiry or a failover's quarantine has not passed
+	// yet.
 	Cooling int64
-	// Soonest is the cooling node ID that becomes claimable first, at unix
-	// millisecond Until, with its horizon set at SetAt; Quarantined when it
-	// waits for a failover's quarantine rather than a horizon.
+	// Soonest is the cooling node ID that becomes claimable first, after
+	// unix millisecond Until, with its horizon set at SetAt; Quarantined
+	// when it waits for a failover's quarantine rather than a horizon,
+	// Evicted when for the expiry of a lease an operator evicted.
 	Soonest     int64
 	Until       int64
 	SetAt       time.Time
 	Quarantined bool
+	Evicted     bool
+	// RestorePending is set while the table's server is not the one it
+	// recorded (another system identifier: a dump restored elsewhere, an
+	// upgrade, a move) and the operator has not declared the restore: no
+	// node ID is handed out until then.
+	RestorePending bool
 	// TTLAbove is set when the claim's TTL exceeds the table's maximum
 	// MaxTTL; Unconfigured when the table has no recorded configuration.
 	TTLAbove     bool
@@ -231,66 +254,83 @@ type Outcome struct {
 	Owner     string
 	Epoch     int64
 	EndReason EndReason // the history's end of the claim, "" while it lasts
-	// TTLAbove is set when a renewal's TTL exceeds the table's maximum: the
-	// table does not record the maximum the lease was claimed under (a
-	// failover lost its raise), and the renewal changed nothing.
-	TTLAbove bool
 }
 
 // The common head of the lease statements, each of which starts with a
 // comment line naming it, for pg_stat_statements and pg_stat_activity. q has
 // the table's maximum TTL, its replication mode, the server's now() in unix
-// ms, gen, the table's generation, and fence_ms: the horizon that a row of
-// an earlier generation gets, one maximum TTL and a tenth after the
-// generation began, by which every lease granted or extended before it has
-// passed its deadline and its horizon. q also makes the statement's commit
-// durable (synchronous_commit on for its transaction only, whatever the
-// server, database, role or session set): every write of a lease statement
-// joins q, so q is read before anything is written. One statement, one
-// transaction: no session state is left behind.
+// ms, gen, the table's generation, and fence_ms: the end of the current
+// generation's quarantine, after which a row last claimed in an earlier
+// generation may be claimed again; pending is set while a restore is not
+// declared, when no row may be claimed (fence_ms is then the largest
+// bigint). q also makes the statement's commit durable (synchronous_commit
+// on for its transaction only, whatever the server, database, role or
+// session set): every write of a lease statement joins q, so q is read
+// before anything is written. One statement, one transaction: no session
+// state is left behind. docs/protocol.md states the rules; the model in
+// model_test.go checks them.
 //
 // The asynchronous head reads the server's system identifier and timeline
 // (id). When they are not the ones the table recorded, the server is not the
-// one that last wrote the table (a promotion, a move to another cluster, an
-// upgrade): this statement starts a new generation (seen), and every row
-// last written before it is quarantined. Concurrent statements that see the
-// change compute the same generation; the first to lock the configuration
-// row records it, and the others' update finds the identity recorded and
-// changes nothing. The synchronous head reads neither: the table's
-// generation then changes only by an operator's restore.
+// one that last wrote the table, and this statement starts a new generation
+// (seen). Another timeline of the same system (a promotion, a point-in-time
+// recovery) quarantines the rows of earlier generations for the longest
+// lease the lost history could hold, the larger of the maximum TTL and a
+// pending raise, and a tenth more for the servers' clocks. Another system
+// identifier (a dump restored elsewhere, an upgrade, a move) cannot know how
+// stale its copy is: its generation waits for the operator's declaration
+// (restoredTemplate), which states the bound, and so does every generation
+// after it until then. Concurrent statements that see the change compute
+// the same generation; the first to lock the configuration row records it,
+// and the others' update finds the identity recorded and changes nothing.
+// The synchronous head reads neither: the table's generation then changes
+// only by an operator's declaration.
 const asyncHead = `WITH id AS (
     SELECT {sid} AS sid, {tl} AS tli
-), q AS (
-    SELECT c.max_ttl_ms, c.replication AS mode, x.changed, c.generation + x.changed::integer AS gen, id.sid, id.tli,
-        (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-        (extract(epoch FROM CASE WHEN x.changed THEN now() ELSE c.generation_at END) * 1000)::bigint
-            + c.max_ttl_ms + c.max_ttl_ms / 10 AS fence_ms,
-        set_config('synchronous_commit', 'on', true) AS durable
-    FROM {c} AS c, id,
-        LATERAL (SELECT (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed) AS x
+), c AS (
+    SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
+        (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
+        c.fence_ms IS NULL OR c.server_id <> id.sid AS moved,
+        id.sid, id.tli
+    FROM {c} AS c, id
     LIMIT 1
+), g AS (
+    SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms,
+        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN c.now_ms + ` + quarantine + ` END AS fence_ms,
+        set_config('synchronous_commit', 'on', true) AS durable
+    FROM c
 ), seen AS (
-    UPDATE {c} SET generation = q.gen, generation_at = now(), server_id = q.sid, wal_timeline = q.tli
-    FROM q WHERE q.changed AND ({c}.server_id, {c}.wal_timeline) IS DISTINCT FROM (q.sid, q.tli)
+    UPDATE {c} SET generation = g.gen, generation_at = now(), server_id = g.sid, wal_timeline = g.tli, fence_ms = g.fence_ms
+    FROM g WHERE g.changed AND ({c}.server_id, {c}.wal_timeline) IS DISTINCT FROM (g.sid, g.tli)
+), q AS (
+    SELECT g.*, g.fence_ms IS NULL AS pending, COALESCE(g.fence_ms, 9223372036854775807) AS fence FROM g
 )`
 
-const syncHead = `WITH q AS (
+// quarantine is how long, in ms, a new generation quarantines the rows of
+// earlier ones, given c, the configuration row: the longest lease the lost
+// history could hold (the maximum TTL or a pending raise of it) and a tenth
+// of it for the servers' clocks.
+const quarantine = `GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10`
+
+const syncHead = `WITH g AS (
     SELECT c.max_ttl_ms, c.replication AS mode, false AS changed, c.generation AS gen,
-        (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-        (extract(epoch FROM c.generation_at) * 1000)::bigint + c.max_ttl_ms + c.max_ttl_ms / 10 AS fence_ms,
+        (extract(epoch FROM now()) * 1000)::bigint AS now_ms, c.fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM {c} AS c
     LIMIT 1
+), q AS (
+    SELECT g.*, g.fence_ms IS NULL AS pending, COALESCE(g.fence_ms, 9223372036854775807) AS fence FROM g
 )`
 
 // claimable is the condition on a row t of the lease table, given q, that
 // its previous holders can no longer stamp: its horizon has passed, and if
-// it was last written in an earlier generation, the quarantine too.
-const claimable = `(CASE WHEN t.generation < q.gen THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END) < q.now_ms`
+// it was last claimed in an earlier generation, the quarantine too.
+const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms`
 
-// lapsedRow is the claim's read of the lowest claimable lapsed row, which
-// it tries before the free rows (lapsed) or after them (again).
-const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.generation FROM {t} AS t, q
+// lapsedRow is the claim's read of the lowest claimable lapsed row (a lease
+// that expired, or that an operator evicted and that has expired since),
+// which it tries before the free rows (lapsed) or after them (again).
+const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE t.expires_at > '-infinity' AND t.expires_at < now()
       AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
@@ -311,12 +351,13 @@ const EraOrigin = 1577836800
 // claimers never wait on each other, never get the same row, and never
 // find nothing while a node ID is claimable. A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
-// clock. The statement ends the lapsed holder's history row and starts the
-// new one, and, when it finds nothing, reports why. It claims only for the
+// clock. No row is claimable while a restore is not declared (q.pending).
+// The statement ends the lapsed holder's history row and starts the new
+// one, and, when it finds nothing, reports why. It claims only for the
 // replication mode it was built for ({mode}): a Store whose table changed
 // its mode finds nothing and learns the new mode from the refusal.
 //
-// The epoch is one more than the row's. On a row last written in an
+// The epoch is one more than the row's. On a row last claimed in an
 // earlier generation it also jumps to an era of the database clock: the
 // seconds since EraOrigin, times 2^32, with the low 32 bits counting on.
 // That claim happens after the quarantine, more than nine tenths of a
@@ -324,7 +365,10 @@ const EraOrigin = 1577836800
 // a restored backup's later life) could have made, even with the servers'
 // clocks a tenth of a maximum TTL apart, so its era is above every era
 // that history could have used: fencing tokens never repeat across
-// failovers, moves, upgrades and restores. The horizon recorded is the
+// failovers, moves, upgrades and restores. The claim is the only statement
+// that records the generation in the row (claim_generation): a renewal or a
+// release in a later generation leaves the row quarantined, since the lost
+// history may hold a later claim of it. The horizon recorded is the
 // registry's ($5) but never more than the server's now() plus the TTL, so
 // that every stamp of a lease is bounded by the database's clock too: a
 // quarantine relies on it. The expiry counts from now(), the start of the
@@ -340,17 +384,17 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
          < COALESCE((SELECT min(t.node_id) FROM {t} AS t
             WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `),
             $2::integer + 1) AS lapsed_first
-    FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}'
+    FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
 ), lapsed AS (
 ` + lapsedRow + `), free AS (
-    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.generation FROM {t} AS t, q
+    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 ), again AS (
 ` + lapsedRow + `), pick AS (
-    SELECT p.node_id, p.epoch, p.expires_at, p.generation,
-        CASE WHEN p.generation < q.gen THEN GREATEST(p.horizon_ms, q.fence_ms) ELSE p.horizon_ms END AS prev_ms
+    SELECT p.node_id, p.epoch, p.expires_at, p.claim_generation,
+        CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.fence) ELSE p.horizon_ms END AS prev_ms
     FROM (
         (SELECT * FROM lapsed WHERE (SELECT lapsed_first FROM lo))
         UNION ALL (SELECT * FROM free WHERE (SELECT true FROM lo))
@@ -360,14 +404,14 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
 ), claimed AS (
     UPDATE {t} AS t
     SET owner = $3::text, acquired_at = clock_timestamp(),
-        epoch = CASE WHEN pick.generation < q.gen
+        epoch = CASE WHEN pick.claim_generation < q.gen
             THEN GREATEST(t.epoch + 1, ((q.now_ms / 1000 - {era}) << 32) | ((t.epoch + 1) & 4294967295))
             ELSE t.epoch + 1 END,
         expires_at = now() + $4::bigint * interval '1 millisecond',
         horizon_ms = GREATEST(pick.prev_ms, LEAST($5::bigint, q.now_ms + $4::bigint)),
-        generation = q.gen
+        claim_generation = q.gen
     FROM pick, q WHERE t.node_id = pick.node_id
-    RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms, t.generation
+    RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation
 ), ended AS (
     UPDATE {h} AS h
     SET ended_at = LEAST(pick.expires_at, now()), end_reason = 'expired', horizon_ms = pick.prev_ms
@@ -375,22 +419,27 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     WHERE h.node_id = pick.node_id AND h.epoch = pick.epoch AND h.ended_at IS NULL
 ), started AS (
     INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms, generation)
-    SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.generation FROM claimed c, pick
+    SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.claim_generation FROM claimed c, pick
 )
-SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.generation, now(),
-    NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::boolean, NULL::bigint, NULL::text
+SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.claim_generation, now(),
+    NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::boolean, NULL::boolean,
+    NULL::bigint, NULL::text, NULL::boolean
 FROM claimed c, pick
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, now(),
-    (SELECT count(*) FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer AND expires_at >= now()),
-    w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, (SELECT max_ttl_ms FROM q), (SELECT mode FROM q)
+    (SELECT count(*) FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer AND owner <> '' AND expires_at >= now()),
+    w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, w.evicted,
+    (SELECT max_ttl_ms FROM q), (SELECT mode FROM q), (SELECT pending FROM q)
 FROM (
-    SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.generation < q.gen AS quarantined,
+    SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.claim_generation < q.gen AND q.fence >= x.own_ms AS quarantined,
+        t.owner = '' AND t.expires_at >= now() AS evicted,
         COALESCE((SELECT h.ended_at FROM {h} AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch),
             CASE WHEN isfinite(t.expires_at) THEN t.expires_at END) AS set_at
     FROM {t} AS t, q,
-        LATERAL (SELECT CASE WHEN t.generation < q.gen THEN GREATEST(t.horizon_ms, q.fence_ms) ELSE t.horizon_ms END AS until_ms) AS x
-    WHERE t.expires_at < now() AND t.node_id BETWEEN $1::integer AND $2::integer
+        LATERAL (SELECT GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at)
+            THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END) AS own_ms) AS o,
+        LATERAL (SELECT CASE WHEN t.claim_generation < q.gen THEN GREATEST(o.own_ms, q.fence) ELSE o.own_ms END AS until_ms, o.own_ms) AS x
+    WHERE (t.owner = '' OR t.expires_at < now()) AND t.node_id BETWEEN $1::integer AND $2::integer
       AND x.until_ms >= q.now_ms
     ORDER BY x.until_ms, t.node_id LIMIT 1
 ) AS w RIGHT JOIN (SELECT 1) AS one ON true
@@ -418,13 +467,13 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		expires                         sql.NullTime
 		held, cooling, soonest, until   sql.NullInt64
 		setAt                           sql.NullTime
-		quarantined                     sql.NullBool
+		quarantined, evicted, pending   sql.NullBool
 		maxTTL                          sql.NullInt64
 		mode                            sql.NullString
 	)
 	err = s.queryRow(ctx, q.claim, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs},
 		&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now,
-		&held, &cooling, &soonest, &until, &setAt, &quarantined, &maxTTL, &mode)
+		&held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending)
 	if err != nil {
 		return ClaimResult{}, s.wrapErr("claim", err)
 	}
@@ -435,8 +484,9 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	}
 	why := Refusal{
 		Held: held.Int64, Cooling: cooling.Int64, Soonest: soonest.Int64, Until: until.Int64,
-		SetAt: setAt.Time, Quarantined: quarantined.Bool, MaxTTL: time.Duration(maxTTL.Int64) * time.Millisecond,
-		Unconfigured: !maxTTL.Valid, Now: c.Now,
+		SetAt: setAt.Time, Quarantined: quarantined.Bool, Evicted: evicted.Bool,
+		MaxTTL: time.Duration(maxTTL.Int64) * time.Millisecond, Unconfigured: !maxTTL.Valid,
+		RestorePending: pending.Bool, Now: c.Now,
 	}
 	why.TTLAbove = maxTTL.Valid && ttl.Milliseconds() > maxTTL.Int64
 	if mode.Valid && Replication(mode.String) != s.Replication() {
@@ -448,43 +498,39 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	return ClaimResult{Refusal: why}, nil
 }
 
-// The renewal extends only a live lease of this owner and epoch, and only
-// for a TTL the table allows: a lapsed lease is never revived. It raises the
-// horizon, never lowers it: to the registry's ($5), never above the server's
-// now() plus the TTL, and at least to the holder's own ceiling ($6), the
-// horizon the holder already keeps from earlier renewals (one that a
-// failover lost, on a server whose clock ran ahead of this one's, may be
-// above what this server would grant now), within a tenth of a maximum TTL
-// of this server's bound: a recorded horizon is never below what its
-// holder may stamp. It records the current generation, since the row's
-// state is now written in it. The row is read with a lock first, so that
-// the statement sees it as it is once every concurrent claim of it has
-// committed: a caller whose renewal changed nothing can tell a takeover from
-// an expiry, a release or an eviction.
+// The renewal extends only a live lease of this owner and epoch: a lapsed
+// lease is never revived. It raises the horizon, never lowers it: to the
+// registry's ($5), never above the server's now() plus the TTL. It leaves
+// the row's claim generation alone: a lease that survived a failover or a
+// restore keeps its row quarantined for the next claimer (see
+// claimTemplate). The row is read with a lock first, so that the statement
+// sees it as it is once every concurrent claim of it has committed: a
+// caller whose renewal changed nothing can tell a takeover from an expiry,
+// a release or an eviction.
 //
-// $1 node; $2 owner; $3 epoch; $4 TTL in ms; $5 horizon; $6 the holder's ceiling.
+// The TTL is not checked against the table's maximum here: a lease's claim
+// was, and the maximum only rises, so that a lease in a copy of the table
+// is within that copy's maximum; a raise that a failover may lose is
+// pending until every standby has it, and the quarantine covers it.
+//
+// $1 node; $2 owner; $3 epoch; $4 TTL in ms; $5 horizon.
 const renewTemplate = "-- nodeid renew\n{head}" + `, cur AS (
     SELECT node_id, owner, epoch, expires_at FROM {t} WHERE node_id = $1::integer FOR NO KEY UPDATE
 ), renewed AS (
     UPDATE {t} AS t
     SET expires_at = now() + $4::bigint * interval '1 millisecond',
-        horizon_ms = GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + $4::bigint),
-            LEAST($6::bigint, q.now_ms + $4::bigint + q.max_ttl_ms / 10)),
-        generation = q.gen
+        horizon_ms = GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + $4::bigint))
     FROM cur, q
     WHERE t.node_id = cur.node_id AND cur.owner = $2::text AND cur.epoch = $3::bigint AND cur.expires_at >= now()
-      AND $4::bigint <= q.max_ttl_ms
     RETURNING t.expires_at, t.horizon_ms
 )
 SELECT r.expires_at, r.horizon_ms, cur.owner, cur.epoch, now(),
-    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint),
-    $4::bigint > (SELECT max_ttl_ms FROM q)
+    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint)
 FROM cur LEFT JOIN renewed AS r ON true`
 
 // Renew extends the lease k by ttl from the server's now() and raises its
-// horizon to horizonMs, and to at least floorMs, the horizon the holder
-// keeps (see renewTemplate).
-func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs, floorMs int64) (Outcome, error) {
+// horizon to horizonMs (see renewTemplate).
+func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs int64) (Outcome, error) {
 	q, err := s.sqlFor(ctx)
 	if err != nil {
 		return Outcome{}, err
@@ -493,10 +539,9 @@ func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs, 
 		expires sql.NullTime
 		horizon sql.NullInt64
 	)
-	var above sql.NullBool
-	o, err := s.outcome(ctx, "renew", q.renew, []any{k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs, floorMs},
-		[]any{&expires, &horizon}, &above)
-	o.OK, o.Expires, o.Horizon, o.TTLAbove = expires.Valid, expires.Time, horizon.Int64, above.Bool
+	o, err := s.outcome(ctx, "renew", q.renew, []any{k.NodeID, k.Owner, k.Epoch, ttl.Milliseconds(), horizonMs},
+		[]any{&expires, &horizon})
+	o.OK, o.Expires, o.Horizon = expires.Valid, expires.Time, horizon.Int64
 	return o, err
 }
 
@@ -521,20 +566,18 @@ func (s *Store) outcome(ctx context.Context, op, q string, args, dest []any, tai
 
 // The release frees a live lease of this owner and epoch for immediate
 // claim. The row and its epoch stay. The horizon becomes $4 when given (the
-// exact latest millisecond stamped), else it is raised to the holder's
-// ceiling ($5), as a renewal would, and otherwise stays the promise
-// recorded at the last renewal. Like the renewal, it reads the row with a
-// lock first, and it returns the history's end reason of the claim, so that
-// a retry can tell its own earlier release from an operator's eviction.
+// exact latest millisecond stamped), and otherwise stays the promise
+// recorded at the last renewal. Like the renewal, it leaves the row's claim
+// generation alone, reads the row with a lock first, and returns the
+// history's end reason of the claim, so that a retry can tell its own
+// earlier release from an operator's eviction.
 //
-// $1 node; $2 owner; $3 epoch; $4 horizon or NULL; $5 the holder's ceiling.
+// $1 node; $2 owner; $3 epoch; $4 horizon or NULL.
 const releaseTemplate = "-- nodeid release\n{head}" + `, cur AS (
     SELECT node_id, owner, epoch, expires_at FROM {t} WHERE node_id = $1::integer FOR NO KEY UPDATE
 ), released AS (
     UPDATE {t} AS t
-    SET owner = '', expires_at = '-infinity', generation = q.gen,
-        horizon_ms = COALESCE($4::bigint,
-            GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + q.max_ttl_ms + q.max_ttl_ms / 10)))
+    SET owner = '', expires_at = '-infinity', horizon_ms = COALESCE($4::bigint, t.horizon_ms)
     FROM cur, q
     WHERE t.node_id = cur.node_id AND cur.owner = $2::text AND cur.epoch = $3::bigint AND cur.expires_at >= now()
     RETURNING t.node_id, t.epoch, t.horizon_ms
@@ -548,10 +591,14 @@ SELECT r.horizon_ms, cur.owner, cur.epoch, now(),
     (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint)
 FROM cur LEFT JOIN released AS r ON true`
 
-// Release frees the lease k. With exact set, horizonMs becomes the recorded
-// horizon; otherwise horizonMs is the holder's ceiling, to which the
-// recorded horizon is raised (never lowered).
-func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool) (Outcome, error) {
+// NoHorizon is the exact horizon of a release that has none: the row keeps
+// the horizon recorded at the last renewal.
+const NoHorizon = -1
+
+// Release frees the lease k, recording exactMs, the latest millisecond
+// stamped under it, as its horizon; with NoHorizon the row keeps the one
+// it has.
+func (s *Store) Release(ctx context.Context, k Key, exactMs int64) (Outcome, error) {
 	q, err := s.sqlFor(ctx)
 	if err != nil {
 		return Outcome{}, err
@@ -560,10 +607,10 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 		horizon sql.NullInt64
 		arg     any
 	)
-	if exact {
-		arg = horizonMs
+	if exactMs != NoHorizon {
+		arg = exactMs
 	}
-	o, err := s.outcome(ctx, "release", q.release, []any{k.NodeID, k.Owner, k.Epoch, arg, horizonMs}, []any{&horizon})
+	o, err := s.outcome(ctx, "release", q.release, []any{k.NodeID, k.Owner, k.Epoch, arg}, []any{&horizon})
 	o.OK, o.Horizon = horizon.Valid, horizon.Int64
 	if o.OK {
 		o.EndReason = EndReleased
@@ -571,13 +618,21 @@ func (s *Store) Release(ctx context.Context, k Key, horizonMs int64, exact bool)
 	return o, err
 }
 
-// The eviction frees the node ID of a stuck holder, but only for the epoch
-// given, so that it can never hit a newer holder. The horizon and the
-// generation stay: the evicted holder may have stamped up to the horizon,
-// and a row of an earlier generation stays quarantined. It is durable when
-// it returns, and waits at most $3 ms for the row's lock (a long
-// transaction holding it), so that it never queues the holder's renewals
-// behind it: q sets both before the row is read.
+// The eviction ends the lease of a stuck holder, but only for the epoch
+// given, so that it can never hit a newer holder: the holder's next
+// renewal fails (ErrEvicted). The row keeps its expiry, its horizon and its
+// claim generation: it becomes claimable once the evicted lease has
+// expired by the database's clock, its horizon has passed (the evicted
+// holder stops minting at its deadline, before the expiry, and may have
+// stamped up to the horizon), and, for a row of an earlier generation, the
+// quarantine. Freeing it before the expiry would be safe only while no
+// failover or restore loses the eviction: a holder whose clock is behind
+// and whose lease survives on a copy that lacks the eviction would renew
+// there and stamp again what the next holder stamped (docs/protocol.md,
+// the model's evict-at-horizon). It is durable when it returns, and waits
+// at most $3 ms for the row's lock (a long transaction holding it), so that
+// it never queues the holder's renewals behind it: q sets both before the
+// row is read.
 //
 // $1 node; $2 epoch; $3 lock timeout in ms.
 const evictTemplate = `-- nodeid evict
@@ -590,9 +645,9 @@ WITH q AS (
       AND (SELECT durable IS NOT NULL AND lock_timeout IS NOT NULL FROM q)
     FOR UPDATE
 ), evicted AS (
-    UPDATE {t} AS t SET owner = '', expires_at = '-infinity'
+    UPDATE {t} AS t SET owner = ''
     FROM old WHERE t.node_id = old.node_id
-    RETURNING t.node_id, t.epoch, t.horizon_ms
+    RETURNING t.node_id, t.epoch, t.horizon_ms, t.expires_at
 ), ended AS (
     UPDATE {h} AS h
     SET ended_at = LEAST(now(), old.expires_at),
@@ -601,53 +656,149 @@ WITH q AS (
     FROM evicted e, old
     WHERE h.node_id = e.node_id AND h.epoch = e.epoch AND h.ended_at IS NULL
 )
-SELECT count(*), COALESCE(max(horizon_ms), 0) FROM evicted`
+SELECT count(*), COALESCE(max(horizon_ms), 0), max(expires_at), now() FROM evicted`
 
 // LockTimeout bounds how long maintenance (the DDL, an eviction, a
 // restore) waits for a lock on the lease tables before it gives up.
 const LockTimeout = time.Second
 
-// Evict frees node ID node if its current epoch is epoch and it is not
-// already free. It reports whether it changed the row, and the horizon the
-// row kept: the next holder stamps after it. It waits at most LockTimeout
-// for the row's lock, and fails with SQLSTATE 55P03 if another transaction
-// holds it longer.
-func (s *Store) Evict(ctx context.Context, node, epoch int64) (ok bool, horizonMs int64, err error) {
-	var n int
-	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch, LockTimeout.Milliseconds()).Scan(&n, &horizonMs); err != nil {
-		return false, 0, s.wrapErr("evict", lockErr(err, "the lease row of node ID "+fmt.Sprint(node)))
-	}
-	return n == 1, horizonMs, nil
+// Eviction is the result of an eviction.
+type Eviction struct {
+	OK        bool      // the row was evicted
+	HorizonMs int64     // the horizon the row kept: the next holder stamps after it
+	Expires   time.Time // the evicted lease's expiry, which the row kept
+	Now       time.Time // the server's now()
 }
 
-// The restore starts a new generation from now: every row becomes
-// quarantined for one maximum TTL and a tenth, and its next claim takes an
-// epoch of a new era (see claimTemplate), above any the restored or the
-// lost history could hold. In asynchronous mode it also records the
-// server's identity, so that the next statement does not start another.
+// ClaimableAfter is when the evicted row becomes claimable, by the
+// database's clock (unless a quarantine holds it longer): after the evicted
+// lease's expiry and its horizon.
+func (e Eviction) ClaimableAfter() time.Time {
+	return latest(e.Expires, time.UnixMilli(e.HorizonMs))
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Evict ends the lease of node ID node if its current epoch is epoch and it
+// is held (see evictTemplate). It waits at most LockTimeout for the row's
+// lock, and fails with SQLSTATE 55P03 if another transaction holds it
+// longer.
+func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) {
+	var (
+		e       Eviction
+		n       int
+		expires sql.NullTime
+	)
+	if err := s.db.QueryRowContext(ctx, s.evictSQL, node, epoch, LockTimeout.Milliseconds()).Scan(&n, &e.HorizonMs, &expires, &e.Now); err != nil {
+		return Eviction{}, s.wrapErr("evict", lockErr(err, "the lease row of node ID "+fmt.Sprint(node)))
+	}
+	e.OK, e.Expires = n == 1, expires.Time
+	return e, nil
+}
+
+// The declaration of a restore starts a new generation from now: every row
+// becomes quarantined for the longest lease the old history may hold (the
+// largest of the operator's bound $2, the maximum TTL and a pending raise)
+// and a tenth, and its next claim takes an epoch of a new era (see
+// claimTemplate), above any the restored or the lost history could hold.
+// It ends a restore that a statement found pending (another system
+// identifier). In asynchronous mode it also records the server's identity,
+// so that the next statement does not start another generation.
+//
+// $1 lock timeout in ms; $2 the operator's bound, in ms.
 const restoredTemplate = `-- nodeid restored
-UPDATE {c} SET generation = {c}.generation + 1, generation_at = now(){identity}
+UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
+    fence_ms = (extract(epoch FROM now()) * 1000)::bigint + GREATEST($2::bigint, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10{identity}
 FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
     set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
 WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL
-RETURNING {c}.generation, {c}.generation_at, {c}.max_ttl_ms`
+RETURNING c.generation, c.fence_ms`
 
-// Restored starts a new generation of the table after a restore (see
-// restoredTemplate). It returns the new generation and when the quarantine
-// of every node ID ends, by the database's clock.
-func (s *Store) Restored(ctx context.Context) (generation int64, until time.Time, err error) {
+// Restored declares a restore (see restoredTemplate): maxTTL is the
+// longest lease any holder of the old history may hold, which a copy of
+// the table cannot know. It returns the new generation and when the
+// quarantine of every node ID ends, by the database's clock.
+func (s *Store) Restored(ctx context.Context, maxTTL time.Duration) (generation int64, until time.Time, err error) {
 	q, err := s.sqlFor(ctx)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	var (
-		at time.Time
-		ms int64
-	)
-	if err := s.db.QueryRowContext(ctx, q.restored, LockTimeout.Milliseconds()).Scan(&generation, &at, &ms); err != nil {
+	var fence int64
+	if err := s.db.QueryRowContext(ctx, q.restored, LockTimeout.Milliseconds(), maxTTL.Milliseconds()).Scan(&generation, &fence); err != nil {
 		return 0, time.Time{}, s.wrapErr("restore", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
 	}
-	return generation, at.Add(time.Duration(ms+ms/10) * time.Millisecond), nil
+	return generation, time.UnixMilli(fence), nil
+}
+
+// A raise of the maximum TTL on a table that records asynchronous
+// replication is pending (raise_ttl_ms) until every standby that may be
+// promoted has replayed it: a standby that lacked it would quarantine for
+// the old maximum only, after a failover that lost leases granted under the
+// new one. The confirmation makes it the maximum. Pending, it already
+// lengthens every quarantine.
+const confirmRaiseTemplate = `-- nodeid confirm raise
+UPDATE {c} AS c SET max_ttl_ms = GREATEST(c.max_ttl_ms, c.raise_ttl_ms), raise_ttl_ms = NULL
+FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
+    set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
+WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL AND c.raise_ttl_ms IS NOT NULL
+RETURNING c.max_ttl_ms`
+
+// ConfirmRaise makes the table's pending raise of its maximum TTL the
+// maximum, once every standby has it (see Standbys). It reports the
+// maximum, and whether a raise was pending.
+func (s *Store) ConfirmRaise(ctx context.Context) (maxTTL time.Duration, raised bool, err error) {
+	var ms int64
+	err = s.db.QueryRowContext(ctx, s.confirmRaiseSQL, LockTimeout.Milliseconds()).Scan(&ms)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, s.wrapErr("confirm the raise", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// Standby is a standby the primary streams to, as pg_stat_replication
+// shows it.
+type Standby struct {
+	Name     string // application_name
+	Addr     string // client_addr, "" for a local socket
+	State    string // streaming, catchup, ...
+	Replayed string // replay_lsn, "" when the role may not see it
+	Caught   bool   // it has replayed the position asked for
+}
+
+// Standbys returns the server's current WAL position, when lsn is "", and
+// its standbys, each with whether it has replayed lsn (or that position).
+// Roles that are not superusers or members of pg_read_all_stats see the
+// standbys but not their positions: Replayed is then "".
+func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, error) {
+	if lsn == "" {
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
+			return "", nil, s.wrapErr("read the WAL position", err)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT COALESCE(application_name, ''), COALESCE(host(client_addr), ''), COALESCE(state, ''),
+    COALESCE(replay_lsn::text, ''), COALESCE(replay_lsn >= $1::pg_lsn, false)
+FROM pg_stat_replication ORDER BY application_name, client_addr`, lsn)
+	if err != nil {
+		return "", nil, s.wrapErr("read pg_stat_replication", err)
+	}
+	defer rows.Close()
+	var out []Standby
+	for rows.Next() {
+		var sb Standby
+		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.State, &sb.Replayed, &sb.Caught); err != nil {
+			return "", nil, s.wrapErr("read pg_stat_replication", err)
+		}
+		out = append(out, sb)
+	}
+	return lsn, out, rows.Err()
 }
 
 // lockErr names what a statement that gave up waiting for a lock
@@ -666,11 +817,20 @@ type TableConfig struct {
 	MaxTTL           time.Duration
 	// Replication is how the table's database replicates.
 	Replication Replication
+	// PendingMaxTTL is a raise of MaxTTL not yet confirmed (asynchronous
+	// replication: until every standby has it), 0 if none. Quarantines
+	// already count with it; leases may not use it yet.
+	PendingMaxTTL time.Duration
 	// Generation is the table's generation, which began at GenerationAt:
-	// rows last written in an earlier one are quarantined until one MaxTTL
-	// and a tenth after it.
-	Generation   int64
-	GenerationAt time.Time
+	// rows last claimed in an earlier one are quarantined until
+	// QuarantineUntil. RestorePending is set while the server is not the
+	// one the table recorded (another system identifier) and the operator
+	// has not declared the restore (Store.Restored): no node ID is handed
+	// out until then.
+	Generation      int64
+	GenerationAt    time.Time
+	QuarantineUntil time.Time
+	RestorePending  bool
 	// ServerID and Timeline identify the server that began the generation
 	// (asynchronous replication only; 0 when not recorded).
 	ServerID, Timeline int64
@@ -679,8 +839,8 @@ type TableConfig struct {
 	Unlogged string
 }
 
-const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, replication, generation, generation_at,
-    COALESCE(server_id, 0), COALESCE(wal_timeline, 0),
+const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
+    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0),
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
      WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
 FROM {c}`
@@ -692,12 +852,13 @@ FROM {c}`
 // gives a Fatal error naming it.
 func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	var (
-		c    TableConfig
-		ms   int64
-		mode string
+		c           TableConfig
+		ms, raiseMs int64
+		fence       sql.NullInt64
+		mode        string
 	)
-	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &mode, &c.Generation,
-		&c.GenerationAt, &c.ServerID, &c.Timeline, &c.Unlogged)
+	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &raiseMs, &mode, &c.Generation,
+		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, &c.Unlogged)
 	missing := pgerr.Code(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
@@ -717,7 +878,11 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	case c.Unlogged != "":
 		return c, s.wrapErr("read configuration", &unloggedError{tables: c.Unlogged})
 	}
-	c.MaxTTL = time.Duration(ms) * time.Millisecond
+	c.MaxTTL, c.PendingMaxTTL = time.Duration(ms)*time.Millisecond, time.Duration(raiseMs)*time.Millisecond
+	c.RestorePending = !fence.Valid
+	if fence.Valid {
+		c.QuarantineUntil = time.UnixMilli(fence.Int64)
+	}
 	c.Replication = Replication(mode)
 	s.mode.Store(&c.Replication)
 	return c, nil
@@ -892,10 +1057,10 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		table, columns string
 		privileges     []string
 	}{
-		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, generation", []string{"SELECT", "UPDATE"}},
+		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation", []string{"SELECT", "UPDATE"}},
 		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation",
 			[]string{"SELECT", "INSERT", "UPDATE"}},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, replication, generation, generation_at, server_id, wal_timeline",
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline",
 			[]string{"SELECT", "UPDATE"}},
 	} {
 		exists, err := s.exists(ctx, q.table)

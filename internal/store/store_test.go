@@ -100,9 +100,13 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 		if _, err := db.ExecContext(ctx, ddl); err != nil {
 			t.Fatalf("applying SchemaSQL again: %v", err)
 		}
+		// A raise of the maximum on an asynchronous table is pending until
+		// it is confirmed.
 		tc, err := st.ReadConfig(ctx)
-		if err != nil || tc.MinNode != c.wantLo || tc.MaxNode != c.wantHi || tc.MaxTTL != c.wantTTL {
-			t.Fatalf("after the DDL for %d-%d, %s: %+v, %v; want %d-%d, %s", c.lo, c.hi, c.maxTTL, tc, err, c.wantLo, c.wantHi, c.wantTTL)
+		if err != nil || tc.MinNode != c.wantLo || tc.MaxNode != c.wantHi || max(tc.MaxTTL, tc.PendingMaxTTL) != c.wantTTL ||
+			tc.MaxTTL != postgres.DefaultMaxTTL {
+			t.Fatalf("after the DDL for %d-%d, %s: %+v, %v; want %d-%d, %s pending above %s", c.lo, c.hi, c.maxTTL, tc, err,
+				c.wantLo, c.wantHi, c.wantTTL, postgres.DefaultMaxTTL)
 		}
 		if err := db.QueryRowContext(ctx, `SELECT count(*), min(node_id) FROM ids.nodes`).Scan(&n, &lo); err != nil {
 			t.Fatal(err)
@@ -110,6 +114,16 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 		if n != c.wantRows || lo != c.wantAt {
 			t.Fatalf("after the DDL for %d-%d: %d rows from %d, want %d from %d", c.lo, c.hi, n, lo, c.wantRows, c.wantAt)
 		}
+	}
+	maxTTL, raised, err := st.ConfirmRaise(ctx)
+	if err != nil || !raised || maxTTL != time.Hour {
+		t.Fatalf("ConfirmRaise: %s, %v, %v; want the pending 1h0m0s", maxTTL, raised, err)
+	}
+	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour || tc.PendingMaxTTL != 0 {
+		t.Fatalf("after the confirmation: %+v, %v; want a maximum of 1h0m0s, nothing pending", tc, err)
+	}
+	if _, raised, err := st.ConfirmRaise(ctx); err != nil || raised {
+		t.Fatalf("ConfirmRaise with nothing pending: %v, %v; want nothing done", raised, err)
 	}
 }
 
@@ -176,27 +190,42 @@ func TestHistoryWhoEvictPrune(t *testing.T) {
 	if c1.PrevHorizon != 0 || c1.Horizon != 1000 {
 		t.Fatalf("claim 1 horizons %d -> %d", c1.PrevHorizon, c1.Horizon)
 	}
-	if o, err := st.Release(ctx, c1.Key, 5000, true); err != nil || !o.OK || o.Horizon != 5000 {
+	if o, err := st.Release(ctx, c1.Key, 5000); err != nil || !o.OK || o.Horizon != 5000 {
 		t.Fatalf("release 1: %+v %v", o, err)
 	}
-	// Claim 2 promises 9000, then is evicted by an operator.
-	c2, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "b", ttl, 9000)
+	// Claim 2 promises 9000, for a second, then is evicted by an operator.
+	c2, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "b", time.Second, 9000)
 	if err != nil || c2.PrevHorizon != 5000 || c2.Epoch != 2 {
 		t.Fatalf("claim 2: %+v %v", c2, err)
 	}
-	if ok, _, err := st.Evict(ctx, 0, 1); err != nil || ok {
-		t.Fatalf("evicting an old epoch: %v %v; want no change", ok, err)
+	if ev, err := st.Evict(ctx, 0, 1); err != nil || ev.OK {
+		t.Fatalf("evicting an old epoch: %+v %v; want no change", ev, err)
 	}
-	if ok, h, err := st.Evict(ctx, 0, 2); err != nil || !ok || h != 9000 {
-		t.Fatalf("evicting the current epoch: %v, horizon %d, %v; want true, 9000", ok, h, err)
+	ev, err := st.Evict(ctx, 0, 2)
+	if err != nil || !ev.OK || ev.HorizonMs != 9000 || !ev.Expires.Equal(c2.Expires) || !ev.ClaimableAfter().Equal(c2.Expires) {
+		t.Fatalf("evicting the current epoch: %+v, %v; want it done, horizon 9000, the lease's expiry %s kept", ev, err, c2.Expires)
 	}
-	if ok, _, _ := st.Evict(ctx, 0, 2); ok {
+	if ev, _ := st.Evict(ctx, 0, 2); ev.OK {
 		t.Fatal("evicting twice changed the row again")
 	}
-	// Claim 3 is open: its horizon is the row's.
+	// The evicted lease's holder may mint until its deadline: the row is
+	// claimable once the lease has expired, not before.
 	c3, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "c", ttl, 20000)
-	if err != nil || c3.PrevHorizon != 9000 {
-		t.Fatalf("claim 3: %+v %v", c3, err)
+	if err != nil || c3.OK || !c3.Refusal.Evicted || c3.Refusal.Cooling != 1 || c3.Refusal.Held != 0 {
+		t.Fatalf("a claim before the evicted lease's expiry: %+v %v; want it refused, waiting for that expiry", c3, err)
+	}
+	// Claim 3 is open: its horizon is the row's.
+	for !c3.OK {
+		time.Sleep(20 * time.Millisecond) // a poll of the condition, not a wait for it
+		if c3, err = st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "c", ttl, 20000); err != nil {
+			t.Fatal(err)
+		}
+		if !c3.OK && !c3.Refusal.Evicted {
+			t.Fatalf("claim 3: %+v; want it refused only for the evicted lease's expiry", c3)
+		}
+	}
+	if c3.PrevHorizon != 9000 || c3.Now.Before(c2.Expires) {
+		t.Fatalf("claim 3: %+v; want it after %s, stamping after 9000", c3, c2.Expires)
 	}
 
 	for _, c := range []struct {

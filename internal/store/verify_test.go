@@ -99,7 +99,7 @@ func TestVerifyHeld(t *testing.T) {
 	if got := showIdle(t, conn); got != before {
 		t.Errorf("idle timeout after a point check = %q, want %q", got, before)
 	}
-	if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
+	if o, err := st.Release(ctx, c.Key, 0); err != nil || !o.OK {
 		t.Fatalf("release: %+v %v", o, err)
 	}
 	if cl, err := st.Claim(ctx, 0, 0, "b", 30*time.Second, 0); err != nil || !cl.OK || cl.NodeID != 0 {
@@ -150,14 +150,14 @@ func TestVerifyCauses(t *testing.T) {
 		want string
 	}{
 		{"released", func(t *testing.T, st *store.Store, c store.Claim) store.Key {
-			if o, err := st.Release(ctxT(t), c.Key, 0, false); err != nil || !o.OK {
+			if o, err := st.Release(ctxT(t), c.Key, store.NoHorizon); err != nil || !o.OK {
 				t.Fatalf("release: %+v %v", o, err)
 			}
 			return c.Key
 		}, store.CauseReleased},
 		{"evicted", func(t *testing.T, st *store.Store, c store.Claim) store.Key {
-			if ok, _, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ok {
-				t.Fatalf("evict: %v %v", ok, err)
+			if ev, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ev.OK {
+				t.Fatalf("evict: %+v %v", ev, err)
 			}
 			return c.Key
 		}, store.CauseEvicted},
@@ -167,15 +167,17 @@ func TestVerifyCauses(t *testing.T) {
 		}, store.CauseExpired},
 		{"evicted after it lapsed", func(t *testing.T, st *store.Store, c store.Claim) store.Key {
 			mustExec(t, st.DB(), "UPDATE "+table+" SET expires_at = statement_timestamp() - interval '1 ms' WHERE node_id = $1", c.NodeID)
-			if ok, _, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ok {
-				t.Fatalf("evict: %v %v", ok, err)
+			if ev, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ev.OK {
+				t.Fatalf("evict: %+v %v", ev, err)
 			}
 			return c.Key
 		}, store.CauseExpired},
 		{"taken over", func(t *testing.T, st *store.Store, c store.Claim) store.Key {
-			if ok, _, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ok {
-				t.Fatalf("evict: %v %v", ok, err)
+			if ev, err := st.Evict(ctxT(t), c.NodeID, c.Epoch); err != nil || !ev.OK {
+				t.Fatalf("evict: %+v %v", ev, err)
 			}
+			// The evicted lease expires, its horizon passes: b may claim.
+			mustExec(t, st.DB(), "UPDATE "+table+" SET expires_at = statement_timestamp() - interval '1 ms', horizon_ms = 0 WHERE node_id = $1", c.NodeID)
 			if b := mustClaim(t, st, "b"); b.NodeID != c.NodeID || b.Epoch != c.Epoch+1 {
 				t.Fatalf("the takeover claimed %+v", b)
 			}
@@ -219,7 +221,10 @@ func TestVerifyCauses(t *testing.T) {
 				t.Errorf("a failed verification set the idle timeout to %s", got)
 			}
 			// A failed verification locks nothing: a claim takes a free or
-			// lapsed row at once.
+			// lapsed row at once (an evicted one once the lease expires).
+			if tc.want == store.CauseEvicted {
+				mustExec(t, st.DB(), "UPDATE "+table+" SET expires_at = statement_timestamp() - interval '1 ms' WHERE node_id = 0")
+			}
 			if tc.want == store.CauseReleased || tc.want == store.CauseEvicted || tc.want == store.CauseExpired {
 				if res, err := st.Claim(ctx, 0, 0, "c", 30*time.Second, 0); err != nil || !res.OK {
 					t.Errorf("a claim after a failed verification, in its open transaction: %+v %v", res, err)
@@ -249,7 +254,7 @@ func TestVerifyLockLetsRenewalsThroughAndKeepsClaimsOff(t *testing.T) {
 	// would run into this bound instead.
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	o, err := st.Renew(wctx, c.Key, 30*time.Second, 0, 0)
+	o, err := st.Renew(wctx, c.Key, 30*time.Second, 0)
 	if err != nil || !o.OK || !o.Expires.After(c.Expires) {
 		t.Fatalf("renewal while a verified transaction is open: %+v %v", o, err)
 	}
@@ -257,7 +262,7 @@ func TestVerifyLockLetsRenewalsThroughAndKeepsClaimsOff(t *testing.T) {
 	if v, err := store.Verify(ctx, tx, st.Config(), c.Key); err != nil || !v.Held || !v.Expires.Equal(o.Expires) {
 		t.Fatalf("verify after the renewal: %+v %v, renewed to %s", v, err, o.Expires)
 	}
-	if o, err := st.Release(wctx, c.Key, 0, true); err != nil || !o.OK {
+	if o, err := st.Release(wctx, c.Key, 0); err != nil || !o.OK {
 		t.Fatalf("release while a verified transaction is open: %+v %v", o, err)
 	}
 	b, err := st.Claim(ctx, 0, 1, "b", 30*time.Second, 0)
@@ -296,7 +301,7 @@ func TestVerifyRepeatableRead(t *testing.T) {
 			if v, err := store.Verify(ctx, tx, st.Config(), c.Key); err != nil || !v.Held {
 				t.Fatalf("verify first: %+v %v", v, err)
 			}
-			if o, err := st.Renew(ctx, c.Key, 30*time.Second, 0, 0); err != nil || !o.OK {
+			if o, err := st.Renew(ctx, c.Key, 30*time.Second, 0); err != nil || !o.OK {
 				t.Fatalf("renewal: %+v %v", o, err)
 			}
 			if v, err := store.Verify(ctx, tx, st.Config(), c.Key); err != nil || !v.Held {
@@ -311,8 +316,8 @@ func TestVerifyRepeatableRead(t *testing.T) {
 					WHERE node_id = $1`, k.NodeID)
 			}
 			evict := func(t *testing.T, k store.Key) {
-				if ok, _, err := st.Evict(ctx, k.NodeID, k.Epoch); err != nil || !ok {
-					t.Fatalf("evict: %v %v", ok, err)
+				if ev, err := st.Evict(ctx, k.NodeID, k.Epoch); err != nil || !ev.OK {
+					t.Fatalf("evict: %+v %v", ev, err)
 				}
 			}
 			// free makes the row claimable again, whoever holds it.
@@ -321,17 +326,17 @@ func TestVerifyRepeatableRead(t *testing.T) {
 				if err := st.DB().QueryRowContext(ctx, `SELECT epoch FROM snowflake_nodes WHERE node_id = 0`).Scan(&epoch); err != nil {
 					t.Fatal(err)
 				}
-				if _, _, err := st.Evict(ctx, 0, epoch); err != nil {
+				if _, err := st.Evict(ctx, 0, epoch); err != nil {
 					t.Fatal(err)
 				}
-				mustExec(t, st.DB(), `UPDATE snowflake_nodes SET horizon_ms = 0 WHERE node_id = 0`)
+				mustExec(t, st.DB(), `UPDATE snowflake_nodes SET horizon_ms = 0, expires_at = '-infinity' WHERE node_id = 0`)
 			}
 			for _, ending := range []struct {
 				name string
 				end  func(t *testing.T, k store.Key)
 			}{
 				{"evicted", evict},
-				{"evicted and taken over", func(t *testing.T, k store.Key) { evict(t, k); mustClaim(t, st, "b") }},
+				{"evicted and taken over", func(t *testing.T, k store.Key) { evict(t, k); lapse(t, k); mustClaim(t, st, "b") }},
 				{"lapsed and taken over", func(t *testing.T, k store.Key) { lapse(t, k); mustClaim(t, st, "b") }},
 			} {
 				free(t)
@@ -360,7 +365,7 @@ func TestVerifyRepeatableRead(t *testing.T) {
 			}
 			defer stale.Rollback()
 			mustExec(t, stale, "SELECT 1")
-			if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
+			if o, err := st.Release(ctx, c.Key, 0); err != nil || !o.OK {
 				t.Fatalf("release: %+v %v", o, err)
 			}
 			if v, err := store.Verify(ctx, stale, st.Config(), c.Key); err != nil || !v.Held {

@@ -14,6 +14,10 @@ const (
 	ExitFailure  = 1 // the command failed (database error, declined, not found)
 	ExitUsage    = 2 // bad flags, arguments or values
 	ExitNoNodeID = 3 // every node ID of the range is held
+	// ExitRestorePending: the table is served by another server than the
+	// one it records and hands out no node ID until an operator declares
+	// the restore (nodeid init --restored --max-ttl).
+	ExitRestorePending = 4
 )
 
 // UsageError is bad input: a flag, an argument or a value. It exits with
@@ -73,6 +77,8 @@ func ExitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, nodeid.ErrNoNodeIDAvailable):
 		return ExitNoNodeID
+	case errors.Is(err, nodeid.ErrRestorePending):
+		return ExitRestorePending
 	case errors.As(err, &me):
 		return ExitFailure
 	}

@@ -55,7 +55,7 @@ func TestFlagsInHelp(t *testing.T) {
 		{[]string{"show"}, []string{"table, wide (with exact times), json or yaml", "--timeout duration"}},
 		{[]string{"decode"}, []string{"--format form", "(default auto)", "table, json or yaml"}},
 		{[]string{"who"}, []string{"--format form", "--max-skew duration", "table, json or yaml", "--timeout duration"}},
-		{[]string{"release"}, []string{"--timeout duration"}},
+		{[]string{"evict"}, []string{"--timeout duration"}},
 		{[]string{"prune"}, []string{"--timeout duration"}},
 		{[]string{"init"}, []string{"--timeout duration"}},
 	} {

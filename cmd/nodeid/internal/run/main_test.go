@@ -13,7 +13,7 @@ import (
 // harness runs run and its warden, and the table commands the tests use
 // beside them: init to make a table, release to evict a holder.
 var harness = clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
-	return []*cobra.Command{NewCmdRun(env, nil), NewCmdWarden(env), table.NewCmdInit(env, nil), table.NewCmdRelease(env, nil)}
+	return []*cobra.Command{NewCmdRun(env, nil), NewCmdWarden(env), table.NewCmdInit(env, nil), table.NewCmdEvict(env, nil), table.NewCmdRelease(env)}
 }}
 
 func TestMain(m *testing.M) { harness.Main(m) }

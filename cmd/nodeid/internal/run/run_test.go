@@ -100,7 +100,7 @@ while :; do sleep 0.05; done
 	if len(fields) != 2 {
 		t.Fatalf("started: %q", fields)
 	}
-	harness.Must(t, "release", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
+	harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
 	r := b.Wait(t, 30*time.Second)
 	if r.Code != 7 || !strings.Contains(r.Stdout, "got TERM") {
 		t.Errorf("the command did not exit on SIGTERM: %+v", r)
@@ -108,7 +108,7 @@ while :; do sleep 0.05; done
 	if !strings.Contains(r.Stderr, "lease evicted by an operator: sending SIGTERM to "+child) {
 		t.Errorf("stderr does not say why the command was stopped: %s", r.Stderr)
 	}
-	if row := clitest.ReadLease(t, db, 0); !row.Free || row.Reason != "evicted" || row.Epoch != 1 {
+	if row := clitest.ReadLease(t, db, 0); row.Owner != "" || row.Reason != "evicted" || row.Epoch != 1 {
 		t.Errorf("after the eviction: %+v", row)
 	}
 }

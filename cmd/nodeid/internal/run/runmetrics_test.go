@@ -69,7 +69,7 @@ while :; do sleep 0.05; done
 		t.Errorf("/healthz while the lease is held: %d %q", code, body)
 	}
 
-	harness.Must(t, "release", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
+	harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
 	waitFile(t, filepath.Join(dir, "term"), b)
 	code, body = get("/healthz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "lease of node ID "+fields[0]+" lost") || !strings.Contains(body, "evicted") {

@@ -627,7 +627,7 @@ func (l *lossLoad) check(t *testing.T, db *sql.DB, lost int64, cause string) {
 }
 
 // TestServeLeaseLostEvicted: under load, an operator evicts serve's claim
-// ("nodeid release 0 --epoch 1"): no ID of that lease is stamped after
+// ("nodeid evict 0 --epoch 1"): no ID of that lease is stamped after
 // its horizon, requests get 503 with the cause, serve claims node 0 again
 // and mints after the horizon, without a restart; no ID repeats.
 func TestServeLeaseLostEvicted(t *testing.T) {
@@ -637,7 +637,7 @@ func TestServeLeaseLostEvicted(t *testing.T) {
 	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "6s")
 	l := startLossLoad(p.base, 2)
 	clitest.PollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
-	harness.Must(t, "release", "0", "--epoch", "1", "--yes", "--dsn", dsn)
+	harness.Must(t, "evict", "0", "--epoch", "1", "--yes", "--dsn", dsn)
 	waitReclaimed(t, p, l)
 	l.finish(t)
 	l.check(t, db, 1, "evicted")

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,11 @@ type InitOptions struct {
 	MaxTTLGiven bool // --max-ttl was given: else the table's, or the default
 	Replication string
 	Restored    bool
+	// NoStandbyWait confirms a raise of the maximum TTL without waiting for
+	// the standbys: the operator has checked them.
+	NoStandbyWait bool
+	// StandbyWait bounds the wait for the standbys to replay a raise.
+	StandbyWait time.Duration
 
 	nodes cli.NodeRange // resolved by Validate
 }
@@ -43,6 +49,12 @@ func (o *InitOptions) Validate() error {
 	mode := store.Replication(o.Replication)
 	if mode != "" && mode != store.Async && mode != store.Sync {
 		return cli.Usagef("--replication %q: it must be async (a failover may lose commits) or sync (it never does)", o.Replication)
+	}
+	if o.Restored && !o.MaxTTLGiven {
+		return cli.Usagef("--restored needs --max-ttl: the longest TTL any holder of the restored database's old history may hold, which a copy cannot know (it may be older than a raise of the maximum); every node ID is quarantined for it and a tenth")
+	}
+	if o.StandbyWait <= 0 {
+		return cli.Usagef("--standby-wait %s: it must be positive", o.StandbyWait)
 	}
 	return nil
 }
@@ -68,11 +80,15 @@ table).
 
 The maximum TTL bounds the TTL of every lease of the table: a process asking
 for a longer one is refused. After a database failover that may have lost
-commits, node IDs last written before it stay unclaimable for this long plus
-a tenth: keep it close to the TTL your fleet uses. With --replication async,
-raise it only once every standby that may be promoted has replayed the
-raise (check with "nodeid list --dsn STANDBY -o json"), or a failover to one
-that lacks it would quarantine for the old maximum only.
+commits, node IDs last claimed before it stay unclaimable for this long plus
+a tenth: keep it close to the TTL your fleet uses. With --replication async
+a raise is recorded as pending, which every quarantine counts with at once;
+init then waits (at most --standby-wait) until every standby the primary
+streams to (pg_stat_replication) has replayed it, and only then lets leases
+use it, so that a failover to a standby that lacks the raise cannot
+quarantine for the old maximum only. Seeing the standbys' positions needs
+pg_read_all_stats; without it, or for standbys the primary does not stream
+to now, check them yourself and pass --no-standby-wait.
 
 --replication records how the database replicates: async (the default for a
 new table: a failover may lose the latest commits, so every lease statement
@@ -86,18 +102,23 @@ failover, no WAL function needed). Changing it on an existing table takes
 effect for each registry at its next claim; going from sync to async
 records the server of now as the one the table is on.
 
---restored tells the table it was restored (a volume snapshot rolled back,
-a base backup started without recovery, a point-in-time restore, or a copy
-that served while the old server still did): nothing inside the database
-can tell. Run it after any restore, before clients connect, with the old
-server stopped. Every node ID is then quarantined for the maximum TTL and a
-tenth from now, and its next claim takes an epoch of a new era, above any the
-restored or the lost history could hold.`,
+--restored --max-ttl D declares a restore: after a dump restored into
+another cluster, an upgrade or a move (another system identifier, which
+the table detects: until the declaration it hands out no node ID, and
+processes exit with code 4), and after a restore nothing inside the
+database can tell (a volume snapshot rolled back, a base backup or a
+point-in-time restore, a copy that served while the old server still did).
+Run it after any restore, before clients connect, with the old server
+stopped. D is the longest TTL any holder of the old history may hold: a
+copy cannot know it, for it may predate a raise of the maximum. Every node
+ID is then quarantined for the larger of D and the recorded maximum, and a
+tenth, from now, and its next claim takes an epoch of a new era, above any
+the restored or the lost history could hold.`,
 		Example: `  nodeid init
   nodeid init --nodes 256 --max-ttl 30s
   nodeid init --table ids.snowflake_nodes --range 512-1023
   nodeid init --replication sync          # Aurora, RDS Multi-AZ, Patroni synchronous_mode_strict
-  nodeid init --restored                  # after restoring the database from a backup`,
+  nodeid init --restored --max-ttl 1m     # after a restore, a move or an upgrade`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn = c
@@ -112,7 +133,11 @@ restored or the lost history could hold.`,
 		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
 	_ = cmd.RegisterFlagCompletionFunc("replication", cobra.FixedCompletions([]string{"async", "sync"}, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().BoolVar(&o.Restored, "restored", false,
-		"the database was restored from a backup: quarantine every node ID for the maximum TTL and a tenth, and move its next epoch to a new era")
+		"declare a restore, a move or an upgrade (needs --max-ttl, the longest TTL the old history's holders may hold): quarantine every node ID for it and a tenth, and move its next epoch to a new era")
+	cmd.Flags().BoolVar(&o.NoStandbyWait, "no-standby-wait", false,
+		"confirm a raise of the maximum TTL without waiting for the standbys to replay it (you have checked them)")
+	cmd.Flags().DurationVar(&o.StandbyWait, "standby-wait", time.Minute,
+		"how long to wait for every standby to replay a raise of the maximum TTL")
 	return cmd
 }
 
@@ -122,9 +147,9 @@ func initRun(ctx context.Context, o *InitOptions) error {
 	var (
 		tc          store.TableConfig
 		rows        []store.Row
-		raisedFrom  time.Duration
 		generation  int64
 		quarantined time.Time
+		declared    = maxTTL
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
 		st, err := c.Store(r)
@@ -132,15 +157,16 @@ func initRun(ctx context.Context, o *InitOptions) error {
 			return err
 		}
 		if old, err := st.ReadConfig(ctx); err == nil { // an existing table keeps what is not asked
+			if o.Restored {
+				declared = maxTTL // the quarantine's bound, which may be below the recorded maximum
+				maxTTL = max(maxTTL, old.MaxTTL)
+			}
 			if o.MaxTTLGiven && maxTTL < old.MaxTTL {
 				return cli.Usagef("--max-ttl %s: table %s records %s, and a maximum TTL is never lowered (a lease may already use it)",
 					maxTTL, table, old.MaxTTL)
 			}
 			if !o.MaxTTLGiven {
 				maxTTL = old.MaxTTL
-			}
-			if maxTTL > old.MaxTTL {
-				raisedFrom = old.MaxTTL
 			}
 			if !o.Range.Given() {
 				if st, err = c.Store(cli.NodeRange{Lo: old.MinNode, Hi: old.MaxNode}); err != nil {
@@ -153,7 +179,7 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		}
 		if o.Restored {
 			var err error
-			if generation, quarantined, err = st.Restored(ctx); err != nil {
+			if generation, quarantined, err = st.Restored(ctx, declared); err != nil {
 				return err
 			}
 		}
@@ -182,15 +208,80 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		fmt.Fprintf(stderr, "nodeid: warning: node IDs above %d do not fit the default Snowflake layout (%d node bits): registries must use nodeid.WithNodeBits and generators a layout with as many node bits, or lease only a part of the range (--range, WithNodeRange)\n",
 			maxNode, nodeid.DefaultNodeBits)
 	}
-	if raisedFrom > 0 && tc.Replication == store.Async {
-		fmt.Fprintf(stderr, "nodeid: the maximum TTL was raised from %s to %s: before any registry uses a TTL above %s, check that every standby that may be promoted shows %s (nodeid list --dsn STANDBY -o json), or a failover to one that lacks the raise would quarantine for %s only\n",
-			raisedFrom, tc.MaxTTL, raisedFrom, tc.MaxTTL, raisedFrom)
-	}
 	if o.Restored {
-		fmt.Fprintf(stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the maximum TTL %s and a tenth), and its next claim takes an epoch of a new era\n",
-			table, generation, cli.Exact(quarantined), tc.MaxTTL)
+		fmt.Fprintf(stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the longest lease of the old history, %s, and a tenth), and its next claim takes an epoch of a new era\n",
+			table, generation, cli.Exact(quarantined), max(declared, tc.MaxTTL, tc.PendingMaxTTL))
+	}
+	if tc.PendingMaxTTL > 0 {
+		if tc, err = confirmRaise(ctx, o, tc.MaxTTL); err != nil {
+			return err
+		}
+	}
+	if tc.RestorePending {
+		fmt.Fprintf(stderr, "nodeid: table %s is on another server than the one it records (a dump restored elsewhere, an upgrade, a move) and hands out no node ID until you declare the restore: nodeid init --restored --max-ttl D, D the longest TTL any holder of the old history may hold\n",
+			table)
 	}
 	_, err = fmt.Fprintf(stdout, "table %s is ready (history %s, configuration %s): node IDs %s, %d rows, maximum TTL %s, replication %s\n",
 		table, postgres.HistoryTable(table), postgres.ConfigTable(table), rec, len(rows), tc.MaxTTL, tc.Replication)
 	return err
+}
+
+// confirmRaise makes the pending raise of the maximum TTL the maximum, once
+// every standby the primary streams to has replayed it (or at once with
+// --no-standby-wait), and returns the table's configuration then. A role
+// that cannot see the standbys' positions is refused, saying why.
+func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (store.TableConfig, error) {
+	c, table := o.Conn, o.Conn.Table()
+	st, err := c.Store(o.nodes)
+	if err != nil {
+		return store.TableConfig{}, err
+	}
+	stderr := o.Env.Err
+	if !o.NoStandbyWait {
+		ctx, cancel := context.WithTimeout(ctx, o.StandbyWait)
+		defer cancel()
+		var lsn string
+		for said := false; ; {
+			var sbs []store.Standby
+			if lsn, sbs, err = st.Standbys(ctx, lsn); err != nil {
+				return store.TableConfig{}, err
+			}
+			var behind []string
+			for _, sb := range sbs {
+				name := cli.OrDash(sb.Name)
+				if sb.Addr != "" {
+					name += " (" + sb.Addr + ")"
+				}
+				switch {
+				case sb.Replayed == "":
+					return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s is recorded as pending and not confirmed: this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats); grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
+						table, name, lsn)
+				case !sb.Caught:
+					behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Replayed))
+				}
+			}
+			if len(behind) == 0 {
+				break
+			}
+			if !said {
+				fmt.Fprintf(stderr, "nodeid: waiting for the standbys to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
+				said = true
+			}
+			select {
+			case <-ctx.Done():
+				return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (or with --no-standby-wait once you have checked them)",
+					table, o.StandbyWait, lsn, strings.Join(behind, ", "))
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	maxTTL, raised, err := st.ConfirmRaise(ctx)
+	if err != nil {
+		return store.TableConfig{}, err
+	}
+	if raised {
+		fmt.Fprintf(stderr, "nodeid: the maximum TTL of table %s is raised from %s to %s; standbys the primary did not stream to now, and backups taken before now, lack the raise: after restoring one, declare it with nodeid init --restored --max-ttl %s\n",
+			table, from, maxTTL, maxTTL)
+	}
+	return st.ReadConfig(ctx)
 }

@@ -24,19 +24,20 @@ type ListOptions struct {
 
 func (o *ListOptions) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.All, "all", false, "also show node IDs that were never claimed")
-	cmd.Flags().StringVar(&o.State, "state", "", "show only node IDs in this state: free, held, expired or quarantined")
+	cmd.Flags().StringVar(&o.State, "state", "", "show only node IDs in this state: free, held, expired, evicted, cooling or quarantined")
 	o.Output.Register(cmd, cli.OutTable, cli.OutWide, cli.OutJSON, cli.OutYAML)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "print only the rows of the table: no header line, no summary line")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
-		[]string{string(store.Free), string(store.Held), string(store.Expired), string(store.Quarantined)}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{string(store.Free), string(store.Held), string(store.Expired), string(store.Evicted), string(store.Cooling),
+			string(store.Quarantined)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Validate checks the state and the output format.
 func (o *ListOptions) Validate() error {
 	switch store.State(o.State) {
-	case "", store.Free, store.Held, store.Expired, store.Quarantined:
+	case "", store.Free, store.Held, store.Expired, store.Evicted, store.Cooling, store.Quarantined:
 	default:
-		return cli.Usagef("--state %q: the state must be free, held, expired or quarantined", o.State)
+		return cli.Usagef("--state %q: the state must be free, held, expired, evicted, cooling or quarantined", o.State)
 	}
 	return o.Output.Check()
 }

@@ -17,7 +17,7 @@ import (
 var harness = clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
 	return []*cobra.Command{
 		NewCmdSchema(env, nil), NewCmdInit(env, nil), NewCmdList(env, nil), NewCmdShow(env, nil),
-		NewCmdWatch(env, nil), NewCmdRelease(env, nil), NewCmdPrune(env, nil),
+		NewCmdWatch(env, nil), NewCmdEvict(env, nil), NewCmdRelease(env), NewCmdPrune(env, nil),
 		ids.NewCmdWho(env, nil), run.NewCmdRun(env, nil), run.NewCmdWarden(env),
 	}
 }}

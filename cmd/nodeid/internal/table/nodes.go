@@ -23,6 +23,8 @@ type summary struct {
 	Held        int `json:"held"`
 	Free        int `json:"free"`
 	Expired     int `json:"expired"`
+	Evicted     int `json:"evicted,omitempty"`
+	Cooling     int `json:"cooling,omitempty"`
 	Quarantined int `json:"quarantined"`
 	Total       int `json:"total"`
 }
@@ -37,6 +39,10 @@ func (n Nodes) summary() summary {
 			s.Free++
 		case store.Expired:
 			s.Expired++
+		case store.Evicted:
+			s.Evicted++
+		case store.Cooling:
+			s.Cooling++
 		case store.Quarantined:
 			s.Quarantined++
 		}
@@ -47,8 +53,13 @@ func (n Nodes) summary() summary {
 
 func (s summary) String() string {
 	q := ""
-	if s.Quarantined > 0 {
-		q = fmt.Sprintf(" / quarantined %d", s.Quarantined)
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"evicted", s.Evicted}, {"cooling", s.Cooling}, {"quarantined", s.Quarantined}} {
+		if c.n > 0 {
+			q += fmt.Sprintf(" / %s %d", c.name, c.n)
+		}
 	}
 	return fmt.Sprintf("held %d / free %d / expired %d%s / total %d", s.Held, s.Free, s.Expired, q, s.Total)
 }
@@ -78,10 +89,16 @@ type nodeJSON struct {
 	ExpiresAtMs  *int64     `json:"expires_at_ms"`
 	HorizonMs    int64      `json:"horizon_ms"`
 	Generation   int64      `json:"generation"`
-	// QuarantinedUntil is set while a row last written before a failover
-	// is not claimable.
+	// QuarantinedUntil is set while a row last claimed before a failover
+	// or a restore is not claimable; RestorePending while it waits for an
+	// operator to declare a restore, with no end yet.
 	QuarantinedUntil   *time.Time `json:"quarantined_until,omitempty"`
 	QuarantinedUntilMs *int64     `json:"quarantined_until_ms,omitempty"`
+	RestorePending     bool       `json:"restore_pending,omitempty"`
+	// ClaimableAfter is set while a row that is not held is not claimable
+	// yet (evicted, cooling, quarantined): the instant after which it is.
+	ClaimableAfter   *time.Time `json:"claimable_after,omitempty"`
+	ClaimableAfterMs *int64     `json:"claimable_after_ms,omitempty"`
 }
 
 func rowJSON(r store.Row, now time.Time) nodeJSON {
@@ -90,6 +107,13 @@ func rowJSON(r store.Row, now time.Time) nodeJSON {
 	j.ExpiresAt, j.ExpiresAtMs = cli.JSONTime(r.ExpiresAt)
 	if r.QuarantinedUntil.After(now) {
 		j.QuarantinedUntil, j.QuarantinedUntilMs = cli.JSONTime(r.QuarantinedUntil)
+	}
+	switch r.State(now) {
+	case store.Evicted, store.Cooling, store.Quarantined:
+		j.RestorePending = r.RestorePending
+		if !r.RestorePending {
+			j.ClaimableAfter, j.ClaimableAfterMs = cli.JSONTime(r.ClaimableAfter)
+		}
 	}
 	return j
 }
@@ -140,8 +164,13 @@ func (n Nodes) Write(w io.Writer, o *ListOptions) error {
 	}
 	for _, r := range rows {
 		state, horizon := r.State(n.Now), relHorizon(r.HorizonMs, n.Now)
-		if state == store.Quarantined { // the next holder stamps after the quarantine
+		switch {
+		case r.RestorePending && state == store.Quarantined:
+			horizon = "restore not declared"
+		case state == store.Quarantined: // the next holder stamps after the quarantine
 			horizon = cli.Relative(r.QuarantinedUntil, n.Now)
+		case state == store.Evicted || state == store.Cooling: // claimable after it
+			horizon = cli.Relative(r.ClaimableAfter, n.Now)
 		}
 		cells := []string{
 			strconv.FormatInt(r.NodeID, 10),

@@ -79,7 +79,7 @@ func TestSchemaVerifySQL(t *testing.T) {
 	if held, cause := run("worker-1", c.Epoch+1); held || cause.String != store.CauseFailover {
 		t.Errorf("the printed statement on a later epoch: held=%v cause=%v", held, cause)
 	}
-	if o, err := st.Release(ctx, c.Key, 0, true); err != nil || !o.OK {
+	if o, err := st.Release(ctx, c.Key, 0); err != nil || !o.OK {
 		t.Fatalf("release: %+v %v", o, err)
 	}
 	if held, cause := run("worker-1", c.Epoch); held || cause.String != store.CauseReleased {

@@ -121,9 +121,17 @@ func WriteShow(w io.Writer, table string, r store.Row, hist []store.HistoryRow, 
 		kv.Row("horizon", fmt.Sprintf("%d (%s, %s)", r.HorizonMs, cli.ExactMs(r.HorizonMs), relHorizon(r.HorizonMs, now)))
 	}
 	kv.Row("generation", strconv.FormatInt(r.Generation, 10)+" (the table records "+string(mode)+" replication)")
-	if r.QuarantinedUntil.After(now) {
-		kv.Row("quarantine", fmt.Sprintf("until %s: last written before a database failover, move or restore; the next holder stamps after it",
+	switch st := r.State(now); {
+	case st == store.Quarantined && r.RestorePending:
+		kv.Row("quarantine", "until a restore is declared (nodeid init --restored --max-ttl): the table is on another server than the one it records")
+	case st == store.Quarantined:
+		kv.Row("quarantine", fmt.Sprintf("until %s: last claimed before a database failover or restore; the next holder stamps after it",
 			withRelative(r.QuarantinedUntil, now)))
+	case st == store.Evicted:
+		kv.Row("claimable", fmt.Sprintf("after %s: the evicted lease's expiry and horizon (its holder may mint until its deadline)",
+			withRelative(r.ClaimableAfter, now)))
+	case st == store.Cooling:
+		kv.Row("claimable", fmt.Sprintf("after %s: the previous holder's horizon", withRelative(r.ClaimableAfter, now)))
 	}
 	if err := kv.Flush(); err != nil {
 		return err

@@ -231,10 +231,10 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	if !ok {
 		return statements{}, errors.New("capture the claim statement: every node ID is held")
 	}
-	if _, err := s.Renew(ctx, c.Key, benchTTL, 0, 0); err != nil {
+	if _, err := s.Renew(ctx, c.Key, benchTTL, 0); err != nil {
 		return statements{}, err
 	}
-	if _, err := s.Release(ctx, c.Key, 0, false); err != nil {
+	if _, err := s.Release(ctx, c.Key, store.NoHorizon); err != nil {
 		return statements{}, err
 	}
 	ctr.mu.Lock()

@@ -74,7 +74,7 @@ func (r *runner) herd(ctx context.Context) error {
 		// The claim's row: the node ID first, then its other columns, or
 		// NULL and why nothing was claimable.
 		var node sql.NullInt64
-		rest := make([]any, 14)
+		rest := make([]any, 16)
 		for i := range rest {
 			rest[i] = new(any)
 		}

@@ -250,7 +250,7 @@ func (r *runner) storeLoop(ctx context.Context, st *store.Store, mode string, c 
 		if !ok {
 			return errors.New("no node ID free")
 		}
-		o, err := s.Release(ctx, cl.Key, cl.PrevHorizon, true)
+		o, err := s.Release(ctx, cl.Key, cl.PrevHorizon)
 		if err == nil && !o.OK {
 			err = fmt.Errorf("release of node ID %d changed nothing", cl.NodeID)
 		}

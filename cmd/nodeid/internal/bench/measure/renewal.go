@@ -90,7 +90,7 @@ func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Ke
 				var first error
 				for i := g; time.Now().Before(end); i = (i + w) % len(keys) {
 					t0 := time.Now()
-					o, err := s.Renew(ctx, keys[i], time.Hour, t0.Add(time.Hour).UnixMilli(), 0)
+					o, err := s.Renew(ctx, keys[i], time.Hour, t0.Add(time.Hour).UnixMilli())
 					if err != nil {
 						first = err
 						break

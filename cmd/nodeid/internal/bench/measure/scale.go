@@ -159,7 +159,7 @@ func (r *runner) setState(ctx context.Context, st *store.Store, f float64, state
 		q    string
 		args []any
 	}{`INSERT INTO ` + t + `_history (node_id, epoch, owner, acquired_at, from_ms, generation)
-	   SELECT node_id, epoch, owner, acquired_at, 0, generation FROM ` + t + ` WHERE owner <> ''`, nil})
+	   SELECT node_id, epoch, owner, acquired_at, 0, claim_generation FROM ` + t + ` WHERE owner <> ''`, nil})
 	if state != report.StateUnvacuumed {
 		steps = append(steps, struct {
 			q    string

@@ -95,7 +95,7 @@ func benchClaim(b *testing.B, st *store.Store) {
 	freeAll(b, st)
 	// Prepare, and leave the plan cache's first executions behind.
 	for _, k := range claimN(b, st, 10) {
-		if _, err := st.Release(b.Context(), k, 0, false); err != nil {
+		if _, err := st.Release(b.Context(), k, store.NoHorizon); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -109,7 +109,7 @@ func benchClaim(b *testing.B, st *store.Store) {
 			b.Fatalf("claim: ok %v, %v", ok, err)
 		}
 		b.StopTimer()
-		if _, err := st.Release(b.Context(), c.Key, 0, false); err != nil {
+		if _, err := st.Release(b.Context(), c.Key, store.NoHorizon); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -122,7 +122,7 @@ func benchRenew(b *testing.B, st *store.Store) {
 	b.ResetTimer()
 	i := 0
 	for b.Loop() {
-		o, err := st.Renew(b.Context(), keys[i%len(keys)], time.Hour, time.Now().Add(time.Hour).UnixMilli(), 0)
+		o, err := st.Renew(b.Context(), keys[i%len(keys)], time.Hour, time.Now().Add(time.Hour).UnixMilli())
 		if err != nil || !o.OK {
 			b.Fatalf("renew: ok %v, %v", o.OK, err)
 		}
@@ -140,7 +140,7 @@ func benchRelease(b *testing.B, st *store.Store) {
 			keys = claimN(b, st, 1024)
 			b.StartTimer()
 		}
-		o, err := st.Release(b.Context(), keys[0], 0, false)
+		o, err := st.Release(b.Context(), keys[0], store.NoHorizon)
 		if err != nil || !o.OK {
 			b.Fatalf("release: ok %v, %v", o.OK, err)
 		}

@@ -1,0 +1,209 @@
+package store
+
+// The holes a review found in the rules of an earlier version, as black-box
+// tests at the statement level, with a real promotion of a real standby:
+// each failed on that version (docs/protocol.md, "What the model found").
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/postgres"
+)
+
+// protocolPair starts a primary and an asynchronous standby with a table of
+// node ID 0 whose maximum TTL is maxTTL, replicated, and returns the
+// database's name.
+func protocolPair(t *testing.T, maxTTL time.Duration) (*pgtest.Pair, string) {
+	t.Helper()
+	ctx := ctxOf(t)
+	pair := pgtest.NewPair(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ddl, err := postgres.SchemaSQL(postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(maxTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return pair, dbName
+}
+
+func ctxOf(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// storeOn returns a Store on dsn whose statements read the server's clock
+// shifted by offset.
+func storeOn(t *testing.T, dsn string, offset time.Duration) *Store {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	var clock *strings.Replacer
+	if offset != 0 {
+		shift := fmt.Sprintf(" + interval '%d ms')", offset.Milliseconds())
+		clock = strings.NewReplacer("now()", "(now()"+shift, "clock_timestamp()", "(clock_timestamp()"+shift,
+			"statement_timestamp()", "(statement_timestamp()"+shift)
+	}
+	st, err := newStore(db, DefaultConfig(), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// claimWithin claims node ID 0 for owner, trying again while it is not
+// claimable, until it is claimed or within ends.
+func claimWithin(t *testing.T, st *Store, owner string, ttl time.Duration, horizon func() int64, within time.Duration) Claim {
+	t.Helper()
+	ctx := ctxOf(t)
+	end := time.Now().Add(within)
+	for {
+		res, err := st.Claim(ctx, 0, 0, owner, ttl, horizon())
+		if err != nil {
+			t.Fatalf("claim for %s: %v", owner, err)
+		}
+		if res.OK {
+			return res.Claim
+		}
+		if time.Now().After(end) {
+			t.Fatalf("claim for %s: refused for %s: %+v", owner, within, res.Refusal)
+		}
+		time.Sleep(50 * time.Millisecond) // a poll of the condition
+	}
+}
+
+// F2, case 1. Holder H1's wall clock is well behind; it claims node ID 0
+// and the standby replays the claim, then receives nothing more. On the
+// primary an operator evicts H1, and B claims the node ID as soon as it can
+// and mints. The primary stops, the standby is promoted: it shows H1's
+// lease. H1, on its own clock still before its deadline, renews there and
+// then releases, and C claims. No two of them may stamp the same
+// millisecond, and C's epoch must be above every epoch either history
+// granted.
+//
+// An earlier version freed an evicted row at the evicted holder's horizon
+// (early, for a clock behind) and let a renewal and a release record the
+// new generation in the row: B claimed while H1 could still mint, H1's
+// renewal on the new primary raised its horizon into B's range, its
+// release lifted the quarantine, and C claimed at once at B's epoch.
+func TestEvictionLostInAFailoverDuplicatesNothing(t *testing.T) {
+	t.Parallel()
+	const ttl, behind = 6 * time.Second, 4500 * time.Millisecond
+	pair, dbName := protocolPair(t, ttl)
+	ctx := ctxOf(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	h1Clock := func() int64 { return time.Now().Add(-behind).UnixMilli() }
+	h1 := claimWithin(t, p, "h1", ttl, func() int64 { return h1Clock() + ttl.Milliseconds() }, 0)
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut() // from here on the standby receives nothing
+	if ev, err := p.Evict(ctx, 0, h1.Epoch); err != nil || !ev.OK {
+		t.Fatalf("evict H1: %+v, %v", ev, err)
+	}
+	b := claimWithin(t, p, "b", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, 2*ttl)
+	t.Logf("H1 epoch %d, horizon %d, expires %s; B claimed %s after H1, epoch %d, stamps (%d, %d]",
+		h1.Epoch, h1.Horizon, h1.Expires.Format(time.StampMilli), b.Now.Sub(h1.Now).Round(time.Millisecond), b.Epoch, b.PrevHorizon, b.Horizon)
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	// H1 may mint while its clock is before its deadline: it renews, then
+	// releases with the latest millisecond it stamped.
+	h1Max := h1.Horizon // what H1 may stamp
+	if o, err := s.Renew(ctx, h1.Key, ttl, h1Clock()+ttl.Milliseconds()); err != nil {
+		t.Fatal(err)
+	} else if o.OK {
+		h1Max = max(h1Max, o.Horizon)
+		t.Logf("H1 renewed on the new primary: horizon %d", o.Horizon)
+	}
+	if _, err := s.Release(ctx, h1.Key, h1Clock()); err != nil {
+		t.Fatal(err)
+	}
+	c := claimWithin(t, s, "c", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, 3*ttl)
+	t.Logf("C claimed epoch %#x, stamping after %d", c.Epoch, c.PrevHorizon)
+	if h1Max > b.PrevHorizon && b.Now.Before(h1.Expires) {
+		t.Errorf("H1 may stamp up to %d, B after %d: B claimed at %s, while H1's lease was unexpired (until %s)",
+			h1Max, b.PrevHorizon, b.Now.Format(time.StampMilli), h1.Expires.Format(time.StampMilli))
+	}
+	if c.Epoch <= max(b.Epoch, h1.Epoch) {
+		t.Errorf("C's epoch %#x is not above B's %#x: an epoch of the lost history was granted again", c.Epoch, b.Epoch)
+	}
+	if c.PrevHorizon < max(b.Horizon, h1Max) {
+		t.Errorf("C stamps after %d, inside what B (up to %d) or H1 (up to %d) may have stamped", c.PrevHorizon, b.Horizon, h1Max)
+	}
+}
+
+// F2, case 2. H1's lease lapses on the primary and B takes the node ID
+// over; the standby has H1's claim only. After the promotion a release H1
+// sends late (Close releases a lease that passed its deadline) reaches the
+// new primary, whose clock is behind the old one's, within a tenth of the
+// maximum TTL: there H1's lease has not expired yet, and the release frees
+// the row. The next claim must still wait for the quarantine, and take an
+// epoch above B's. An earlier version recorded the new generation at the
+// release, lifting the quarantine: C claimed at once at B's epoch.
+func TestLateReleaseOnANewPrimaryLiftsNoQuarantine(t *testing.T) {
+	t.Parallel()
+	const ttl, maxTTL = 3 * time.Second, 2 * time.Minute
+	pair, dbName := protocolPair(t, maxTTL)
+	ctx := ctxOf(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	horizon := func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }
+	h1 := claimWithin(t, p, "h1", ttl, horizon, 0)
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut()
+	b := claimWithin(t, p, "b", ttl, horizon, 3*ttl) // once H1's lease has lapsed
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The new primary's clock is behind the old one's by a tenth of the
+	// maximum TTL, as far as the servers' clocks may be apart.
+	s := storeOn(t, pair.Standby.DSN(dbName), -maxTTL/10)
+	if d := time.Since(h1.Expires); d > maxTTL/10 {
+		t.Fatalf("the promotion took %s: H1's lease cannot be unexpired on a new primary whose clock is at most %s behind", d, maxTTL/10)
+	}
+	o, err := s.Release(ctx, h1.Key, h1.Horizon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("H1's late release on the new primary: %+v", o)
+	res, err := s.Claim(ctx, 0, 0, "c", ttl, horizon())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK {
+		if res.Epoch <= b.Epoch || res.PrevHorizon < b.Horizon {
+			t.Errorf("C claimed at once after H1's late release: epoch %#x (B's %#x), stamping after %d, inside B's range up to %d",
+				res.Epoch, b.Epoch, res.PrevHorizon, b.Horizon)
+		}
+		return
+	}
+	if !res.Refusal.Quarantined || res.Refusal.Until < b.Horizon {
+		t.Errorf("C's claim refused: %+v; want the quarantine, past B's horizon %d", res.Refusal, b.Horizon)
+	}
+}
