@@ -763,38 +763,51 @@ func (s *Store) ConfirmRaise(ctx context.Context) (maxTTL time.Duration, raised 
 	return time.Duration(ms) * time.Millisecond, true, nil
 }
 
-// Standby is a standby the primary streams to, as pg_stat_replication
-// shows it.
+// Standby is a standby of the primary: one it streams to now, as
+// pg_stat_replication shows it, or a physical replication slot, which
+// keeps the place of a standby even while it is disconnected.
 type Standby struct {
-	Name     string // application_name
-	Addr     string // client_addr, "" for a local socket
-	State    string // streaming, catchup, ...
-	Replayed string // replay_lsn, "" when the role may not see it
-	Caught   bool   // it has replayed the position asked for
+	Name string // application_name, or "slot " and the slot's name
+	Addr string // client_addr, "" for a local socket or a slot
+	// Position is how far it has replayed (pg_stat_replication), or
+	// flushed (a slot's restart_lsn): "" when the role may not see it, or
+	// a slot never used.
+	Position string
+	Caught   bool // it has the position asked for
 }
 
+// standbysTemplate lists the standbys streaming now, with how far each has
+// replayed, and the physical replication slots, with how far each
+// standby has flushed (what a promotion replays). Roles that are neither
+// superusers nor members of pg_read_all_stats see the streaming standbys
+// without their positions.
+const standbysTemplate = `SELECT COALESCE(application_name, ''), COALESCE(host(client_addr), ''),
+    COALESCE(replay_lsn::text, ''), COALESCE(replay_lsn >= $1::pg_lsn, false)
+FROM pg_stat_replication
+UNION ALL
+SELECT 'slot ' || slot_name, '', COALESCE(restart_lsn::text, ''), COALESCE(restart_lsn >= $1::pg_lsn, false)
+FROM pg_replication_slots WHERE slot_type = 'physical'
+ORDER BY 1, 2`
+
 // Standbys returns the server's current WAL position, when lsn is "", and
-// its standbys, each with whether it has replayed lsn (or that position).
-// Roles that are not superusers or members of pg_read_all_stats see the
-// standbys but not their positions: Replayed is then "".
+// its standbys (see Standby), each with whether it has lsn (or that
+// position).
 func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, error) {
 	if lsn == "" {
 		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
 			return "", nil, s.wrapErr("read the WAL position", err)
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT COALESCE(application_name, ''), COALESCE(host(client_addr), ''), COALESCE(state, ''),
-    COALESCE(replay_lsn::text, ''), COALESCE(replay_lsn >= $1::pg_lsn, false)
-FROM pg_stat_replication ORDER BY application_name, client_addr`, lsn)
+	rows, err := s.db.QueryContext(ctx, standbysTemplate, lsn)
 	if err != nil {
-		return "", nil, s.wrapErr("read pg_stat_replication", err)
+		return "", nil, s.wrapErr("read the standbys", err)
 	}
 	defer rows.Close()
 	var out []Standby
 	for rows.Next() {
 		var sb Standby
-		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.State, &sb.Replayed, &sb.Caught); err != nil {
-			return "", nil, s.wrapErr("read pg_stat_replication", err)
+		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught); err != nil {
+			return "", nil, s.wrapErr("read the standbys", err)
 		}
 		out = append(out, sb)
 	}

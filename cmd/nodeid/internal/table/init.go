@@ -253,23 +253,25 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 					name += " (" + sb.Addr + ")"
 				}
 				switch {
-				case sb.Replayed == "":
+				case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
 					return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s is recorded as pending and not confirmed: this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats); grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
 						table, name, lsn)
+				case sb.Position == "":
+					behind = append(behind, name+" (never used)")
 				case !sb.Caught:
-					behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Replayed))
+					behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Position))
 				}
 			}
 			if len(behind) == 0 {
 				break
 			}
 			if !said {
-				fmt.Fprintf(stderr, "nodeid: waiting for the standbys to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
+				fmt.Fprintf(stderr, "nodeid: waiting for the standbys and replication slots to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
 				said = true
 			}
 			select {
 			case <-ctx.Done():
-				return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (or with --no-standby-wait once you have checked them)",
+				return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
 					table, o.StandbyWait, lsn, strings.Join(behind, ", "))
 			case <-time.After(200 * time.Millisecond):
 			}
@@ -280,7 +282,7 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		return store.TableConfig{}, err
 	}
 	if raised {
-		fmt.Fprintf(stderr, "nodeid: the maximum TTL of table %s is raised from %s to %s; standbys the primary did not stream to now, and backups taken before now, lack the raise: after restoring one, declare it with nodeid init --restored --max-ttl %s\n",
+		fmt.Fprintf(stderr, "nodeid: the maximum TTL of table %s is raised from %s to %s; a standby without a replication slot that was not streaming, and a backup taken before now, lack the raise: after restoring one, declare it with nodeid init --restored --max-ttl %s\n",
 			table, from, maxTTL, maxTTL)
 	}
 	return st.ReadConfig(ctx)

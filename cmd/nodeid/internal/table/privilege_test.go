@@ -28,7 +28,7 @@ func TestMissingPrivilege(t *testing.T) {
 	clitest.WantExit(t, r, cli.ExitFailure, "permission denied for table snowflake_nodes", `the role "`+role+`" needs SELECT on snowflake_nodes and snowflake_nodes_config`)
 	r2 := harness.Run(t, "prune", "--older-than", "1d", "--dsn", rdsn)
 	clitest.WantExit(t, r2, cli.ExitFailure, "permission denied", "DELETE on snowflake_nodes_history")
-	r3 := harness.Run(t, "release", "0", "--epoch", "3", "--yes", "--dsn", rdsn)
+	r3 := harness.Run(t, "evict", "0", "--epoch", "3", "--yes", "--dsn", rdsn)
 	clitest.WantExit(t, r3, cli.ExitFailure, "permission denied", "UPDATE on snowflake_nodes")
 	for _, r := range []clitest.Result{r, r2, r3} {
 		if strings.Contains(r.Stdout+r.Stderr, clitest.Secret) {

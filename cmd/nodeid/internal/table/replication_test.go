@@ -44,7 +44,7 @@ func TestReplicationSyncWithoutWALFunctions(t *testing.T) {
 	if out := harness.Must(t, "list", "--dsn", app, "--table", "ids.nodes"); !strings.Contains(out, "stuck") || !strings.Contains(out, "; replication sync") {
 		t.Errorf("list of a synchronous table:\n%s", out)
 	}
-	harness.Must(t, "release", "1", "--epoch", "7", "--yes", "--dsn", app, "--table", "ids.nodes")
+	harness.Must(t, "evict", "1", "--epoch", "7", "--yes", "--dsn", app, "--table", "ids.nodes")
 	if out := harness.Must(t, "list", "--dsn", app, "--table", "ids.nodes", "--state", "held"); strings.Contains(out, "stuck") {
 		t.Errorf("node ID 1 is still held after the release:\n%s", out)
 	}
