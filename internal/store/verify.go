@@ -124,6 +124,11 @@ type Verdict struct {
 // Verify runs the verification of key k of the lease table of c through q
 // (see verifyTemplate).
 func Verify(ctx context.Context, q Querier, c Config, k Key) (Verdict, error) {
+	return verify(ctx, q, VerifySQL(c), c, k)
+}
+
+// verify runs query, the verification of the lease table of c, for k.
+func verify(ctx context.Context, q Querier, query string, c Config, k Key) (Verdict, error) {
 	if q == nil {
 		return Verdict{}, errors.New("nodeid: verify: the Querier is nil")
 	}
@@ -136,7 +141,7 @@ func Verify(ctx context.Context, q Querier, c Config, k Key) (Verdict, error) {
 		owner   sql.NullString
 		epoch   sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, VerifySQL(c), k.NodeID, k.Owner, k.Epoch).
+	err := q.QueryRowContext(ctx, query, k.NodeID, k.Owner, k.Epoch).
 		Scan(&v.Held, &cause, &expires, &set, &timeout, &owner, &epoch, &v.Now)
 	if err != nil {
 		return Verdict{}, &postgres.StatementError{Op: "verify", Table: c.Table, Err: err}
