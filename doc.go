@@ -37,7 +37,9 @@
 //
 //  1. At most one unexpired holder per node ID at any database instant: a
 //     claim takes only a row whose lease has expired by the database's
-//     now(), under a row lock, and locks no other row.
+//     now(), under a row lock, and locks no other row. An operator's
+//     eviction ends the lease for its holder at its next renewal but keeps
+//     the lease's expiry: it never makes the node ID claimable sooner.
 //  2. Every claim increments the node ID's epoch, which is never reset or
 //     decremented: epochs strictly increase across claims, releases, lapses,
 //     takeovers, server restarts and crashes (every lease write is durable
@@ -77,32 +79,45 @@
 //     differ modulo 2^EpochBits; across a failover that lost claims, rule 7
 //     carries uniqueness, not the epoch bits).
 //  7. Failover, moves and restores. The table records how its database
-//     replicates (postgres.WithReplication). With asynchronous replication,
-//     the default, a promoted standby may lack the last commits of the old
-//     primary, and a table dumped, upgraded or moved may have been written
-//     after its copy was taken: every lease statement reads the server's
-//     system identifier and WAL timeline, and when either is not the one the
-//     table recorded (any change, not only a higher timeline), it starts a
-//     new generation of the table. A row last written in an earlier
-//     generation is not claimable until one maximum TTL of the table plus a
-//     tenth after that (by then every lease granted or extended on the old
-//     server is past its deadline), and its next holder stamps after that
-//     instant and gets an epoch of a new era (the database clock's seconds
-//     since 2020 times 2^32, plus its count), above every epoch the lost
-//     history could have granted. A holder whose claim was lost learns it
-//     at its first statement on the new server (ErrFailover); one whose
-//     lease expired there gets ErrExpired; one whose lease survived keeps
-//     it, without a gap in minting. The cost: after any promotion, a clean
-//     switchover included, every node ID not held by a surviving lease waits
-//     out that quarantine, from the first statement on the new server. With
-//     synchronous replication the database never loses an acknowledged
-//     commit: nothing is quarantined and no WAL function is used. A restore
-//     that nothing inside the database can tell (a snapshot rolled back, a
-//     point-in-time restore, a copy that served beside the old server) needs
-//     "nodeid init --restored", which starts a new generation from then.
-//     Two servers promoted from the same history never share an ID; their
-//     epochs differ unless their first claims of a node ID fall in the same
-//     second of their clocks.
+//     replicates (nodeid init --replication, postgres.WithReplication). With
+//     asynchronous replication, the default, a promoted standby may lack the
+//     last commits of the old primary, and a table dumped, upgraded or moved
+//     may have been written after its copy was taken: every lease statement
+//     reads the server's system identifier and WAL timeline, and when either
+//     is not the one the table recorded (any change, not only a higher
+//     timeline), it starts a new generation of the table. Only a claim
+//     records the generation in a row, and a row last claimed in an earlier
+//     generation may hide a claim the lost history made: it is not claimable
+//     until a quarantine ends, by which every lease the lost history could
+//     have granted is past its deadline, and its next holder stamps after
+//     that instant and gets an epoch of a new era (the database clock's
+//     seconds since 2020 times 2^32, plus its count), above every epoch
+//     either history granted. After another timeline of the same system (a
+//     promotion, a point-in-time recovery) the quarantine lasts the table's
+//     maximum TTL, or a raise of it still pending, and a tenth: on such a
+//     table a raise is pending until every standby streaming now and every
+//     replication slot has replayed it (nodeid init --max-ttl waits for
+//     them), so that no server that may be promoted lacks it. After another
+//     system identifier (a dump restored elsewhere, an upgrade, a move) a
+//     copy cannot know how stale it is: no node ID is handed out
+//     (ErrRestorePending) until an operator declares the restore with the
+//     longest TTL any holder of the old history may hold (nodeid init
+//     --restored --max-ttl D), and the quarantine lasts the larger of D and
+//     the maximum, and a tenth. A holder whose claim was lost learns it at
+//     its first statement on the new server (ErrFailover); one whose lease
+//     expired there gets ErrExpired; one whose lease survived keeps it,
+//     without a gap in minting, while its row stays quarantined for the next
+//     claimer. With synchronous replication the database never loses an
+//     acknowledged commit: nothing is quarantined after a failover and no WAL
+//     function is used. A restore that nothing inside the database can tell
+//     (a snapshot rolled back, a point-in-time restore, any restore of a
+//     synchronous table) needs nodeid init --restored --max-ttl D, which
+//     starts a new generation from then. Two servers promoted from the same
+//     history never share an ID as long as the old one takes no write once
+//     the new one serves (the fencing assumption below); if both serve at
+//     once, nothing inside either can keep their holders apart.
+//     docs/protocol.md states every rule, and docs/operations.md what the
+//     operator does.
 //
 // # Clocks and assumptions
 //
@@ -118,8 +133,10 @@
 // maximum TTL of each other, that the high-availability manager fences the
 // old primary (it takes no write after the promotion), that a table recorded
 // as synchronous is on a database whose failovers never lose an
-// acknowledged commit, that an operator runs "nodeid init --restored" after
-// a restore, with the old server stopped, and that rows are never deleted
+// acknowledged commit, that an operator runs "nodeid init --restored
+// --max-ttl D" after a restore, a move or an upgrade, with the old server
+// stopped and D at least the longest TTL any holder of the old history may
+// hold, and that rows are never deleted
 // (deleting one resets its epoch and horizon). Lease tables that are
 // UNLOGGED, which a crash empties, are refused. The owner name is a label,
 // not an authenticated identity.

@@ -76,9 +76,9 @@ func runs(long bool) []run {
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
-			b.depth += 2
+			b.depth++
 			if b.holders == 2 {
-				b.holdOffs = append(b.holdOffs, []tick{-1, 1}, []tick{-2, 2})
+				b.holdOffs = append(b.holdOffs, []tick{-1, 2})
 			}
 		}
 		return run{name: name, b: b}
