@@ -14,12 +14,13 @@ func TestEvict(t *testing.T) {
 	db, dsn := seedList(t)
 	row := func() (owner string, epoch int64, expiresIn time.Duration) {
 		t.Helper()
-		err := db.QueryRowContext(clitest.Ctx(t), `SELECT owner, epoch, CASE WHEN isfinite(expires_at) THEN extract(epoch FROM expires_at - now()) ELSE 0 END
-			FROM snowflake_nodes WHERE node_id = 0`).Scan(&owner, &epoch, &expiresIn)
+		var ms int64
+		err := db.QueryRowContext(clitest.Ctx(t), `SELECT owner, epoch, CASE WHEN isfinite(expires_at) THEN (extract(epoch FROM expires_at - now()) * 1000)::bigint ELSE 0 END
+			FROM snowflake_nodes WHERE node_id = 0`).Scan(&owner, &epoch, &ms)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return owner, epoch, expiresIn * time.Second
+		return owner, epoch, time.Duration(ms) * time.Millisecond
 	}
 
 	// Declined, or no answer: nothing changes.

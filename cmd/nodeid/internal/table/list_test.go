@@ -302,7 +302,7 @@ func TestQuarantineShown(t *testing.T) {
 		t.Errorf("list --state quarantined -o json: %+v", doc)
 	}
 	// Once the quarantine is over, they are free again.
-	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET generation_at = now() - interval '1 minute'`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET fence_ms = (extract(epoch FROM now()) * 1000)::bigint - 1`)
 	if out := harness.Must(t, "list", "--dsn", dsn, "--all"); !strings.Contains(out, "held 1 / free 2 / expired 0 / total 3") {
 		t.Errorf("after the quarantine:\n%s", out)
 	}
