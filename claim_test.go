@@ -167,11 +167,11 @@ func TestCrashLoopersDoNotBlockHealthyProcesses(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				l, err := r.Acquire(ctx)
+				l, err := r.TryAcquire(ctx)
 				if err == nil {
 					switch i {
 					case 0:
-						err = nodeid.NewMinter(l).Bind(func() int64 { return 0 }) // declares that nothing was minted
+						err = nodeid.NewFence(l).Bind(func() int64 { return 0 }) // declares that nothing was minted
 					case 1:
 						_, err = snowflake.New(l) // a generator that never mints
 					}
@@ -240,7 +240,7 @@ func TestUnusedReleaseKeepsHorizonAndTheClaimPassesOver(t *testing.T) {
 	if err != nil || b.NodeID() != 1 {
 		t.Fatalf("Acquire after the release = %v, %v; want node ID 1, passing over node ID 0", b, err)
 	}
-	_, err = r.Acquire(ctx)
+	_, err = r.TryAcquire(ctx)
 	if !errors.Is(err, nodeid.ErrNoNodeIDAvailable) || !strings.Contains(err.Error(), "node ID 0 is the first to become claimable") ||
 		!strings.Contains(err.Error(), "previous holder's horizon") {
 		t.Fatalf("Acquire with node ID 0 cooling = %v; want ErrNoNodeIDAvailable naming node ID 0 and its horizon", err)
@@ -366,7 +366,7 @@ func TestTableConfiguration(t *testing.T) {
 				}
 				leases = append(leases, l)
 			}
-			if _, err := r.Acquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) || !strings.Contains(err.Error(), "0-7") {
+			if _, err := r.TryAcquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) || !strings.Contains(err.Error(), "0-7") {
 				t.Errorf("the ninth Acquire = %v; want ErrNoNodeIDAvailable on 0-7", err)
 			}
 			if n := count("snowflake_nodes"); n != 8 {

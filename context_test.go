@@ -19,12 +19,13 @@ func wantCause(t *testing.T, l *Lease, ctx context.Context, want error) {
 		t.Fatalf("ctx.Err() = %v, want context.Canceled", ctx.Err())
 	}
 	cause := context.Cause(ctx)
-	var le *LostError
+	var le *EndError
 	if !errors.As(cause, &le) || le.NodeID != l.NodeID() || le.Epoch != l.Epoch() {
-		t.Fatalf("Cause = %v, want a *LostError of node ID %d, epoch %d", cause, l.NodeID(), l.Epoch())
+		t.Fatalf("Cause = %v, want an *EndError of node ID %d, epoch %d", cause, l.NodeID(), l.Epoch())
 	}
-	if !errors.Is(cause, ErrLeaseLost) || !errors.Is(cause, want) {
-		t.Errorf("Cause = %v, want ErrLeaseLost and %v", cause, want)
+	// A loss matches ErrLeaseLost; your own release does not.
+	if errors.Is(cause, ErrLeaseLost) != (want != ErrReleased) || !errors.Is(cause, want) {
+		t.Errorf("Cause = %v, want %v, and ErrLeaseLost only for a loss", cause, want)
 	}
 	for _, other := range []error{ErrTakenOver, ErrReleased, ErrExpired, ErrEvicted, ErrFailover} {
 		if other != want && errors.Is(cause, other) {

@@ -8,7 +8,7 @@
 // or cannot be renewed before its local deadline. Build an ID generator on
 // the lease with the snowflake package, and do the work that mints under the
 // lease's Context: it is cancelled when the lease ends, and its
-// context.Cause says why (a *LostError; ErrReleased after your own Release
+// context.Cause says why (an *EndError; ErrReleased after your own Release
 // or Close, which is no failure):
 //
 //	reg, err := nodeid.New(db, nodeid.WithTTL(30*time.Second))
@@ -25,7 +25,7 @@
 //	return context.Cause(ctx)
 //
 // The table (a lease table, its history and its configuration) is made by
-// "nodeid init", by the DDL of postgres.SchemaSQL, or by the first Acquire
+// "nodeid init", by the DDL of postgres.Schema.SQL, or by the first Acquire
 // with WithCreateTable(true). It records the node range and the longest TTL
 // a lease may take; a Registry whose options disagree gets an error before
 // any claim.
@@ -50,8 +50,8 @@
 //  3. Renewal and release change the row only for the current owner and
 //     epoch, and renewal only while the lease is unexpired: a lapsed lease is
 //     never revived; its holder must claim again and gets a new epoch.
-//  4. Lost closes at the local deadline at the latest, even if the database
-//     or the driver never answers again. The deadline is t0 + (expires_at -
+//  4. A lease ends (Done closes) at the local deadline at the latest, even
+//     if the database or the driver never answers again. The deadline is t0 + (expires_at -
 //     server now()) - TTL/10, where t0 is the holder's monotonic time read
 //     before the statement was sent: the server stamped now() after t0, so
 //     the deadline precedes the true expiry. A generator checks the deadline

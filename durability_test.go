@@ -249,7 +249,7 @@ func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if l, err := b.Acquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+			if l, err := b.TryAcquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
 				t.Fatalf("a second holder's Acquire after the crash = %v, %v; want ErrNoNodeIDAvailable: node ID 0 is still held", l, err)
 			}
 			// The holder goes on, then hands the node ID over.
@@ -582,7 +582,7 @@ func TestSwitchoverQuarantineByReplicationMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			l, err := r.Acquire(ctx)
+			l, err := r.TryAcquire(ctx)
 			switch {
 			case mode == "sync" && err != nil:
 				t.Fatalf("the first claim after a switchover of a synchronous table: %v; want a node ID at once", err)

@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // Sentinel errors. Match them with errors.Is: every error this package returns
 // wraps at most one of them together with the detail that caused it.
 var (
-	// ErrNoNodeIDAvailable: every node ID of the configured range is leased.
+	// ErrNoNodeIDAvailable: no node ID of the range is claimable now: every
+	// one is held, or not claimable yet (an *UnavailableError says which,
+	// and when the first becomes claimable).
 	ErrNoNodeIDAvailable = errors.New("nodeid: no node ID available")
 
-	// ErrLeaseLost: the lease ended; nothing may be minted under it any more.
-	// Errors that match it also match exactly one of ErrTakenOver,
-	// ErrExpired, ErrReleased, ErrEvicted or ErrFailover, which say why.
+	// ErrLeaseLost: the lease was lost; nothing may be minted under it any
+	// more. Errors that match it also match exactly one of ErrTakenOver,
+	// ErrExpired, ErrEvicted or ErrFailover, which say why. A lease you
+	// released is not lost: its error matches ErrReleased only.
 	ErrLeaseLost = errors.New("nodeid: lease lost")
 
 	// ErrTakenOver: another holder claimed the node ID after the lease expired
@@ -39,8 +45,8 @@ var (
 	// The clock errors: a stamp outside what the lease or the ID layout
 	// allows. They live here, beside the lease whose horizons they guard,
 	// so that every generator returns the same three: package snowflake,
-	// one of another layout built on Minter, and the nodeid command's run.
-	// Minter.Check returns ErrClockAhead itself.
+	// one of another layout built on Fence, and the nodeid command's run.
+	// Fence.Check returns ErrClockAhead itself.
 
 	// ErrClockBehind: the wall clock is at or before the horizon left by an
 	// earlier holder of the node ID, and did not pass it within the wait bound.
@@ -70,27 +76,118 @@ var (
 	ErrClosed = errors.New("nodeid: registry closed")
 )
 
-// LostError is the error of a lost lease. It matches ErrLeaseLost and its
-// Cause (ErrTakenOver, ErrExpired, ErrReleased, ErrEvicted or ErrFailover)
-// with errors.Is.
-type LostError struct {
-	NodeID int64 // the node ID of the lost lease
-	Epoch  int64 // the epoch of the lost lease
-	Cause  error // why it was lost
+// EndError is the error of a lease that ended: its Err, and the cause of
+// its Context. It matches its Cause (ErrTakenOver, ErrExpired, ErrEvicted,
+// ErrFailover or ErrReleased) with errors.Is, and ErrLeaseLost unless the
+// cause is ErrReleased: your own release is not a loss.
+type EndError struct {
+	NodeID int64 // the node ID of the lease
+	Epoch  int64 // the epoch of the lease
+	Cause  error // why it ended
 }
 
 // Error names the node ID, the epoch and the cause.
-func (e *LostError) Error() string {
-	return fmt.Sprintf("nodeid: lease of node ID %d (epoch %d) lost: %s",
-		e.NodeID, e.Epoch, strings.TrimPrefix(e.Cause.Error(), "nodeid: "))
+func (e *EndError) Error() string {
+	verb := "lost"
+	if e.Cause == ErrReleased {
+		verb = "ended"
+	}
+	return fmt.Sprintf("nodeid: lease of node ID %d (epoch %d) %s: %s",
+		e.NodeID, e.Epoch, verb, strings.TrimPrefix(e.Cause.Error(), "nodeid: "))
 }
 
-// Is reports whether target is ErrLeaseLost; the cause is matched through
-// Unwrap.
-func (e *LostError) Is(target error) bool { return target == ErrLeaseLost }
+// Is reports whether target is ErrLeaseLost and the lease was lost, not
+// released; the cause is matched through Unwrap.
+func (e *EndError) Is(target error) bool { return target == ErrLeaseLost && e.Cause != ErrReleased }
 
 // Unwrap returns the cause.
-func (e *LostError) Unwrap() error { return e.Cause }
+func (e *EndError) Unwrap() error { return e.Cause }
+
+// LostError is the error of a lease that ended.
+//
+// Deprecated: use EndError, whose name says that a released lease ends
+// without being lost.
+type LostError = EndError
+
+// causes are the ends of a lease: each cause's sentinel and its name, which
+// the metrics (nodeid.cause), the statements (store.Cause...) and Verify's
+// verdicts share. The local deadline, which is ErrExpired too, is named
+// "deadline" by the metrics.
+var causes = []struct {
+	err  error
+	name string
+}{
+	{ErrTakenOver, store.CauseTakenOver},
+	{ErrExpired, store.CauseExpired},
+	{ErrReleased, store.CauseReleased},
+	{ErrEvicted, store.CauseEvicted},
+	{ErrFailover, store.CauseFailover},
+}
+
+// causeName names a cause; causeErr is its inverse (nil for a name of none).
+func causeName(cause error) string {
+	for _, c := range causes {
+		if c.err == cause {
+			return c.name
+		}
+	}
+	return store.CauseExpired
+}
+
+func causeErr(name string) error {
+	for _, c := range causes {
+		if c.name == name {
+			return c.err
+		}
+	}
+	return nil
+}
+
+// UnavailableError is the error of a claim that found no node ID
+// claimable: TryAcquire returns it, and Acquire while it waits for one. It
+// matches ErrNoNodeIDAvailable.
+type UnavailableError struct {
+	Table            string
+	MinNode, MaxNode int64 // the range claimed from
+	// Held node IDs are leased; NotYet are not, but cannot be claimed yet:
+	// their previous holder's horizon has not passed, or an evicted lease
+	// has not expired, or a quarantine after a failover or a restore holds
+	// them.
+	Held, NotYet int64
+	// Soonest is the node ID of NotYet that becomes claimable first, after
+	// the instant After by the database's clock, for the reason Why:
+	// "horizon", "evicted" or "quarantine". Zero when NotYet is 0.
+	Soonest int64
+	After   time.Time
+	Why     string
+	// SetAt is when the horizon Soonest waits for was set (for "horizon").
+	SetAt time.Time
+	// Now is the database's time of the claim.
+	Now time.Time
+}
+
+// Error says how many node IDs are held, how many are not claimable yet,
+// and when and why the first of those becomes claimable.
+func (e *UnavailableError) Error() string {
+	if e.NotYet == 0 {
+		return fmt.Sprintf("%v: all of node IDs %d-%d are held", ErrNoNodeIDAvailable, e.MinNode, e.MaxNode)
+	}
+	wait := e.After.Add(time.Millisecond).Sub(e.Now).Round(time.Millisecond)
+	var cause string
+	switch e.Why {
+	case "evicted":
+		cause = fmt.Sprintf("the expiry of the lease an operator evicted, %s: its holder may mint until its deadline", timefmt.Time(e.After))
+	case "quarantine":
+		cause = fmt.Sprintf("the quarantine of node IDs last claimed before the database failed over or was restored, until %s", timefmt.Time(e.After))
+	default:
+		cause = fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(e.After.UnixMilli()), timefmt.Time(e.SetAt))
+	}
+	return fmt.Sprintf("%v: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
+		ErrNoNodeIDAvailable, e.MinNode, e.MaxNode, e.Held, e.NotYet, e.Soonest, wait, cause)
+}
+
+// Is reports whether target is ErrNoNodeIDAvailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrNoNodeIDAvailable }
 
 // TableConfigError is the error of a Registry that asks for more than its
 // table records (the configuration that postgres.SchemaSQL, "nodeid init"

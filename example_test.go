@@ -152,7 +152,7 @@ func ExampleMinter() {
 		log.Fatal(err)
 	}
 
-	m := nodeid.NewMinter(lease)
+	m := nodeid.NewFence(lease)
 	var (
 		mu     sync.Mutex
 		last   = lease.PreviousHorizon() // the latest millisecond stamped

@@ -215,7 +215,7 @@ func testFailover(t *testing.T, c failoverCase) {
 			t.Fatal(err)
 		}
 		defer impatient.Close()
-		if _, err := impatient.Acquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
+		if _, err := impatient.TryAcquire(ctx); !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
 			t.Fatalf("Acquire while the old lease survives = %v; want ErrNoNodeIDAvailable", err)
 		}
 		before := a.count()

@@ -8,9 +8,9 @@ import (
 	"github.com/nodeid/nodeid/internal/store"
 )
 
-// fence is an immutable snapshot of what a lease permits. A generator reads
-// it on every ID: one atomic load.
-type fence struct {
+// fenceState is an immutable snapshot of what a lease permits, its fence. A
+// generator reads it on every ID: one atomic load.
+type fenceState struct {
 	// until is the local deadline, as monotonic time since the lease's
 	// base: nothing may be minted at or after it.
 	until   time.Duration
@@ -20,19 +20,20 @@ type fence struct {
 
 // setFence installs a new fence; l.mu is held, or l is not yet shared.
 func (l *Lease) setFence(deadline time.Time, horizon int64, err error) {
-	l.fence.Store(&fence{until: deadline.Sub(l.base), horizon: horizon, err: err})
+	l.fence.Store(&fenceState{until: deadline.Sub(l.base), horizon: horizon, err: err})
 }
 
 // deadline returns the local deadline of f.
-func (l *Lease) deadline(f *fence) time.Time { return l.base.Add(f.until) }
+func (l *Lease) deadline(f *fenceState) time.Time { return l.base.Add(f.until) }
 
 // passed reports whether the local deadline of f has passed.
-func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
+func (l *Lease) passed(f *fenceState) bool { return time.Since(l.base) >= f.until }
 
-// Minter is what an ID generator needs of a lease: the protocol between a
-// Lease and the one generator that mints under it. Package snowflake's
-// Generator is built on it; a generator of another layout (sonyflake's, or
-// one of your own) that keeps nodeid's guarantees must keep this contract:
+// Fence is what an ID generator needs of a lease: the protocol between a
+// Lease and the one generator that mints under it, which checks every ID
+// against it. Package snowflake's Generator is built on it; a generator of
+// another layout (sonyflake's, or one of your own) that keeps nodeid's
+// guarantees must keep this contract:
 //
 //   - Base: read the monotonic clock as d := time.Since(m.Base()) for each
 //     ID, before the ID's stamp is fixed; Base is a time read with time.Now
@@ -53,18 +54,28 @@ func (l *Lease) passed(f *fence) bool { return time.Since(l.base) >= f.until }
 // not pass the previous horizon in time, ErrTimeOverflow when its layout's
 // time field is used up.
 //
-// A Minter is a small value: copy it freely. The zero Minter has no lease:
+// A Fence is a small value: copy it freely. The zero Fence has no lease:
 // its Check and Bind return an error.
-type Minter struct{ l *Lease }
+type Fence struct{ l *Lease }
 
-// NewMinter returns the Minter of l, for the generator that mints under it.
-func NewMinter(l *Lease) Minter { return Minter{l: l} }
+// NewFence returns the Fence of l, for the generator that mints under it.
+func NewFence(l *Lease) Fence { return Fence{l: l} }
 
-var errNoLease = errors.New("nodeid: Minter: no lease (build it with NewMinter)")
+// Minter is the Fence of a lease.
+//
+// Deprecated: use Fence: it mints nothing, it fences what a generator mints.
+type Minter = Fence
+
+// NewMinter returns the Fence of l.
+//
+// Deprecated: use NewFence.
+func NewMinter(l *Lease) Minter { return NewFence(l) }
+
+var errNoLease = errors.New("nodeid: Fence: no lease (build it with NewFence)")
 
 // Base returns the monotonic origin of Check: a time read with time.Now
-// before the lease was claimed. The zero Minter's is the zero time.
-func (m Minter) Base() time.Time {
+// before the lease was claimed. The zero Fence's is the zero time.
+func (m Fence) Base() time.Time {
 	if m.l == nil {
 		return time.Time{}
 	}
@@ -77,14 +88,14 @@ func (m Minter) Base() time.Time {
 // recorded in the database; otherwise the reason: the lease's error
 // (matching ErrLeaseLost and the cause) or an error matching ErrClockAhead.
 // It takes no lock and does not allocate. Generators call it for every ID.
-func (m Minter) Check(d time.Duration, ms int64) error {
+func (m Fence) Check(d time.Duration, ms int64) error {
 	if m.l == nil {
 		return errNoLease
 	}
 	return m.l.check(d, ms)
 }
 
-// check is Minter.Check.
+// check is Fence.Check.
 func (l *Lease) check(d time.Duration, ms int64) error {
 	f := l.fence.Load()
 	switch {
@@ -112,14 +123,14 @@ func (l *Lease) check(d time.Duration, ms int64) error {
 // (Release records the previous holder's horizon, never less): a process
 // that fails before it mints anything then does not make the node ID's next
 // holder wait for this lease's horizon. Bind fails once the lease is lost.
-func (m Minter) Bind(seal func() int64) error {
+func (m Fence) Bind(seal func() int64) error {
 	if m.l == nil {
 		return errNoLease
 	}
 	return m.l.bind(seal)
 }
 
-// bind is Minter.Bind.
+// bind is Fence.Bind.
 func (l *Lease) bind(seal func() int64) error {
 	if seal == nil {
 		return errors.New("nodeid: Bind: the seal function is nil")

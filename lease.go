@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/retry"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -26,13 +27,13 @@ type Lease struct {
 	log  *slog.Logger
 
 	// fence is what a generator checks on every ID (fence.go).
-	fence atomic.Pointer[fence]
-	base  time.Time // the monotonic origin of Minter.Check: t0 of the claim
+	fence atomic.Pointer[fenceState]
+	base  time.Time // the monotonic origin of Fence.Check: t0 of the claim
 	lost  chan struct{}
 	ctx   context.Context         // Context: cancelled, with the lease's error, when lost closes
 	end   context.CancelCauseFunc // cancels ctx
 
-	// Preallocated so that Minter.Check never allocates.
+	// Preallocated so that Fence.Check never allocates.
 	expiredErr, aheadErr error
 
 	mu     sync.Mutex // guards timer, sealer and every change of fence
@@ -58,7 +59,7 @@ func newLease(r *Registry, c store.Claim, t0 time.Time) *Lease {
 		base: t0,
 	}
 	l.ctx, l.end = context.WithCancelCause(context.Background())
-	l.expiredErr = &LostError{NodeID: c.NodeID, Epoch: c.Epoch, Cause: ErrExpired}
+	l.expiredErr = &EndError{NodeID: c.NodeID, Epoch: c.Epoch, Cause: ErrExpired}
 	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", ErrClockAhead, c.NodeID, c.Epoch)
 	l.setFence(localDeadline(t0, c.Expires, c.Now, l.ttl), c.Horizon, nil)
 	return l
@@ -87,18 +88,32 @@ func (l *Lease) NodeRange() (lo, hi int64) { return l.reg.lo, l.reg.hi }
 // stamped strictly after it.
 func (l *Lease) PreviousHorizon() int64 { return l.prev }
 
-// Lost returns a channel that is closed exactly once, when the lease ends:
-// taken over, expired (the local deadline passed without a successful
-// renewal, or the database found the lease expired), evicted by an
-// operator, lost in a database failover, or released. Err then says why.
-// Context is the same signal as a context.Context.
+// Horizon returns, in unix milliseconds, the horizon the lease holds: the
+// latest millisecond it may stamp, recorded in the database by its claim or
+// its last renewal. Fence.Check refuses a later stamp (ErrClockAhead); a
+// program that stamps outside a generator bounds its stamps by it.
+func (l *Lease) Horizon() int64 { return l.fence.Load().horizon }
+
+// Done returns a channel that is closed exactly once, when the lease ends
+// for any reason: taken over, expired (the local deadline passed without a
+// successful renewal, or the database found the lease expired), evicted by
+// an operator, lost in a database failover, or released. Err then says
+// why: an error matching ErrLeaseLost for a loss, ErrReleased for your own
+// release. Context is the same signal as a context.Context.
+func (l *Lease) Done() <-chan struct{} { return l.lost }
+
+// Lost returns the channel of Done.
+//
+// Deprecated: use Done. The channel closes on your own release too, which
+// is no loss: Err tells them apart.
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Context returns a context that is cancelled when the lease ends, by the
-// time Lost closes: taken over, expired, evicted, lost in a failover, or released.
-// Its context.Cause is then the lease's error (Err), a *LostError that
-// matches ErrLeaseLost and the cause: errors.Is(context.Cause(ctx),
-// ErrReleased) tells your own Release or Close from a loss. Pass it, or a
+// time Done closes: taken over, expired, evicted, lost in a failover, or
+// released. Its context.Cause is then the lease's error (Err), an *EndError
+// that matches the cause, and ErrLeaseLost for a loss: errors.Is(
+// context.Cause(ctx), ErrLeaseLost) is false after your own Release or
+// Close. Pass it, or a
 // context derived from it, to the work done under the lease (an errgroup,
 // a request), so that the work stops with the lease. It has no deadline:
 // a lease whose local deadline passes ends, and so cancels it, when its
@@ -106,9 +121,10 @@ func (l *Lease) Lost() <-chan struct{} { return l.lost }
 // goroutine.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Err returns nil while the lease is held; after that an error matching
-// ErrLeaseLost and one of ErrTakenOver, ErrExpired, ErrEvicted, ErrFailover
-// or ErrReleased.
+// Err returns nil while the lease is held; after that an *EndError that
+// matches its cause: ErrLeaseLost and one of ErrTakenOver, ErrExpired,
+// ErrEvicted or ErrFailover for a loss, or ErrReleased (only) after Release
+// or Close.
 func (l *Lease) Err() error {
 	f := l.fence.Load()
 	if f.err == nil && l.passed(f) {
@@ -123,17 +139,33 @@ func (l *Lease) Err() error {
 func (l *Lease) Deadline() time.Time { return l.deadline(l.fence.Load()) }
 
 // Release stops renewing, makes every generator of the lease refuse to mint,
-// and frees the node ID for immediate claim, recording the horizon. The row
-// and its epoch stay. It is bounded by ReleaseTimeout even if ctx has no
-// deadline, and idempotent: later calls return the first call's result.
-// After a takeover it changes nothing and returns the loss; after a local
-// expiry it still frees the row if the database holds it for this lease.
-func (l *Lease) Release(ctx context.Context) error {
-	l.releaseOnce.Do(func() { l.releaseErr = l.release(ctx) })
+// and frees the node ID for immediate claim, recording the horizon: the
+// latest millisecond the bound generator stamped (Fence.Bind), or, with
+// none, the horizon recorded at the last renewal. The row and its epoch
+// stay. It is bounded by ReleaseTimeout even if ctx has no deadline, and
+// idempotent: later calls (of Release and ReleaseStamped) return the first
+// call's result. After a takeover it changes nothing and returns the loss;
+// after a local expiry it still frees the row if the database holds it for
+// this lease.
+func (l *Lease) Release(ctx context.Context) error { return l.releaseWith(ctx, store.NoHorizon) }
+
+// ReleaseStamped is Release for a lease whose IDs were stamped outside a
+// generator bound to it: lastMs is the latest unix millisecond stamped
+// under the lease (PreviousHorizon if none was), and the node ID's next
+// holder may stamp right after it, without waiting for the horizon the
+// lease recorded. With a bound generator the later of the two counts.
+func (l *Lease) ReleaseStamped(ctx context.Context, lastMs int64) error {
+	return l.releaseWith(ctx, max(lastMs, l.prev))
+}
+
+func (l *Lease) releaseWith(ctx context.Context, stamped int64) error {
+	l.releaseOnce.Do(func() { l.releaseErr = l.release(ctx, stamped) })
 	return l.releaseErr
 }
 
-func (l *Lease) release(ctx context.Context) error {
+// release releases the lease; stamped is the latest millisecond stamped
+// outside a bound generator, or store.NoHorizon.
+func (l *Lease) release(ctx context.Context, stamped int64) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -147,7 +179,7 @@ func (l *Lease) release(ctx context.Context) error {
 	}
 	prior := l.fence.Load().err
 	l.loseLocked(ErrReleased) // from here on nothing is minted, nor renewed
-	exact := l.seal()
+	exact := max(l.seal(), stamped)
 	l.mu.Unlock()
 	select { // the renewal loop returns at once: its statements are bounded
 	case <-l.done:
@@ -157,7 +189,7 @@ func (l *Lease) release(ctx context.Context) error {
 		return prior // taken over or evicted: the row is not ours to free
 	}
 
-	retry := backoff{next: retryBase(l.ttl), max: time.Second}
+	again := retry.Backoff{Next: retryBase(l.ttl), Max: time.Second}
 	for attempt := 0; ; attempt++ {
 		o, err := bounded(l.reg, ctx, func(ctx context.Context) (store.Outcome, error) {
 			return l.reg.st.Release(ctx, l.key, exact)
@@ -170,8 +202,8 @@ func (l *Lease) release(ctx context.Context) error {
 			// An earlier attempt that seemed to fail did release the row.
 			return nil
 		case err == nil:
-			return &LostError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: l.causeOf(o)}
-		case !postgres.Retryable(err) || !retry.wait(ctx):
+			return &EndError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: l.causeOf(o)}
+		case !postgres.Retryable(err) || !again.Wait(ctx):
 			l.log.Warn("nodeid: release failed; the node ID frees up when its lease expires", "err", err)
 			return err
 		}
@@ -221,7 +253,7 @@ func (l *Lease) endLocked(cause error, label string) {
 	if f.err != nil {
 		return
 	}
-	err := error(&LostError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: cause})
+	err := error(&EndError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: cause})
 	if cause == ErrExpired {
 		err = l.expiredErr
 	}

@@ -49,15 +49,10 @@ const (
 	outcomeLost          = "lost"    // the lease ended during the attempt
 )
 
-// Values of attrCause.
-const (
-	causeTakenOver = "taken_over" // ErrTakenOver
-	causeExpired   = "expired"    // ErrExpired: the database found the lease expired
-	causeDeadline  = "deadline"   // ErrExpired: the local deadline passed without a renewal
-	causeReleased  = "released"   // ErrReleased
-	causeEvicted   = "evicted"    // ErrEvicted
-	causeFailover  = "failover"   // ErrFailover
-)
+// causeDeadline is the value of attrCause of a lease whose local deadline
+// passed without a renewal (ErrExpired, as when the database found it
+// expired); the other values are the names of causes (errors.go).
+const causeDeadline = "deadline"
 
 // durationBuckets are the histogram bounds, in seconds, advised for the
 // durations: from a millisecond up to a minute, the default TTL.
@@ -177,18 +172,3 @@ func (l *Lease) recordEnd(cause string) {
 	l.reg.metrics.lost.Add(context.Background(), 1, l.reg.attrs(attribute.String(attrCause, cause)))
 }
 
-// causeName names the cause of a lease's end for attrCause; the local
-// deadline, which is ErrExpired too, is named by its callers.
-func causeName(cause error) string {
-	switch cause {
-	case ErrTakenOver:
-		return causeTakenOver
-	case ErrReleased:
-		return causeReleased
-	case ErrEvicted:
-		return causeEvicted
-	case ErrFailover:
-		return causeFailover
-	}
-	return causeExpired
-}

@@ -145,16 +145,16 @@ func TestMetricsLossCauses(t *testing.T) {
 		cause string
 		row   func(k store.Key) store.Outcome
 	}{
-		{causeTakenOver, func(k store.Key) store.Outcome {
+		{store.CauseTakenOver, func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
 		}},
-		{causeEvicted, func(k store.Key) store.Outcome {
+		{store.CauseEvicted, func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Epoch: k.Epoch, EndReason: "evicted"}
 		}},
-		{causeExpired, func(k store.Key) store.Outcome {
+		{store.CauseExpired, func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
 		}},
-		{causeFailover, func(k store.Key) store.Outcome {
+		{store.CauseFailover, func(k store.Key) store.Outcome {
 			return store.Outcome{Exists: true, Epoch: k.Epoch - 1, EndReason: "released"}
 		}},
 	} {
@@ -198,7 +198,7 @@ func TestMetricsWaitingAcquire(t *testing.T) {
 		waiting := fakeRegistry(t, st, WithWait(true), WithMeterProvider(rd.Provider))
 		defer waiting.Close()
 		held := mustAcquire(t, holder)
-		if _, err := plain.Acquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {
+		if _, err := plain.TryAcquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {
 			t.Fatalf("Acquire on a full range = %v", err)
 		}
 
@@ -233,7 +233,7 @@ func TestMetricsWaitingAcquire(t *testing.T) {
 		if waited < 10*time.Second {
 			t.Fatalf("the waiting Acquire returned after %s", waited)
 		}
-		wantSum(t, ms, metricLeaseLost, 2, attrCause, causeReleased)
+		wantSum(t, ms, metricLeaseLost, 2, attrCause, store.CauseReleased)
 	})
 }
 
@@ -330,7 +330,7 @@ func TestMetricsGlobalProviderByDefault(t *testing.T) {
 	}
 	ms := rd.Collect(t, scopeName)
 	wantSum(t, ms, metricAcquireDuration, 1, attrTable, table, attrOutcome, outcomeAcquired)
-	wantSum(t, ms, metricLeaseLost, 1, attrTable, table, attrCause, causeReleased)
+	wantSum(t, ms, metricLeaseLost, 1, attrTable, table, attrCause, store.CauseReleased)
 }
 
 // Against PostgreSQL: an acquire, a none-available, a failed Acquire, the
@@ -345,7 +345,7 @@ func TestMetricsAcquireAndReleaseOnPostgres(t *testing.T) {
 	before := time.Now()
 	l := acquire(t, r)
 	other := newTestRegistry(t, db, WithNodeRange(5, 5), WithMeterProvider(rd.Provider))
-	if _, err := other.Acquire(ctx); !errors.Is(err, ErrNoNodeIDAvailable) {
+	if _, err := other.TryAcquire(ctx); !errors.Is(err, ErrNoNodeIDAvailable) {
 		t.Fatalf("second Acquire of node ID 5 = %v", err)
 	}
 	missing, err := New(db, WithTable("no_such_table"), WithMeterProvider(rd.Provider))
@@ -383,7 +383,7 @@ func TestMetricsAcquireAndReleaseOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms = rd.Collect(t, scopeName)
-	wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, causeReleased)...)
+	wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, store.CauseReleased)...)
 	wantSum(t, ms, metricLeaseLost, 1)
 	wantSum(t, ms, metricLeaseHeld, 0, scope...)
 	if p := ms[metricLeaseTimeLeft].Points; len(p) != 0 {
@@ -413,7 +413,7 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 		want  error
 		end   func(t *testing.T, ep endpoint, l *Lease)
 	}{
-		{causeEvicted, ErrEvicted, func(t *testing.T, ep endpoint, l *Lease) {
+		{store.CauseEvicted, ErrEvicted, func(t *testing.T, ep endpoint, l *Lease) {
 			st, err := store.New(ep.db, store.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
@@ -422,10 +422,10 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 				t.Fatalf("Evict = %+v, %v", ev, err)
 			}
 		}},
-		{causeExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {
+		{store.CauseExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {
 			expireRow(t, ep.db, l.NodeID())
 		}},
-		{causeTakenOver, ErrTakenOver, nil}, // through a proxy, below
+		{store.CauseTakenOver, ErrTakenOver, nil}, // through a proxy, below
 	} {
 		t.Run(c.cause, func(t *testing.T) {
 			t.Parallel()

@@ -22,19 +22,20 @@ import (
 const (
 	// DefaultTTL is the lease TTL when WithTTL is not given.
 	DefaultTTL = time.Minute
-	// MinTTL is the shortest TTL accepted: renewal runs every TTL/3, and a
-	// shorter TTL would leave too little room for a round trip and a retry.
-	MinTTL = postgres.MinTTL
+	// MinTTL is the shortest TTL accepted, of a lease and of a table's
+	// maximum: renewal runs every TTL/3, and a shorter TTL would leave too
+	// little room for a round trip and a retry.
+	MinTTL = store.MinTTL
 	// MaxTTL is the longest TTL accepted. A table also records the longest
-	// TTL its leases may take (see postgres.WithMaxTTL).
-	MaxTTL = postgres.MaxTTL
+	// TTL its leases may take (postgres.Schema.MaxTTL).
+	MaxTTL = store.MaxTTL
 	// MaxOwnerLen is the longest owner accepted, in bytes of UTF-8: the
 	// table's check counts characters in the database's encoding, which
 	// are never more.
 	MaxOwnerLen = 255
 	// DefaultNodeBits is the width of the node field of the default
-	// Snowflake layout: node IDs 0 to 1023.
-	DefaultNodeBits = 10
+	// Snowflake layout: node IDs 0 to 1023, a table's default range.
+	DefaultNodeBits = store.DefaultNodeBits
 )
 
 type config struct {
@@ -56,6 +57,7 @@ func defaultConfig() config {
 		nodeBits: DefaultNodeBits,
 		logger:   slog.New(slog.DiscardHandler),
 		meters:   otel.GetMeterProvider(),
+		wait:     true,
 	}
 }
 
@@ -146,7 +148,7 @@ func WithTable(name string) Option {
 // range must fit the node bits (WithNodeBits).
 func WithNodeRange(lo, hi int64) Option {
 	return func(c *config) error {
-		if err := postgres.ValidateRange(lo, hi); err != nil {
+		if err := store.ValidateRange(lo, hi); err != nil {
 			return invalid("%v", err)
 		}
 		c.table.MinNode, c.table.MaxNode, c.rangeSet = lo, hi, true
@@ -196,9 +198,11 @@ func WithCreateTable(create bool) Option {
 	}
 }
 
-// WithWait sets whether Acquire, when every node ID is held, waits for one
-// to free up (polling with jittered backoff until its context ends) instead
-// of returning ErrNoNodeIDAvailable at once. Default false.
+// WithWait(false) makes Acquire return ErrNoNodeIDAvailable at once
+// instead of waiting for a node ID to free up, as Acquire did by default
+// before.
+//
+// Deprecated: Acquire waits and TryAcquire does not: call the one you mean.
 func WithWait(wait bool) Option {
 	return func(c *config) error {
 		c.wait = wait

@@ -74,7 +74,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.cfg
-	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.rangeSet || c.nodeBits != 10 || c.create || c.wait {
+	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.rangeSet || c.nodeBits != 10 || c.create || !c.wait {
 		t.Errorf("defaults = %+v", c)
 	}
 	if err := validOwner(r.Owner()); err != nil {

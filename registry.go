@@ -9,22 +9,34 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/hook"
+	"github.com/nodeid/nodeid/internal/retry"
 	"github.com/nodeid/nodeid/internal/store"
-	"github.com/nodeid/nodeid/internal/timefmt"
 	"github.com/nodeid/nodeid/postgres"
 )
 
-// leaseStore is the SQL a Registry runs. *store.Store implements it; the unit
-// tests of the renewal rules use a fake.
-type leaseStore interface {
-	Create(ctx context.Context, maxTTL time.Duration) (bool, error)
-	ReadConfig(ctx context.Context) (store.TableConfig, error)
-	CheckSchema(ctx context.Context) error
-	Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error)
-	Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error)
-	CheckReplication(ctx context.Context) error
-	Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error)
-	PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error)
+// leaseStore is the SQL a Registry runs. *store.Store implements it; the
+// unit tests of the renewal rules use a fake, and package nodeidtest a
+// table in memory.
+type leaseStore = hook.Store
+
+func init() {
+	hook.NewRegistry = func(st hook.Store, opts []any) (any, error) {
+		cfg, err := configure(opts2(opts))
+		if err != nil {
+			return nil, err
+		}
+		return newRegistry(cfg, st), nil
+	}
+}
+
+// opts2 converts the options hook.NewRegistry passes on.
+func opts2(opts []any) []Option {
+	out := make([]Option, len(opts))
+	for i, o := range opts {
+		out[i], _ = o.(Option)
+	}
+	return out
 }
 
 // Registry leases node IDs from one PostgreSQL table. It is safe for
@@ -56,13 +68,26 @@ type Registry struct {
 // does not touch the database (the first Acquire does). The caller keeps
 // ownership of db: Close does not close it.
 func New(db *sql.DB, opts ...Option) (*Registry, error) {
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(db, cfg.table)
+	if err != nil {
+		return nil, err
+	}
+	return newRegistry(cfg, st), nil
+}
+
+// configure applies opts to the defaults, validating each.
+func configure(opts []Option) (config, error) {
 	cfg := defaultConfig()
 	for i, o := range opts {
 		if o == nil {
-			return nil, invalid("option %d is nil", i)
+			return cfg, invalid("option %d is nil", i)
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
 	if cfg.owner == "" {
@@ -70,14 +95,10 @@ func New(db *sql.DB, opts ...Option) (*Registry, error) {
 	}
 	if cfg.rangeSet {
 		if err := cfg.checkRange(cfg.table.MinNode, cfg.table.MaxNode, "the"); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
-	st, err := store.New(db, cfg.table)
-	if err != nil {
-		return nil, err
-	}
-	return newRegistry(cfg, st), nil
+	return cfg, nil
 }
 
 func newRegistry(cfg config, st leaseStore) *Registry {
@@ -107,53 +128,53 @@ func (r *Registry) CheckSchema(ctx context.Context) error {
 
 var errNilContext = errors.New("nodeid: nil context")
 
-// PruneHistory deletes the history of claims that ended more than olderThan
-// ago and returns how many it deleted; claims still open are kept. IDs minted
-// under a pruned claim can no longer be traced to their holder. The role
-// needs DELETE on the history table.
-func (r *Registry) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
-	if ctx == nil {
-		return 0, errNilContext
-	}
-	if olderThan < 0 {
-		return 0, fmt.Errorf("nodeid: prune history older than %s: the age must not be negative", olderThan)
-	}
-	return r.st.PruneHistory(ctx, olderThan)
-}
-
 // Acquire claims the lowest claimable node ID of the range and starts
-// renewing it in the background. A node ID is claimable when it is not held
-// and its previous holder's horizon has passed, so that the new holder can
-// mint at once. ctx bounds the claim only, not the lease: Acquire returns
-// when ctx ends even if the database or the driver does not answer (a claim
-// that commits after that is released in the background). It returns an
-// error matching ErrNoNodeIDAvailable, saying why, when no node ID is
-// claimable, unless WithWait is set, in which case it waits for one until
-// ctx ends.
+// renewing it in the background, waiting (polling with jittered backoff)
+// while no node ID is claimable, until ctx ends; TryAcquire does not wait.
+// A node ID is claimable when it is not held and its previous holder's
+// horizon has passed, so that the new holder can mint at once. ctx bounds
+// the claim only, not the lease: Acquire returns when ctx ends even if the
+// database or the driver does not answer (a claim that commits after that
+// is released in the background), with an error matching
+// ErrNoNodeIDAvailable (an *UnavailableError) if it was waiting for a node
+// ID. A table waiting for a restore to be declared gives ErrRestorePending
+// at once.
 //
 // The first Acquire of a Registry reads the table's recorded configuration
-// (creating the tables first with WithCreateTable) and checks the Registry's
-// options against it: a range outside the table's, a TTL above its maximum
-// or a range wider than the node bits is an error before any claim. Acquire
-// may be called more than once: each lease is independent.
+// (creating the tables first with WithCreateTable) and checks the
+// Registry's options against it: a range outside the table's, a TTL above
+// its maximum or a range wider than the node bits is an error before any
+// claim. Acquire may be called more than once: each lease is independent.
 func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
+	return r.acquireTimed(ctx, r.cfg.wait)
+}
+
+// TryAcquire is Acquire without the wait: when no node ID is claimable it
+// returns at once an *UnavailableError, which matches ErrNoNodeIDAvailable
+// and says how many node IDs are held, how many are not claimable yet, and
+// when the first of those becomes claimable.
+func (r *Registry) TryAcquire(ctx context.Context) (*Lease, error) {
+	return r.acquireTimed(ctx, false)
+}
+
+func (r *Registry) acquireTimed(ctx context.Context, wait bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
 	start := time.Now()
-	l, err := r.acquire(ctx)
+	l, err := r.acquire(ctx, wait)
 	r.recordAcquire(ctx, time.Since(start), err)
 	return l, err
 }
 
-func (r *Registry) acquire(ctx context.Context) (*Lease, error) {
+func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := r.ensure(ctx); err != nil {
 		return nil, err
 	}
-	poll := backoff{next: waitMin, max: waitMax}
+	poll := retry.Backoff{Next: waitMin, Max: waitMax}
 	waiting := false
 	defer func() {
 		if waiting {
@@ -162,14 +183,14 @@ func (r *Registry) acquire(ctx context.Context) (*Lease, error) {
 	}()
 	for {
 		l, err := r.claim(ctx)
-		if !r.cfg.wait || !errors.Is(err, ErrNoNodeIDAvailable) || errors.Is(err, ErrRestorePending) {
+		if !wait || !errors.Is(err, ErrNoNodeIDAvailable) {
 			return l, err
 		}
 		if !waiting {
 			waiting = true
 			r.metrics.waiting.Add(ctx, 1, r.attrs())
 		}
-		if !poll.wait(ctx) {
+		if !poll.Wait(ctx) {
 			return nil, fmt.Errorf("%w: stopped waiting: %w", err, context.Cause(ctx))
 		}
 	}
@@ -294,19 +315,17 @@ func (r *Registry) refusal(why store.Refusal) error {
 		return &TableConfigError{Table: table, MinNode: r.lo, MaxNode: r.hi, TTL: r.cfg.ttl,
 			TableMinNode: r.tableLo, TableMaxNode: r.tableHi, MaxTTL: why.MaxTTL}
 	}
-	if why.Cooling == 0 {
-		return fmt.Errorf("%w: all of node IDs %d-%d are held", ErrNoNodeIDAvailable, r.lo, r.hi)
+	e := &UnavailableError{Table: table, MinNode: r.lo, MaxNode: r.hi, Held: why.Held, NotYet: why.Cooling, Now: why.Now}
+	if why.Cooling > 0 {
+		e.Soonest, e.After, e.SetAt, e.Why = why.Soonest, time.UnixMilli(why.Until), why.SetAt, "horizon"
+		switch {
+		case why.Evicted:
+			e.Why = "evicted"
+		case why.Quarantined:
+			e.Why = "quarantine"
+		}
 	}
-	wait := time.UnixMilli(why.Until + 1).Sub(why.Now).Round(time.Millisecond)
-	cause := fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(why.Until), timefmt.Time(why.SetAt))
-	switch {
-	case why.Evicted:
-		cause = fmt.Sprintf("the expiry of the lease an operator evicted, %s: its holder may mint until its deadline", timefmt.Ms(why.Until))
-	case why.Quarantined:
-		cause = fmt.Sprintf("the quarantine of node IDs last claimed before the database failed over or was restored, until %s", timefmt.Ms(why.Until))
-	}
-	return fmt.Errorf("%w: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
-		ErrNoNodeIDAvailable, r.lo, r.hi, why.Held, why.Cooling, why.Soonest, wait, cause)
+	return e
 }
 
 func (r *Registry) isClosed() bool {

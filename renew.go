@@ -2,9 +2,9 @@ package nodeid
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/retry"
 	"github.com/nodeid/nodeid/internal/store"
 )
 
@@ -40,43 +40,11 @@ func horizonFor(t0 time.Time, ttl time.Duration) int64 {
 	return t0.UnixMilli() + ttl.Milliseconds()
 }
 
-// Backoff bounds of Acquire when WithWait is set.
+// Backoff bounds of Acquire while it waits for a node ID.
 const (
 	waitMin = 50 * time.Millisecond
 	waitMax = 2 * time.Second
 )
-
-// backoff is the one retry schedule of the package: each delay is jittered
-// by ±50% around a base that doubles, from next up to max, after every
-// wait.
-type backoff struct{ next, max time.Duration }
-
-// wait sleeps for the next delay; it reports false if ctx ended first.
-func (b *backoff) wait(ctx context.Context) bool {
-	d := jitter(b.next)
-	b.next = min(2*b.next, b.max)
-	return sleep(ctx, d)
-}
-
-// jitter returns a duration uniformly in [d/2, 3d/2).
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d/2 + rand.N(d)
-}
-
-// sleep sleeps for d; it reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // start arms the deadline timer of a lease claimed at t0 and starts its
 // renewal loop, which ends when the lease does.
@@ -93,19 +61,19 @@ func (l *Lease) start(t0 time.Time) {
 // lease was lost). last is the start of the claim.
 func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
 	defer close(l.done)
-	retry := backoff{next: retryBase(l.ttl), max: retryBase(l.ttl)}
-	if !sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
+	again := retry.Backoff{Next: retryBase(l.ttl), Max: retryBase(l.ttl)}
+	if !retry.Sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
 		return
 	}
 	for {
 		t0 := time.Now()
-		renewed, again := l.renewOnce(ctx, t0)
+		renewed, tryAgain := l.renewOnce(ctx, t0)
 		switch {
 		case renewed:
-			if !sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
+			if !retry.Sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
 				return
 			}
-		case !again || !retry.wait(ctx):
+		case !tryAgain || !again.Wait(ctx):
 			return
 		}
 	}

@@ -215,7 +215,7 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 		if err := check(l, time.Now().Add(-time.Hour), 0); !errors.Is(err, ErrExpired) {
 			t.Errorf("Check of a lapsed lease = %v, want ErrExpired", err)
 		}
-		if err := NewMinter(l).Bind(func() int64 { return 0 }); !errors.Is(err, ErrExpired) {
+		if err := NewFence(l).Bind(func() int64 { return 0 }); !errors.Is(err, ErrExpired) {
 			t.Errorf("Bind on a lapsed lease = %v", err)
 		}
 		if err := r.Close(); err != nil {
@@ -318,11 +318,11 @@ func TestCheckRules(t *testing.T) {
 				t.Errorf("Check(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
 			}
 			// Minter.Check, the generator's form, draws the same line.
-			if err := NewMinter(l).Check(c.now.Sub(NewMinter(l).Base()), c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			if err := NewFence(l).Check(c.now.Sub(NewFence(l).Base()), c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 				t.Errorf("Check(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
 			}
 		}
-		if b := NewMinter(l).Base(); b.After(time.Now()) || b.Before(t0) {
+		if b := NewFence(l).Base(); b.After(time.Now()) || b.Before(t0) {
 			t.Errorf("Base %v is not the time of the claim (from %v)", b, t0)
 		}
 		// After a renewal the line moves with the deadline.
@@ -333,18 +333,18 @@ func TestCheckRules(t *testing.T) {
 			t.Fatalf("the renewal did not move the deadline %v", d)
 		}
 		for _, at := range []time.Time{d, d2.Add(-time.Nanosecond)} {
-			if err := NewMinter(l).Check(at.Sub(NewMinter(l).Base()), 0); err != nil {
+			if err := NewFence(l).Check(at.Sub(NewFence(l).Base()), 0); err != nil {
 				t.Errorf("Check(renewed deadline%+v) = %v, want nil", at.Sub(d2), err)
 			}
 		}
-		if err := NewMinter(l).Check(d2.Sub(NewMinter(l).Base()), 0); !errors.Is(err, ErrExpired) {
+		if err := NewFence(l).Check(d2.Sub(NewFence(l).Base()), 0); !errors.Is(err, ErrExpired) {
 			t.Errorf("Check(renewed deadline) = %v, want ErrExpired", err)
 		}
 		allocs := testing.AllocsPerRun(100, func() {
 			_ = check(l, t0, horizon)
 			_ = check(l, d2, horizon)
 			_ = check(l, t0, 1<<60)
-			_ = NewMinter(l).Check(0, horizon)
+			_ = NewFence(l).Check(0, horizon)
 		})
 		if allocs != 0 {
 			t.Errorf("Check allocates %.1f times per call", allocs)
@@ -373,10 +373,10 @@ func TestReleaseSealsThenRecordsExactHorizon(t *testing.T) {
 				return ms
 			}
 		}
-		if err := NewMinter(l).Bind(seal(9000)); err != nil {
+		if err := NewFence(l).Bind(seal(9000)); err != nil {
 			t.Fatal(err)
 		}
-		if err := NewMinter(l).Bind(seal(12000)); err == nil || !strings.Contains(err.Error(), "already has a generator") {
+		if err := NewFence(l).Bind(seal(12000)); err == nil || !strings.Contains(err.Error(), "already has a generator") {
 			t.Fatalf("a second Bind on one lease = %v, want a refusal", err)
 		}
 		if err := l.Release(context.Background()); err != nil {
@@ -396,7 +396,7 @@ func TestReleaseSealsThenRecordsExactHorizon(t *testing.T) {
 		if l2.PreviousHorizon() != 9000 {
 			t.Fatalf("next holder's PreviousHorizon = %d, want 9000", l2.PreviousHorizon())
 		}
-		if err := NewMinter(l2).Bind(func() int64 { return 0 }); err != nil {
+		if err := NewFence(l2).Bind(func() int64 { return 0 }); err != nil {
 			t.Fatal(err)
 		}
 		_ = l2.Release(context.Background())
@@ -522,7 +522,7 @@ func TestAcquireWaitsForAFreeNodeID(t *testing.T) {
 		held := mustAcquire(t, holder)
 
 		plain := fakeRegistry(t, st)
-		if _, err := plain.Acquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {
+		if _, err := plain.TryAcquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {
 			t.Fatalf("Acquire on a full range = %v", err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -536,7 +536,7 @@ func TestAcquireWaitsForAFreeNodeID(t *testing.T) {
 		released := time.Now().Add(7 * time.Second)
 		go func() {
 			time.Sleep(time.Until(released))
-			NewMinter(held).Bind(func() int64 { return 0 }) // nothing stamped: the horizon stays
+			NewFence(held).Bind(func() int64 { return 0 }) // nothing stamped: the horizon stays
 			held.Release(context.Background())
 		}()
 		before := len(st.callsOf("claim"))
@@ -626,6 +626,6 @@ func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
 
 // check is Minter.Check at time now, which carries the monotonic clock.
 func check(l *Lease, now time.Time, ms int64) error {
-	m := NewMinter(l)
+	m := NewFence(l)
 	return m.Check(now.Sub(m.Base()), ms)
 }

@@ -396,7 +396,7 @@ func TestNilInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := NewMinter(l).Bind(nil); err == nil {
+	if err := NewFence(l).Bind(nil); err == nil {
 		t.Error("Bind(nil) succeeded")
 	}
 	if err := l.Release(nilCtx); err != nil {

@@ -72,7 +72,7 @@ func (l *Lease) Verify(ctx context.Context, q Querier) error {
 		return err
 	}
 	if !v.Held {
-		cause := verifyCause(v.Cause)
+		cause := causeErr(v.Cause)
 		if cause == nil {
 			return fmt.Errorf("nodeid: Verify: table %s has no row for node ID %d: q does not reach the Registry's database",
 				l.reg.cfg.table.Table, l.key.NodeID)
@@ -83,24 +83,6 @@ func (l *Lease) Verify(ctx context.Context, q Querier) error {
 	// The row is held for the transaction whatever happens locally from
 	// here, but a lease that ended meanwhile admits nothing.
 	return l.Err()
-}
-
-// verifyCause maps the statement's cause to its sentinel; nil when the
-// cause is not a loss of the lease.
-func verifyCause(cause string) error {
-	switch cause {
-	case store.CauseTakenOver:
-		return ErrTakenOver
-	case store.CauseFailover:
-		return ErrFailover
-	case store.CauseReleased:
-		return ErrReleased
-	case store.CauseEvicted:
-		return ErrEvicted
-	case store.CauseExpired:
-		return ErrExpired
-	}
-	return nil
 }
 
 // isNilQuerier reports whether q is nil, or a nil pointer of one of the

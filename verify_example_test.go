@@ -75,6 +75,6 @@ func ExampleLease_Verify() {
 	fmt.Println("orders committed:", n)
 	// Output:
 	// while held: <nil>
-	// after the release: true true
+	// after the release: false true
 	// orders committed: 1
 }

@@ -78,11 +78,11 @@ func lapse(t *testing.T, db *sql.DB, node int64) {
 func endedWith(t *testing.T, l *Lease, cause error) {
 	t.Helper()
 	select {
-	case <-l.Lost():
+	case <-l.Done():
 	default:
 		t.Fatalf("the lease is still held after Verify found it lost (%v)", cause)
 	}
-	if err := l.Err(); !errors.Is(err, ErrLeaseLost) || !errors.Is(err, cause) {
+	if err := l.Err(); errors.Is(err, ErrLeaseLost) != (cause != ErrReleased) || !errors.Is(err, cause) {
 		t.Fatalf("Err() = %v, want %v", err, cause)
 	}
 }
@@ -147,9 +147,9 @@ func TestVerifyFencesWrites(t *testing.T) {
 						}
 						return
 					}
-					var lost *LostError
+					var lost *EndError
 					if !errors.Is(err, tc.cause) || !errors.As(err, &lost) || lost.NodeID != l.NodeID() || lost.Epoch != l.Epoch() {
-						t.Fatalf("Verify = %v, want a *LostError of node %d epoch %d matching %v", err, l.NodeID(), l.Epoch(), tc.cause)
+						t.Fatalf("Verify = %v, want an *EndError of node %d epoch %d matching %v", err, l.NodeID(), l.Epoch(), tc.cause)
 					}
 					if n != 0 {
 						t.Fatalf("%d rows committed after Verify failed", n)
@@ -204,7 +204,7 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				}
 				// Nothing was minted: the release records the previous
 				// holder's horizon, and the row is claimable at once.
-				if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
+				if err := NewFence(l).Bind(func() int64 { return 0 }); err != nil {
 					t.Fatal(err)
 				}
 				tx, err := ep.db.BeginTx(ctx, nil)
@@ -272,7 +272,7 @@ func TestVerifyIdleBoundEndsAStuckTransaction(t *testing.T) {
 	// 6 s, not the shortest TTL: on a loaded machine a 3 s lease can reach
 	// its deadline between Acquire and Bind.
 	l := mustAcquire(t, newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithTTL(6*time.Second)))
-	if err := NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
+	if err := NewFence(l).Bind(func() int64 { return 0 }); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := ep.db.BeginTx(ctx, nil)

@@ -14,7 +14,7 @@ import (
 )
 
 // lease is what a Generator needs of a lease: the lease and its
-// nodeid.Minter. leaseMinter implements it; the unit tests use fakes.
+// nodeid.Fence. leaseFence implements it; the unit tests use fakes.
 type lease interface {
 	NodeID() int64
 	Epoch() int64
@@ -26,13 +26,13 @@ type lease interface {
 	Bind(seal func() int64) error
 }
 
-// leaseMinter is a *nodeid.Lease with its Minter.
-type leaseMinter struct {
+// leaseFence is a *nodeid.Lease with its Fence.
+type leaseFence struct {
 	*nodeid.Lease
-	nodeid.Minter
+	nodeid.Fence
 }
 
-var _ lease = leaseMinter{}
+var _ lease = leaseFence{}
 
 // sealedBit marks a sealed state word. The packed time and sequence use at
 // most 62 bits (TimeBits + SeqBits <= Width - NodeBits <= 62), so it is
@@ -91,7 +91,7 @@ func New(l *nodeid.Lease, opts ...Option) (*Generator, error) {
 	if l == nil {
 		return nil, invalid("New: the lease is nil")
 	}
-	return newGenerator(leaseMinter{l, nodeid.NewMinter(l)}, opts...)
+	return newGenerator(leaseFence{l, nodeid.NewFence(l)}, opts...)
 }
 
 func newGenerator(l lease, opts ...Option) (*Generator, error) {
@@ -144,7 +144,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 		return w.UnixNano(), w.Sub(base)
 	}
 	g.anchorAt.Store(int64(g.readAnchor() + anchorEvery)) // anchor the default clock now
-	g.errSealed = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
+	g.errSealed = &nodeid.EndError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrReleased}
 	g.metrics = newInstruments(c.meters, l)
 
 	if err := l.Bind(g.seal); err != nil { // refuses a second generator

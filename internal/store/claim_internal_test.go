@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // A claim records acquired_at when it has locked its row, not when its
@@ -18,7 +17,7 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 	db, _ := pgtest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := New(db, Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
+	s, err := New(db, Config{Table: DefaultTable, MinNode: 0, MaxNode: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +62,8 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 func TestPrivilegeErrorIsFatal(t *testing.T) {
 	s := &Store{cfg: DefaultConfig()}
 	err := s.wrapErr("check schema", &privilegeError{table: "t", privilege: "UPDATE"})
-	if !postgres.Fatal(err) || postgres.Retryable(err) || postgres.SQLSTATE(err) != "42501" {
-		t.Fatalf("%v: Fatal=%v Retryable=%v SQLSTATE=%q", err, postgres.Fatal(err), postgres.Retryable(err), postgres.SQLSTATE(err))
+	if !Fatal(err) || Retryable(err) || SQLState(err) != "42501" {
+		t.Fatalf("%v: Fatal=%v Retryable=%v SQLSTATE=%q", err, Fatal(err), Retryable(err), SQLState(err))
 	}
 	if !strings.Contains(err.Error(), "UPDATE on table t") {
 		t.Errorf("error %q does not name the privilege and the table", err)

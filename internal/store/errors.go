@@ -4,9 +4,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgerrcode"
-
-	"github.com/nodeid/nodeid/internal/wal"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // wrapErr wraps a statement's error with the operation and the table; the
@@ -15,7 +12,7 @@ func (s *Store) wrapErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &postgres.StatementError{Op: op, Table: s.cfg.Table, Err: err}
+	return &StatementError{Op: op, Table: s.cfg.Table, Err: err}
 }
 
 // privilegeError reports a privilege CheckSchema found missing; it carries
@@ -64,7 +61,7 @@ type WALError struct{ err error }
 func (e *WALError) Error() string {
 	return fmt.Sprintf("the server refuses %s, which a table that records asynchronous replication needs to detect failovers, moves and upgrades: %v; "+
 		"allow the role to execute them, or, if the database's failovers never lose an acknowledged commit (synchronous replication, shared storage, a managed service such as Aurora), record synchronous replication (postgres.WithReplication(\"sync\"))",
-		wal.Functions, e.err)
+		WALFunctions, e.err)
 }
 
 // Unwrap returns the server's error.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // protocolPair starts a primary and an asynchronous standby with a table of
@@ -27,7 +26,7 @@ func protocolPair(t *testing.T, maxTTL time.Duration) (*pgtest.Pair, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddl, err := postgres.SchemaSQL(postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(maxTTL))
+	ddl, err := Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: maxTTL}.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 var (
@@ -90,8 +89,7 @@ func replay(t *testing.T, mut mutant, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 	for i := range n {
 		table := fmt.Sprintf("replay_%d", i)
-		ddl, err := postgres.SchemaSQL(postgres.WithTable(table), postgres.WithNodeRange(0, int64(b.nodes-1)),
-			postgres.WithMaxTTL(time.Duration(b.maxTTL)*time.Second))
+		ddl, err := Schema{Table: table, MinNode: 0, MaxNode: int64(b.nodes - 1), MaxTTL: time.Duration(b.maxTTL) * time.Second}.SQL()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +175,7 @@ func (r *replayer) apply(pre *mstate, a act) {
 		r.txs[h] = nil
 	case aEvict:
 		row := pre.db.rows[h]
-		if _, err := r.st.Evict(ctx, int64(h), int64(row.epoch)); err != nil && postgres.SQLSTATE(err) != "55P03" {
+		if _, err := r.st.Evict(ctx, int64(h), int64(row.epoch)); err != nil && SQLState(err) != "55P03" {
 			t.Fatal(err)
 		}
 	default:

@@ -28,15 +28,13 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/nodeid/nodeid/internal/pgerr"
-	"github.com/nodeid/nodeid/internal/wal"
-	"github.com/nodeid/nodeid/postgres"
+	"github.com/nodeid/nodeid/internal/retry"
 )
 
 // Config names the table and the node range a Store works on.
 type Config struct {
 	// Table is the lease table, optionally schema-qualified; its history
-	// table is postgres.HistoryTable(Table).
+	// table is HistoryTable(Table).
 	Table string
 	// MinNode and MaxNode bound the node IDs, inclusive.
 	MinNode, MaxNode int64
@@ -44,22 +42,22 @@ type Config struct {
 
 // DefaultConfig returns the default table and node range.
 func DefaultConfig() Config {
-	return Config{Table: postgres.DefaultTable, MinNode: postgres.DefaultMinNode, MaxNode: postgres.DefaultMaxNode}
+	return Config{Table: DefaultTable, MinNode: DefaultMinNode, MaxNode: DefaultMaxNode}
 }
 
 // Validate checks the table name and the node range.
 func (c Config) Validate() error {
-	if err := postgres.ValidateTable(c.Table); err != nil {
+	if err := ValidateTable(c.Table); err != nil {
 		return err
 	}
-	return postgres.ValidateRange(c.MinNode, c.MaxNode)
+	return ValidateRange(c.MinNode, c.MaxNode)
 }
 
 // HistoryTable returns the name of the history table.
-func (c Config) HistoryTable() string { return postgres.HistoryTable(c.Table) }
+func (c Config) HistoryTable() string { return HistoryTable(c.Table) }
 
 // ConfigTable returns the name of the configuration table.
-func (c Config) ConfigTable() string { return postgres.ConfigTable(c.Table) }
+func (c Config) ConfigTable() string { return ConfigTable(c.Table) }
 
 // Replication is how a table's database replicates, as the table records
 // it: it decides which statements the Store runs.
@@ -89,7 +87,7 @@ func expand(tmpl string, c Config, mode Replication) string {
 	}
 	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
-		"{mode}", string(mode), "{tl}", wal.Timeline, "{sid}", wal.ServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
+		"{mode}", string(mode), "{tl}", walTimeline, "{sid}", walServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
 }
 
 // statements are the SQL texts of a Store for one replication mode.
@@ -817,7 +815,7 @@ func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, er
 // lockErr names what a statement that gave up waiting for a lock
 // (SQLSTATE 55P03, lock_timeout) waited for.
 func lockErr(err error, what string) error {
-	if pgerr.Code(err) != pgerrcode.LockNotAvailable {
+	if SQLState(err) != pgerrcode.LockNotAvailable {
 		return err
 	}
 	return fmt.Errorf("waited %s for a lock on %s, which another transaction holds (look for it in pg_stat_activity), and gave up so as not to queue the fleet's renewals behind it: %w",
@@ -861,7 +859,7 @@ FROM {c}`
 // ReadConfig reads the table's recorded configuration, and from then on
 // the Store runs the statements of its replication mode. A table created
 // before configurations were recorded, or by a version of nodeid that
-// recorded less, gives postgres.ErrUnconfigured; a table that is UNLOGGED
+// recorded less, gives ErrUnconfigured; a table that is UNLOGGED
 // gives a Fatal error naming it.
 func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	var (
@@ -872,7 +870,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &raiseMs, &mode, &c.Generation,
 		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, &c.Unlogged)
-	missing := pgerr.Code(err) == pgerrcode.UndefinedTable
+	missing := SQLState(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
 		switch {
@@ -883,9 +881,9 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		}
 	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || missing || pgerr.Code(err) == pgerrcode.UndefinedColumn:
+	case errors.Is(err, sql.ErrNoRows) || missing || SQLState(err) == pgerrcode.UndefinedColumn:
 		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): bring it up to date with the DDL of SchemaSQL, applied as its owner",
-			postgres.ErrUnconfigured))
+			ErrUnconfigured))
 	case err != nil:
 		return c, s.wrapErr("read configuration", err)
 	case c.Unlogged != "":
@@ -919,7 +917,7 @@ func (s *Store) CheckReplication(ctx context.Context) error {
 	}
 	var sid, tl int64
 	err := s.db.QueryRowContext(ctx, s.probeSQL).Scan(&sid, &tl)
-	if err == nil || postgres.Retryable(err) || postgres.SQLSTATE(err) == "" {
+	if err == nil || Retryable(err) || SQLState(err) == "" {
 		return s.wrapErr("check the server", err)
 	}
 	var pe *pgconn.PgError
@@ -947,8 +945,7 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 	if exists, err := s.exists(ctx, s.cfg.Table); err != nil || exists {
 		return false, s.wrapErr("look up", err)
 	}
-	ddl, err := postgres.SchemaSQL(postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode),
-		postgres.WithMaxTTL(maxTTL))
+	ddl, err := Schema{Table: s.cfg.Table, MinNode: s.cfg.MinNode, MaxNode: s.cfg.MaxNode, MaxTTL: maxTTL}.SQL()
 	if err != nil {
 		return false, err
 	}
@@ -965,7 +962,7 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 		_, err := tx.ExecContext(ctx, ddl)
 		return err
 	})
-	if pgerr.Code(err) == pgerrcode.InsufficientPrivilege {
+	if SQLState(err) == pgerrcode.InsufficientPrivilege {
 		err = fmt.Errorf("table %s does not exist, and this role may not create it: %w", s.cfg.Table, err)
 	}
 	if err != nil {
@@ -989,16 +986,11 @@ func (s *Store) Apply(ctx context.Context, maxTTL time.Duration) error {
 // with backoff, until ctx ends: a long transaction on the table delays the
 // DDL, never the fleet's renewals behind it.
 func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication Replication) error {
-	opts := []postgres.Option{postgres.WithTable(s.cfg.Table), postgres.WithNodeRange(s.cfg.MinNode, s.cfg.MaxNode),
-		postgres.WithMaxTTL(maxTTL)}
-	if replication != "" {
-		opts = append(opts, postgres.WithReplication(string(replication)))
-	}
-	ddl, err := postgres.SchemaSQL(opts...)
+	ddl, err := Schema{Table: s.cfg.Table, MinNode: s.cfg.MinNode, MaxNode: s.cfg.MaxNode, MaxTTL: maxTTL, Replication: replication}.SQL()
 	if err != nil {
 		return err
 	}
-	wait := 50 * time.Millisecond
+	wait := retry.Backoff{Next: 50 * time.Millisecond, Max: time.Second}
 	var waited error // the last attempt that gave up on a lock
 	for {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
@@ -1012,18 +1004,13 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		if err != nil && ctx.Err() != nil && waited != nil {
 			err = waited // ctx ended while an attempt waited for the lock again
 		}
-		if pgerr.Code(err) != pgerrcode.LockNotAvailable {
+		if SQLState(err) != pgerrcode.LockNotAvailable {
 			break
 		}
 		waited = err
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		if ctx.Err() != nil {
+		if !wait.Wait(ctx) {
 			return s.wrapErr("apply the schema", lockErr(err, "table "+s.cfg.Table))
 		}
-		wait = min(2*wait, time.Second)
 	}
 	if err != nil {
 		return s.wrapErr("apply the schema", classifyDDL(err))

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"time"
-
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // Querier is what *sql.DB, *sql.Tx and *sql.Conn have in common: the
@@ -144,13 +142,13 @@ func verify(ctx context.Context, q Querier, query string, c Config, k Key) (Verd
 	err := q.QueryRowContext(ctx, query, k.NodeID, k.Owner, k.Epoch).
 		Scan(&v.Held, &cause, &expires, &set, &timeout, &owner, &epoch, &v.Now)
 	if err != nil {
-		return Verdict{}, &postgres.StatementError{Op: "verify", Table: c.Table, Err: err}
+		return Verdict{}, &StatementError{Op: "verify", Table: c.Table, Err: err}
 	}
 	v.Cause, v.Expires = cause.String, expires.Time
 	v.IdleTimeout = time.Duration(timeout.Int64) * time.Millisecond
 	v.Owner, v.Epoch, v.Exists = owner.String, epoch.Int64, epoch.Valid
 	if v.Held && !set.Valid {
-		return Verdict{}, &postgres.StatementError{Op: "verify", Table: c.Table,
+		return Verdict{}, &StatementError{Op: "verify", Table: c.Table,
 			Err: errors.New("the statement held the row but did not bound the transaction's idle time")}
 	}
 	return v, nil

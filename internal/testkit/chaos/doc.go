@@ -8,7 +8,7 @@
 // TestChaos starts a PostgreSQL server of its own (internal/pgtest), a TCP
 // proxy in front of it, and six worker processes (the test binary run
 // again, whose TestMain runs a worker) that share the four node IDs 0-3 with
-// a lease TTL of nodeid.MinTTL and nodeid.WithWait, so that node IDs are
+// a lease TTL of nodeid.MinTTL and a waiting Acquire, so that node IDs are
 // reused all the time. Each worker connects through the proxy and, in a loop, acquires a
 // node ID, builds the fenced generator (snowflake.New) and mints IDs until
 // the lease is lost, or until it releases the lease itself after a random

@@ -97,7 +97,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) (err error) {
 	}
 	defer db.Close()
 	reg, err := nodeid.New(db, nodeid.WithTTL(cfg.TTL), nodeid.WithNodeRange(cfg.MinNode, cfg.MaxNode),
-		nodeid.WithTable(cfg.Table), nodeid.WithOwner(owner), nodeid.WithWait(true), nodeid.WithCreateTable(false))
+		nodeid.WithTable(cfg.Table), nodeid.WithOwner(owner), nodeid.WithCreateTable(false))
 	if err != nil {
 		return err
 	}
@@ -231,7 +231,7 @@ func (m *minter) hold(ctx context.Context, lease *nodeid.Lease, before int64) er
 	go func() {
 		defer close(watched)
 		select {
-		case <-lease.Lost():
+		case <-lease.Done():
 			lostAt.Store(wallNs())
 		case <-stopWatch:
 		}
@@ -292,7 +292,7 @@ func (m *minter) hold(ctx context.Context, lease *nodeid.Lease, before int64) er
 		t := time.NewTimer(time.Until(start.Add(m.cfg.BatchEvery)))
 		select {
 		case <-ctx.Done():
-		case <-lease.Lost():
+		case <-lease.Done():
 		case <-t.C:
 		}
 		t.Stop()
@@ -336,13 +336,13 @@ func (m *minter) lost(lease *nodeid.Lease, gen *snowflake.Generator, lostAt *ato
 	// process's control timer was.
 	t := time.NewTimer(LostWait)
 	select {
-	case <-lease.Lost():
+	case <-lease.Done():
 	case <-t.C:
 	}
 	t.Stop()
 	at := int64(0)
 	select {
-	case <-lease.Lost():
+	case <-lease.Done():
 		at = lostAt.Load()
 		if at == 0 { // the watcher has not stored it yet
 			at = wallNs()

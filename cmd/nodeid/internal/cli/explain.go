@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/pgerr"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -79,7 +78,7 @@ func explain(c *Conn, err error) string {
 	if c != nil {
 		table = c.table
 	}
-	code := pgerr.Code(err)
+	code := store.SQLState(err)
 	switch {
 	case errors.As(err, &xe):
 		return xe.msg
@@ -109,7 +108,7 @@ func explain(c *Conn, err error) string {
 		if errors.As(err, &pe) {
 			msg = pe.Message
 		}
-		need := "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
+		need := "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
 		if errors.As(err, &ne) {
 			need = ne.Need
 		}
@@ -118,8 +117,8 @@ func explain(c *Conn, err error) string {
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", c.Where())
-	case pgerr.Pooler(err):
-		return fmt.Sprintf("%v: %s", rootMessage(err), pgerr.PoolerHint)
+	case store.Pooler(err):
+		return fmt.Sprintf("%v: %s", rootMessage(err), store.PoolerHint)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}

@@ -83,7 +83,7 @@ func workerRun(ctx context.Context, o *WorkerOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := []nodeid.Option{nodeid.WithTTL(o.TTL), nodeid.WithTable(c.Table()), nodeid.WithNodeRange(r.Lo, r.Hi), nodeid.WithWait(true)}
+	opts := []nodeid.Option{nodeid.WithTTL(o.TTL), nodeid.WithTable(c.Table()), nodeid.WithNodeRange(r.Lo, r.Hi)}
 	if o.Owner != "" {
 		opts = append(opts, nodeid.WithOwner(o.Owner))
 	}
@@ -119,7 +119,7 @@ func mintUntilStopped(ctx context.Context, env *cli.Env, c *cli.Conn, lease *nod
 			}
 			fmt.Fprintln(env.Out, evReleased)
 			return nil
-		case <-lease.Lost():
+		case <-lease.Done():
 			fmt.Fprintf(env.Out, "%s %s\n", evLost, cli.OneLine(lease.Err().Error()))
 			return lease.Err()
 		case <-tick.C:

@@ -74,7 +74,7 @@ func (f *Flags) CreateHint(c *cli.Conn, err error) error {
 
 // Privileges are what a holder of a lease of table needs.
 func Privileges(table string) string {
-	return "SELECT, INSERT and UPDATE on " + table + " and " + table + "_history"
+	return "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
 }
 
 // Waiting says how Acquire waits for a node ID.
@@ -89,20 +89,16 @@ type Waiting struct {
 
 // Acquire claims a node ID with a Registry on db with opts; with w.Wait,
 // when none is free, it says so and waits for one, saying every w.Every
-// that it still waits. The returned function closes the registries.
+// that it still waits. The returned function closes the registry.
 func Acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, w Waiting) (*nodeid.Lease, func(), error) {
-	reg, err := nodeid.New(db, append(opts, nodeid.WithWait(false))...)
+	reg, err := nodeid.New(db, opts...)
 	if err != nil {
 		return nil, func() {}, err
 	}
-	lease, err := reg.Acquire(ctx)
+	closeReg := func() { _ = reg.Close() }
+	lease, err := reg.TryAcquire(ctx)
 	if err == nil || !w.Wait || !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
-		return lease, func() { _ = reg.Close() }, err
-	}
-	waitReg, werr := nodeid.New(db, append(opts, nodeid.WithWait(true))...)
-	closeBoth := func() { _ = reg.Close(); _ = waitReg.Close() }
-	if werr != nil {
-		return nil, func() { _ = reg.Close() }, werr
+		return lease, closeReg, err
 	}
 	until := ""
 	if w.Timeout > 0 {
@@ -128,21 +124,20 @@ func Acquire(ctx context.Context, db *sql.DB, opts []nodeid.Option, w Waiting) (
 		}
 	}()
 	first := err
-	lease, err = waitReg.Acquire(ctx)
+	lease, err = reg.Acquire(ctx)
 	close(done)
 	wg.Wait()
 	if err != nil && ctx.Err() != nil && !errors.Is(err, nodeid.ErrNoNodeIDAvailable) {
 		// Interrupted, or --timeout passed, while a claim was under way.
 		err = fmt.Errorf("%w: stopped waiting: %w", first, context.Cause(ctx))
 	}
-	return lease, closeBoth, err
+	return lease, closeReg, err
 }
 
 // ReleaseUnused releases a lease under which nothing ran: the node ID
 // keeps the previous holder's horizon.
 func ReleaseUnused(lease *nodeid.Lease) {
-	_ = nodeid.NewMinter(lease).Bind(func() int64 { return 0 })
-	_ = lease.Release(context.Background())
+	_ = lease.ReleaseStamped(context.Background(), lease.PreviousHorizon())
 }
 
 // Clock is the wall clock a holder stamps with, in unix milliseconds.

@@ -84,7 +84,7 @@ func NewMetrics() (*Metrics, http.Handler, error) {
 func LeaseHealth(lease *nodeid.Lease, grace time.Duration) func() error {
 	return func() error {
 		select {
-		case <-lease.Lost():
+		case <-lease.Done():
 			return fmt.Errorf("lease of node ID %d lost: %w", lease.NodeID(), lease.Err())
 		default:
 		}

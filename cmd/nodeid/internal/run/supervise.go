@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +121,7 @@ func supervise(c *cli.Conn, o *Options, lease *nodeid.Lease, clock *warden.WallC
 
 	poll := time.NewTicker(warden.PollInterval(ttl))
 	defer poll.Stop()
-	lost := lease.Lost()
+	lost := lease.Done()
 loop:
 	for {
 		select {
@@ -157,8 +156,7 @@ loop:
 		holder.ReleaseUnused(lease)
 		return fmt.Errorf("cannot start %s: %s", name, exit.StartErr)
 	}
-	_ = nodeid.NewMinter(lease).Bind(func() int64 { return exit.Horizon })
-	if err := lease.Release(context.Background()); err != nil {
+	if err := lease.ReleaseStamped(context.Background(), exit.Horizon); err != nil {
 		if errors.Is(err, nodeid.ErrLeaseLost) {
 			if !exit.Terminated { // not reported yet
 				fmt.Fprintf(env.Err, "nodeid: %s before the command exited\n", cli.OneLine(strings.TrimPrefix(err.Error(), "nodeid: ")))
@@ -235,25 +233,9 @@ func (f leaseFileWriter) write(held bool, deadline time.Time, ceiling int64) err
 
 // leaseCeiling returns the horizon the lease has recorded in the database,
 // the latest unix millisecond its IDs may be stamped with; ok is false once
-// the lease is lost. nodeid.Minter.Check admits a stamp, at the lease's base
-// (before any deadline), exactly when the stamp is not after that horizon,
-// so the largest stamp it admits is found by bisection: 64 atomic loads.
+// the lease has ended.
 func leaseCeiling(l *nodeid.Lease) (ceiling int64, ok bool) {
-	m := nodeid.NewMinter(l)
-	admits := func(ms int64) bool { return m.Check(0, ms) == nil }
-	lo, hi := int64(0), int64(math.MaxInt64) // every horizon is a unix ms after the claim
-	if !admits(lo) {
-		return 0, false
-	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if admits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, true
+	return l.Horizon(), l.Err() == nil
 }
 
 // commandEnv returns the command's environment: this process's, without

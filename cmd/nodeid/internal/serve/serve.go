@@ -19,6 +19,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/internal/retry"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -145,7 +146,7 @@ func serve(ctx context.Context, o *Options) error {
 	}
 	defer func() { _ = m.Provider.Shutdown(context.Background()) }()
 	opts := append(o.Options(table),
-		nodeid.WithNodeBits(int(snowflake.DefaultLayout.NodeBits)), nodeid.WithWait(true),
+		nodeid.WithNodeBits(int(snowflake.DefaultLayout.NodeBits)),
 		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)),
 		nodeid.WithMeterProvider(m.Provider),
 	)
@@ -220,7 +221,7 @@ type keeper struct {
 // or an error that stops serve: one that a retry cannot fix, met before
 // the first lease.
 func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
-	pause := serveRetryMin
+	pause := retry.Backoff{Next: serveRetryMin, Max: serveRetryMax}
 	first := true
 	for {
 		lease, err := h.reg.Acquire(ctx)
@@ -232,16 +233,13 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 				return nil, err // a missing table, a privilege, options the table refuses
 			}
 			h.unavailable(fmt.Errorf("no lease: %s; claiming again", h.c.Explain(err)), serveHeader{})
-			fmt.Fprintf(h.log, "nodeid: claim failed, retrying in %s: %s\n", pause, h.c.Explain(err))
-			select {
-			case <-ctx.Done():
+			fmt.Fprintf(h.log, "nodeid: claim failed, retrying in about %s: %s\n", pause.Next, h.c.Explain(err))
+			if !pause.Wait(ctx) {
 				return nil, nil
-			case <-time.After(pause):
 			}
-			pause = min(2*pause, serveRetryMax)
 			continue
 		}
-		pause = serveRetryMin
+		pause = retry.Backoff{Next: serveRetryMin, Max: serveRetryMax}
 		hdr := newServeHeader(lease)
 		// The generator stamps from the system's clock.
 		if err := holder.WaitPastHorizon(ctx, h.log, lease, holder.SystemClock{}, h.ttl, true); err != nil {
@@ -275,7 +273,7 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 		select {
 		case <-ctx.Done():
 			return lease, nil
-		case <-lease.Lost():
+		case <-lease.Done():
 		}
 		lost := fmt.Errorf("%v; claiming a node ID again", lease.Err())
 		h.unavailable(lost, hdr)

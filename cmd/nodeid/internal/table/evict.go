@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // EvictOptions are the argument and flags of evict.
@@ -90,7 +91,7 @@ func NewCmdRelease(env *cli.Env) *cobra.Command {
 
 func evictRun(ctx context.Context, o *EvictOptions) error {
 	table := o.Conn.Table()
-	return cli.Needs("SELECT and UPDATE on "+table+" and "+table+"_history", evict(ctx, o))
+	return cli.Needs("SELECT and UPDATE on "+table+" and "+postgres.HistoryTable(table), evict(ctx, o))
 }
 
 // evict evicts the claim of o.Epoch of o.Node, once confirmed.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // PruneOptions are the flags of prune.
@@ -58,7 +59,7 @@ trace an ID. Durations: 90s, 12h, 30d, 1d12h.`,
 
 func pruneRun(ctx context.Context, o *PruneOptions) error {
 	c := o.Conn
-	need := "DELETE on " + c.Table() + "_history"
+	need := "DELETE on " + postgres.HistoryTable(c.Table())
 	st, err := c.Store(cli.AllNodes)
 	if err != nil {
 		return cli.Needs(need, err)

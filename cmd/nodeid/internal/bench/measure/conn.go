@@ -272,8 +272,5 @@ func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) e
 // an exact horizon, so that the node ID is claimable again at once (without
 // one, a node ID cools until the horizon of the lease's last renewal).
 func release(ctx context.Context, l *nodeid.Lease) error {
-	if err := nodeid.NewMinter(l).Bind(func() int64 { return 0 }); err != nil {
-		return err
-	}
-	return l.Release(ctx)
+	return l.ReleaseStamped(ctx, l.PreviousHorizon())
 }

@@ -1,4 +1,4 @@
-package postgres
+package store
 
 import (
 	"fmt"
@@ -9,10 +9,12 @@ import (
 const (
 	// DefaultTable is the lease table used when none is configured.
 	DefaultTable = "snowflake_nodes"
-	// DefaultMinNode and DefaultMaxNode bound the default node range: the
-	// 10 node bits of the default Snowflake layout.
-	DefaultMinNode = 0
-	DefaultMaxNode = 1023
+	// DefaultNodeBits is the width of the node field of the default
+	// Snowflake layout; DefaultMinNode and DefaultMaxNode bound the default
+	// node range, all the node IDs it holds.
+	DefaultNodeBits = 10
+	DefaultMinNode  = 0
+	DefaultMaxNode  = 1<<DefaultNodeBits - 1
 	// MaxNode is the largest node ID a table may hold (20 node bits). Larger
 	// ranges would make the one-off prefill and every listing unwieldy.
 	MaxNode = 1<<20 - 1

@@ -1,4 +1,4 @@
-package postgres
+package store
 
 import (
 	"fmt"
@@ -47,7 +47,9 @@ func FuzzValidateTable(f *testing.F) {
 		if (err == nil) != want {
 			t.Fatalf("ValidateTable(%q) = %v, want ok=%v", name, err, want)
 		}
-		sql, err := SchemaSQL(WithTable(name))
+		sch := DefaultSchema()
+		sch.Table = name
+		sql, err := sch.SQL()
 		if (err == nil) != want {
 			t.Fatalf("SchemaSQL(%q) error = %v, want ok=%v", name, err, want)
 		}

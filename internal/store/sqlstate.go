@@ -1,8 +1,9 @@
-// Package pgerr reads the PostgreSQL error code (SQLSTATE) of an error and
-// recognises the failures of a connection pooler, for package postgres's
-// classification and the nodeid command's messages. The codes are
-// github.com/jackc/pgerrcode's names, never literals.
-package pgerr
+package store
+
+// The PostgreSQL error code (SQLSTATE) of an error, and the failures of a
+// connection pooler, for the classification of errors (classify.go) and the
+// nodeid command's messages. The codes are github.com/jackc/pgerrcode's
+// names, never literals.
 
 import (
 	"errors"
@@ -11,10 +12,10 @@ import (
 	"github.com/jackc/pgerrcode"
 )
 
-// Code returns the SQLSTATE carried by err (by pgx's *pgconn.PgError, or any
+// SQLState returns the SQLSTATE carried by err (by pgx's *pgconn.PgError, or any
 // error in its chain with a SQLState method, as lib/pq's and nodeid's own),
 // or "".
-func Code(err error) string {
+func SQLState(err error) string {
 	var se interface{ SQLState() string }
 	if errors.As(err, &se) {
 		return se.SQLState()
@@ -33,7 +34,7 @@ func Pooler(err error) bool {
 	if err == nil {
 		return false
 	}
-	if code := Code(err); code == pgerrcode.InvalidSQLStatementName || code == pgerrcode.DuplicatePreparedStatement {
+	if code := SQLState(err); code == pgerrcode.InvalidSQLStatementName || code == pgerrcode.DuplicatePreparedStatement {
 		return true
 	}
 	m := err.Error()

@@ -1,4 +1,4 @@
-package postgres
+package store
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/nodeid/nodeid/internal/pgerr"
 )
 
 // ErrUnconfigured matches the error of a lease table that has no recorded
@@ -21,7 +19,7 @@ import (
 var ErrUnconfigured = errors.New("the table has no recorded configuration")
 
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
-func SQLSTATE(err error) string { return pgerr.Code(err) }
+func SQLSTATE(err error) string { return SQLState(err) }
 
 // Fatal reports whether err describes a deployment problem that will not go
 // away without intervention: a missing table or column, a column of the
@@ -33,14 +31,14 @@ func Fatal(err error) bool {
 	if err == nil {
 		return false
 	}
-	if pgerr.Pooler(err) || errors.Is(err, ErrUnconfigured) {
+	if Pooler(err) || errors.Is(err, ErrUnconfigured) {
 		return true
 	}
 	var marked interface{ Fatal() bool }
 	if errors.As(err, &marked) {
 		return marked.Fatal()
 	}
-	switch pgerr.Code(err) {
+	switch SQLState(err) {
 	case pgerrcode.UndefinedTable,
 		pgerrcode.UndefinedColumn,
 		pgerrcode.UndefinedFunction,
@@ -69,7 +67,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &marked) {
 		return marked.Retryable()
 	}
-	if code := pgerr.Code(err); code != "" {
+	if code := SQLState(err); code != "" {
 		switch {
 		case pgerrcode.IsConnectionException(code),
 			pgerrcode.IsInsufficientResources(code),
@@ -128,7 +126,7 @@ func (e *StatementError) Unwrap() error { return e.Err }
 
 // hint returns advice for a failure a deployment can fix, or "".
 func (e *StatementError) hint() string {
-	switch code := pgerr.Code(e.Err); {
+	switch code := SQLState(e.Err); {
 	case code == pgerrcode.UndefinedTable:
 		return "the lease tables do not exist: create them with the DDL of SchemaSQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
@@ -138,8 +136,8 @@ func (e *StatementError) hint() string {
 			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return "the server is read-only: point the DSN at the primary"
-	case pgerr.Pooler(e.Err):
-		return pgerr.PoolerHint
+	case Pooler(e.Err):
+		return PoolerHint
 	}
 	return ""
 }

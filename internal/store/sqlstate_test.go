@@ -1,4 +1,4 @@
-package pgerr
+package store
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ type coded struct{ code string }
 func (e coded) Error() string    { return "coded " + e.code }
 func (e coded) SQLState() string { return e.code }
 
-func TestCode(t *testing.T) {
+func TestSQLState(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want string
@@ -24,8 +24,8 @@ func TestCode(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: pgerrcode.UndefinedTable}), "42P01"},
 		{fmt.Errorf("wrapped: %w", coded{pgerrcode.InsufficientPrivilege}), "42501"},
 	} {
-		if got := Code(c.err); got != c.want {
-			t.Errorf("Code(%v) = %q, want %q", c.err, got, c.want)
+		if got := SQLState(c.err); got != c.want {
+			t.Errorf("SQLState(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

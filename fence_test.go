@@ -17,7 +17,7 @@ func TestZeroMinter(t *testing.T) {
 	if b := m.Base(); !b.IsZero() {
 		t.Errorf("zero Minter's Base = %v, want the zero time", b)
 	}
-	if m := NewMinter(nil); m.Check(0, 0) == nil {
-		t.Error("NewMinter(nil).Check admitted an ID")
+	if m := NewFence(nil); m.Check(0, 0) == nil {
+		t.Error("NewFence(nil).Check admitted an ID")
 	}
 }

@@ -1,0 +1,24 @@
+package store
+
+// The SQL that the statements use to identify the server they run on: its
+// system identifier and its write-ahead log timeline. A table that records
+// asynchronous replication needs both, to tell when it is served by another
+// server or another timeline than the one that last wrote it; a table that
+// records synchronous replication uses neither, so that its statements
+// never name these functions.
+
+// walTimeline is the SQL expression of the server's current WAL timeline,
+// which every promotion of a standby increments: the first eight hex digits
+// of the name of the WAL file being written. Any role may evaluate it unless
+// the server revokes the functions; on a standby it fails (SQLSTATE 55000,
+// recovery is in progress).
+const walTimeline = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::integer::bigint`
+
+// walServerID is the SQL expression of the server's system identifier, set
+// when its cluster was made by initdb and kept by its physical standbys: a
+// dump restored elsewhere, or a cluster upgraded by pg_upgrade, has another.
+const walServerID = `(SELECT system_identifier FROM pg_control_system())`
+
+// WALFunctions names the functions walTimeline and walServerID call, for
+// messages.
+const WALFunctions = "pg_current_wal_lsn(), pg_walfile_name() and pg_control_system()"
