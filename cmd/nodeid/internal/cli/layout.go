@@ -283,8 +283,8 @@ func (f *LayoutFlags) register(cmd *cobra.Command, use layoutUse) {
 	fl := cmd.Flags()
 	f.registerPreset()
 	fl.StringVar(&f.origin, flagOrigin, "", "time zero of the layout: unix milliseconds or an RFC 3339 time"+fromThePreset)
-	fl.StringVar(&f.epoch, flagEpoch, "", "the former name of --layout-origin")
-	_ = fl.MarkDeprecated(flagEpoch, deprecatedEpoch)
+	fl.StringVar(&f.epoch, flagEpoch, "", "the former name of --layout-origin (deprecated)")
+	_ = fl.MarkHidden(flagEpoch)
 	fl.Var(&DefaultedDuration{DurationValue: NewDurationValue(&f.unit, 0)}, flagTimeUnit,
 		"time one step of the time field stands for, 1ms to 1s"+fromThePreset)
 	fl.Uint8Var(&f.totalBits, flagTotalBits, 0, fmt.Sprintf("width of an ID, at most %d; the time field takes what the others leave", snowflake.MaxTotalBits)+fromThePreset)
@@ -330,7 +330,9 @@ func (f *LayoutFlags) Preset() string { return f.preset }
 
 // Layout returns the layout the flags describe: the preset, with the field
 // of each flag given replaced, validated. A bad value is a usage error that
-// names the flag, the value and the rule. For RegisterNodeBits, only the
+// names the flag, the value and the rule. The deprecated --layout-epoch
+// works as --layout-origin, and says on the command's stderr that it is
+// deprecated. For RegisterNodeBits, only the
 // preset's name is checked here: how many node bits a command can lease is
 // its registry's rule.
 func (f *LayoutFlags) Layout() (IDLayout, error) {
@@ -379,6 +381,9 @@ func (f *LayoutFlags) Layout() (IDLayout, error) {
 	}
 	if err := l.Validate(); err != nil {
 		return IDLayout{}, Usagef("%v (the layout of %s)", err, f.given())
+	}
+	if fl.Changed(flagEpoch) {
+		fmt.Fprintf(f.cmd.ErrOrStderr(), "nodeid: --layout-epoch is deprecated and will be removed: %s\n", deprecatedEpoch)
 	}
 	return l, nil
 }

@@ -109,7 +109,10 @@ func TestLayoutEpochDeprecated(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "--layout-epoch has been deprecated, use --layout-origin") {
+	if _, err := f.Layout(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "nodeid: --layout-epoch is deprecated and will be removed: use --layout-origin") {
 		t.Errorf("using --layout-epoch says %q", out.String())
 	}
 	if strings.Contains(cmd.Flags().FlagUsages(), "layout-epoch") {
