@@ -121,9 +121,9 @@ func writeTable(w io.Writer, r Report) error {
 	}
 	fmt.Fprintf(w, "read %s IDs of %s node fields%s\n", count(r.IDs), count(r.NodesSeen), span)
 	if r.Clean() {
-		what := "no ID read twice"
+		what := "no ID read twice (--by, naming what tells processes apart, finds node fields two of them used at once)"
 		if r.By != nil {
-			what += ", no node field used by two " + *r.By + " values at once"
+			what = "no ID read twice, no node field used by two " + cli.Printable(*r.By) + " values at once"
 		}
 		_, err := fmt.Fprintf(w, "clean: %s\n", what)
 		return err
