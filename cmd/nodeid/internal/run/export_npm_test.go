@@ -73,7 +73,7 @@ func npmPrograms(t *testing.T) string {
 	if err := os.Symlink(filepath.Join(installed, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"package.json", "sapphire.mjs", "flake.mjs"} {
+	for _, name := range []string{"package.json", "mint.mjs", "sapphire.mjs", "flake.mjs"} {
 		b, err := os.ReadFile(filepath.Join(npmDir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -1,5 +1,5 @@
 // flake-idgen under "nodeid run --export": it mints IDs into DIR/PID, one
-// a line, until DIR/stop exists or SIGTERM.
+// a line, until DIR/stop exists or SIGTERM (mint.mjs).
 //
 //   node flake.mjs DIR BURST     mint, BURST IDs at a time, with the guard
 //   node flake.mjs --unguarded   call next() 5000 times in one millisecond
@@ -12,9 +12,8 @@
 // callback form, which would wait, fails on the latter): the guard below
 // is what the application must add, waiting for the next millisecond and
 // trying again.
-import fs from "node:fs";
-import path from "node:path";
 import FlakeId from "flake-idgen";
+import { mintLoop } from "./mint.mjs";
 
 const ORIGIN = 1288834974657; // Twitter's, bwmarrin's: nodeid decode's default
 
@@ -50,19 +49,4 @@ function next() {
   }
 }
 
-const [dir, burst] = process.argv.slice(2);
-let stopping = false;
-process.on("SIGTERM", () => { stopping = true; }); // stop minting at once
-const fd = fs.openSync(path.join(dir, String(process.pid)), "a");
-const stop = path.join(dir, "stop");
-function tick() {
-  if (stopping || fs.existsSync(stop)) {
-    fs.closeSync(fd);
-    return;
-  }
-  let batch = "";
-  for (let i = 0; i < Number(burst); i++) batch += next() + "\n";
-  fs.writeSync(fd, batch);
-  setTimeout(tick, 2);
-}
-tick();
+mintLoop(next, process.argv.slice(2));

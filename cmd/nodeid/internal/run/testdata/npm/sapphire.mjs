@@ -12,9 +12,8 @@
 // given, earlier ones included: the guard below is what the application
 // must add, at most 4096 IDs a millisecond and no millisecond before the
 // last one.
-import fs from "node:fs";
-import path from "node:path";
 import { Snowflake } from "@sapphire/snowflake";
+import { mintLoop } from "./mint.mjs";
 
 const ORIGIN = 1288834974657n; // Twitter's, bwmarrin's: nodeid decode's default
 const sf = new Snowflake(ORIGIN);
@@ -51,19 +50,4 @@ function next() {
   return sf.generate({ timestamp: ms, workerId, processId });
 }
 
-const [dir, burst] = process.argv.slice(2);
-let stopping = false;
-process.on("SIGTERM", () => { stopping = true; }); // stop minting at once
-const fd = fs.openSync(path.join(dir, String(process.pid)), "a");
-const stop = path.join(dir, "stop");
-function tick() {
-  if (stopping || fs.existsSync(stop)) {
-    fs.closeSync(fd);
-    return;
-  }
-  let batch = "";
-  for (let i = 0; i < Number(burst); i++) batch += next() + "\n";
-  fs.writeSync(fd, batch);
-  setTimeout(tick, 2);
-}
-tick();
+mintLoop(next, process.argv.slice(2));
