@@ -78,7 +78,9 @@ func peakHeap(f func()) uint64 {
 // the number of IDs: 3 million IDs (NODEID_AUDIT_MEM_IDS sets another
 // number) with --by stay within 256 MB in chunks of the default size, and
 // within 64 MB in chunks of 128 Ki IDs, where holding them all would take
-// 72 MB. It measures memory, not time.
+// 72 MB. Under the race detector and -short, a million IDs stay within 20
+// MB in chunks of 64 Ki (holding them would take 24 MB). It measures
+// memory, not time.
 func TestAuditMemory(t *testing.T) {
 	n := 3_000_000
 	if s := os.Getenv(EnvMemIDs); s != "" {
@@ -88,13 +90,20 @@ func TestAuditMemory(t *testing.T) {
 		}
 		n = v
 	}
-	if testing.Short() {
-		n = 500_000
-	}
-	for _, c := range []struct {
+	cases := []struct {
 		chunk int
 		bound uint64
-	}{{defaultChunk, 256 << 20}, {128 << 10, 64 << 20}} {
+	}{{defaultChunk, 256 << 20}, {128 << 10, 64 << 20}}
+	if testing.Short() || raceEnabled {
+		// A million IDs: holding them would take 24 MB, chunks of 64 Ki
+		// take 1.5 MB.
+		n, cases = 1_000_000, cases[:0]
+		cases = append(cases, struct {
+			chunk int
+			bound uint64
+		}{64 << 10, 20 << 20})
+	}
+	for _, c := range cases {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(writeFleet(pw, n)) }()
 		env, _, _ := clitest.Env("", nil)
