@@ -55,13 +55,13 @@ func column(gens ...gen) []row {
 	return out
 }
 
-// cleanColumn: 20 pods on node IDs of their own, and node ID 7 handed
+// cleanColumn: 8 pods on node IDs of their own, and node ID 7 handed
 // from pod-a to pod-c half a second after pod-a's last ID, as a lease's
 // next holder takes it over.
 func cleanColumn() []row {
 	var gens []gen
-	for i := range int64(20) {
-		gens = append(gens, gen{pod: "pod-" + strconv.FormatInt(100+i, 10), node: 100 + i, from: t0, to: t0 + 20_000, every: 7, seq: 2})
+	for i := range int64(8) {
+		gens = append(gens, gen{pod: "pod-" + strconv.FormatInt(100+i, 10), node: 100 + i, from: t0, to: t0 + 20_000, every: 20, seq: 2})
 	}
 	gens = append(gens, gen{pod: "pod-a", node: 7, from: t0, to: t0 + 10_000, every: 2},
 		gen{pod: "pod-c", node: 7, from: t0 + 10_500, to: t0 + 20_000, every: 3})
@@ -159,7 +159,7 @@ func TestAuditFiles(t *testing.T) {
 	clean, cleanBy := writeColumn(t, cleanColumn(), false), writeColumn(t, cleanColumn(), true)
 
 	r := harness.Run(t, "audit", "-o", "json", "--by", "pod", plantedBy)
-	clitest.WantExit(t, r, cli.ExitFailure, "audit found", "500 duplicate IDs and 2 node fields with evidence of two users in 125,987 IDs")
+	clitest.WantExit(t, r, cli.ExitFailure, "audit found 500 duplicate IDs and 2 node fields with evidence of two users in "+count(int64(len(plantedColumn())))+" IDs")
 	checkPlanted(t, auditJSON(t, r), true)
 
 	r = harness.Run(t, "audit", "-o", "json", planted)
