@@ -2,6 +2,7 @@ package ids
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,13 +36,71 @@ func TestDecodeGolden(t *testing.T) {
 		defaultID.String()+" (read as Base58 from "+defaultID.Base58()+"; ") || !strings.Contains(out, "(read as Base64 from b64:") {
 		t.Errorf("decode --format b58:\n%s", out)
 	}
-	clitest.Golden(t, "decode_epoch_bits", harness.Must(t, "decode", "--layout-epoch", "2020-01-01T00:00:00Z",
-		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.String()))
+	args := []string{"decode", "--layout-origin", "2020-01-01T00:00:00Z", "--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", epochID.String()}
+	out := harness.Must(t, args...)
+	clitest.Golden(t, "decode_epoch_bits", out)
+	// The former name of --layout-origin reads the same, and says it is
+	// deprecated.
+	args[1] = "--layout-epoch"
+	r := harness.Run(t, args...)
+	if r.Code != 0 || r.Stdout != out || !strings.Contains(r.Stderr, "--layout-epoch is deprecated") {
+		t.Errorf("decode --layout-epoch: %+v", r)
+	}
+}
+
+// TestDecodeLayouts: the presets, a field order, and a node field whose
+// halves a 5+5 generator was given the other way round.
+func TestDecodeLayouts(t *testing.T) {
+	t.Parallel()
+	type doc struct {
+		ID        string `json:"id"`
+		UnixMs    int64  `json:"unix_ms"`
+		Node      int64  `json:"node"`
+		NodeField *int64 `json:"node_field"`
+		Step      int64  `json:"step"`
+	}
+	decode := func(args ...string) doc {
+		t.Helper()
+		var got []doc
+		out := harness.Must(t, append([]string{"decode", "-o", "json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &got); err != nil || len(got) != 1 {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		return got[0]
+	}
+	js := mustEncode(snowflake.JS53, snowflake.Parts{Ms: 1767225600123, Node: 1000, Seq: 3})
+	if d := decode("--layout", "js53", js.String()); d.UnixMs != 1767225600123 || d.Node != 1000 || d.Step != 3 || d.NodeField != nil {
+		t.Errorf("js53: %+v", d)
+	}
+	clitest.WantExit(t, harness.Run(t, "decode", "--layout", "js53", defaultID.String()), cli.ExitUsage,
+		"ID "+defaultID.String()+" (read as decimal from "+defaultID.String()+") does not fit the layout: its IDs are 53 bits wide")
+	// sonyflake: 10 ms units since 2014-09-01, sequence above machine.
+	sony := int64(35000000000)<<24 | int64(9)<<16 | 4242
+	if d := decode("--layout", "sonyflake", strconv.FormatInt(sony, 10)); d.UnixMs != 1409529600000+350000000000 || d.Node != 4242 || d.Step != 9 {
+		t.Errorf("sonyflake: %+v", d)
+	}
+	// Node ID 40 given the other way round: datacenter (upper) 8, worker
+	// (lower) 1; the node field reads 257.
+	swapped := int64(1719379422144-snowflake.TwitterOrigin)<<22 | 8<<17 | 1<<12 | 7
+	if d := decode(strconv.FormatInt(swapped, 10)); d.Node != 257 || d.NodeField != nil {
+		t.Errorf("swapped, read straight: %+v", d)
+	}
+	if d := decode("--swap-node-halves", strconv.FormatInt(swapped, 10)); d.Node != 40 || d.NodeField == nil || *d.NodeField != 257 || d.Step != 7 {
+		t.Errorf("swapped, read with --swap-node-halves: %+v", d)
+	}
+	out := harness.Must(t, "decode", "--swap-node-halves", strconv.FormatInt(swapped, 10))
+	for _, want := range []string{"node halves swapped", "node        40 (the node field reads 257: upper half 8, lower half 1, swapped by --swap-node-halves)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("decode --swap-node-halves does not say %q:\n%s", want, out)
+		}
+	}
+	clitest.WantExit(t, harness.Run(t, "decode", "--layout", "twitter", "1"), cli.ExitUsage, `--layout "twitter": the layouts are bwmarrin, js53 and sonyflake`)
+	clitest.WantExit(t, harness.Run(t, "decode", "--swap-node-halves", "--node-bits", "9", "1"), cli.ExitUsage, "even number of node bits")
 }
 
 func TestDecodeJSON(t *testing.T) {
 	t.Parallel()
-	out := harness.Must(t, "decode", "-o", "json", "--layout-epoch", "1577836800000",
+	out := harness.Must(t, "decode", "-o", "json", "--layout-origin", "1577836800000",
 		"--node-bits", "12", "--step-bits", "10", "--epoch-bits", "2", "--format", "b58", epochID.Base58())
 	var got []struct {
 		Input     string    `json:"input"`
@@ -85,6 +144,7 @@ func TestDecodeBadInput(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "decode", "--node-bits", "300", "1"), cli.ExitUsage, "--node-bits")
 	clitest.WantExit(t, harness.Run(t, "decode", "--epoch-bits", "12", "1"), cli.ExitUsage, "epoch bits")
 	clitest.WantExit(t, harness.Run(t, "decode", "--layout-epoch", "yesterday", "1"), cli.ExitUsage, "--layout-epoch")
+	clitest.WantExit(t, harness.Run(t, "decode", "--layout-origin", "yesterday", "1"), cli.ExitUsage, `--layout-origin "yesterday"`)
 	clitest.WantExit(t, harness.Run(t, "decode", "--layout-epoch", "4000000000000000", "1"), cli.ExitUsage, "in the future")
 	clitest.WantExit(t, harness.Run(t, "decode", "-o", "csv", "1"), cli.ExitUsage, `-o "csv"`, "table, json, yaml")
 	// A word is not read as Base58 unless asked for.

@@ -64,7 +64,7 @@ ID's node ID in the ID's millisecond. Horizons split each node ID's time line
 between its successive claims, so an ID minted by a fenced generator of this
 table has exactly one answer; if the layout has epoch bits, only claims whose
 epoch matches them are considered. The layout flags must match the
-generator's.
+generator's (see below).
 
 A claim's IDs are stamped after the previous holder's horizon, and not before
 the claim was acquired, less --max-skew: who assumes that the holders' clocks
@@ -74,9 +74,12 @@ ID no lease covers was not minted by a fenced generator of this table, or its
 history was pruned, or its holder's clock was further behind: then the
 command says so and exits with 1.
 
+` + layoutRules + `
+
 ` + idFormRules,
 		Example: `  nodeid who 1805834298273538048
-  nodeid who --epoch-bits 2 -o json 1805834298273538048 b58:3K4aSBmBfy1`,
+  nodeid who --epoch-bits 2 -o json 1805834298273538048 b58:3K4aSBmBfy1
+  nodeid who --swap-node-halves 1805834298273566727`,
 		Args: cli.MinArgs(1, "one or more IDs"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, args []string, c *cli.Conn) error {
 			o.Conn, o.Args = c, args
@@ -120,7 +123,7 @@ func whoRun(ctx context.Context, o *WhoOptions) error {
 // maxSkew between a holder's clock and the database's, and keeping only the
 // claims whose epoch matches the ID's epoch bits if the layout has any.
 // missing counts the IDs no claim covers.
-func trace(ctx context.Context, c *cli.Conn, ds []decoded, l snowflake.Layout, maxSkew time.Duration) (out []traced, missing int, err error) {
+func trace(ctx context.Context, c *cli.Conn, ds []decoded, l cli.IDLayout, maxSkew time.Duration) (out []traced, missing int, err error) {
 	need := "SELECT on " + c.Table() + " and " + c.Table() + "_history"
 	st, err := c.Store(cli.AllNodes)
 	if err != nil {
@@ -147,7 +150,7 @@ func trace(ctx context.Context, c *cli.Conn, ds []decoded, l snowflake.Layout, m
 	return out, missing, nil
 }
 
-func writeTraced(w io.Writer, ts []traced, l snowflake.Layout, loc *time.Location) error {
+func writeTraced(w io.Writer, ts []traced, l cli.IDLayout, loc *time.Location) error {
 	fmt.Fprintln(w, describeLayout(l))
 	for _, t := range ts {
 		fmt.Fprintf(w, "\n%s (%s)\n", t.ID, t.readAs())
@@ -188,13 +191,13 @@ func leaseSpan(c store.HistoryRow) string {
 // them: what the demo shows of "nodeid who".
 type Traced struct {
 	ts []traced
-	l  snowflake.Layout
+	l  cli.IDLayout
 }
 
 // Trace finds the claims that may have minted ids, IDs of the default
 // layout, as "nodeid who" does with its default flags.
 func Trace(ctx context.Context, c *cli.Conn, ids ...bw.ID) (Traced, error) {
-	l := snowflake.DefaultLayout
+	l := cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}
 	ds := make([]decoded, 0, len(ids))
 	for _, id := range ids {
 		ds = append(ds, decodeID(id.String(), formDecimal, id, l))

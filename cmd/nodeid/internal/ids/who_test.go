@@ -3,6 +3,7 @@ package ids
 import (
 	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,6 +115,29 @@ func TestWhoEpochBits(t *testing.T) {
 	clitest.WantExit(t, r, cli.ExitFailure, "1 of 1 IDs: no lease covers this ID")
 	if !strings.Contains(r.Stdout, "held by     "+notCovered) {
 		t.Errorf("who of a forged ID:\n%s", r.Stdout)
+	}
+}
+
+// TestWhoSwappedHalves: an ID of a 5+5 generator whose upper field was
+// given the node ID's low half is traced to its lease with
+// --swap-node-halves, and to nobody without.
+func TestWhoSwappedHalves(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	id, _ := holdAndMint(t, dsn, "alpha", snowflake.DefaultLayout)
+	p := snowflake.DefaultLayout.Decode(id) // node ID 5: upper half 0, lower half 5
+	swapped := id.Int64()&^(1023<<12) | 5<<17 | 0<<12
+	if p.Node != 5 {
+		t.Fatalf("minted on node ID %d", p.Node)
+	}
+	s := strconv.FormatInt(swapped, 10)
+	r := harness.Run(t, "who", "--dsn", dsn, s)
+	clitest.WantExit(t, r, cli.ExitFailure, "no lease covers this ID")
+	if !strings.Contains(r.Stdout, "node        160") {
+		t.Errorf("who, halves not swapped back:\n%s", r.Stdout)
+	}
+	if out := harness.Must(t, "who", "--dsn", dsn, "--swap-node-halves", s); !strings.Contains(out, "held by     owner alpha, epoch 1") {
+		t.Errorf("who --swap-node-halves:\n%s", out)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/audit"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/demo"
@@ -37,6 +38,7 @@ func NewCmd(env *cli.Env, version string) *cobra.Command {
 		table.NewCmdRelease(env),
 		ids.NewCmdDecode(env, nil),
 		ids.NewCmdWho(env, nil),
+		audit.NewCmdAudit(env, nil),
 		table.NewCmdPrune(env, nil),
 		run.NewCmdRun(env, nil),
 		serve.NewCmdServe(env, nil),

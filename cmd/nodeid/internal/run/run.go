@@ -44,19 +44,26 @@ type Options struct {
 	Timeout     time.Duration
 	KeepDBEnv   bool
 	MetricsAddr string
-	NodeBits    int
+	Layout      cli.LayoutFlags // --layout and --node-bits: how many node IDs the command's IDs hold
 	Exports     exportFlags
 	Partition   bool     // judge the exports over --range alone
 	Argv        []string // the command and its arguments
 
-	nodes cli.NodeRange // resolved by Validate
+	nodes    cli.NodeRange // resolved by Validate
+	nodeBits int           // of Layout, resolved by Validate
 }
 
-// Validate checks the flags: the grace, --timeout, the node range.
+// Validate checks the flags: the grace, the layout, --timeout, the node
+// range.
 func (o *Options) Validate() error {
 	if err := o.ValidateGrace(); err != nil {
 		return err
 	}
+	l, err := o.Layout.Layout()
+	if err != nil {
+		return err
+	}
+	o.nodeBits = int(l.NodeBits)
 	if o.Timeout > 0 && !o.Wait {
 		return cli.Usagef("--timeout %s: it bounds --wait, which is not given", o.Timeout)
 	}
@@ -200,8 +207,7 @@ elsewhere it refuses at once, and runs nothing unbounded.`,
 		"with --wait: give up after this long, with exit code 3 (default: wait as long as it takes)")
 	fl.BoolVar(&o.KeepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and the lease's health on /healthz at HOST:PORT (\":9464\")")
-	fl.IntVar(&o.NodeBits, "node-bits", nodeid.DefaultNodeBits,
-		"width of the node field of the IDs the command mints: a node range beyond it is refused")
+	o.Layout.RegisterNodeBits(cmd, "width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.Exports.register(cmd)
 	fl.BoolVar(&o.Partition, "partition", false,
 		"judge --export over --range alone, not the table's whole range: the processes that lease the table's other node IDs run generators whose IDs never meet these")
@@ -221,14 +227,14 @@ func runUnderLease(ctx context.Context, o *Options) error {
 	if err := checkExports(ctx, c, &o.Exports, o.Partition, o.Range.Given(), r); err != nil {
 		return err
 	}
-	opts := append(o.Options(table), nodeid.WithNodeBits(o.NodeBits),
+	opts := append(o.Options(table), nodeid.WithNodeBits(o.nodeBits),
 		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)))
 	// Without --range or --nodes, the table's recorded range (a new table,
 	// with --create, gets the default one).
 	which := "a node ID"
 	if o.Range.Given() {
-		if limit := int64(1)<<min(o.NodeBits, 62) - 1; r.Hi > limit {
-			return cli.Usagef("node range %s: node IDs above %d do not fit --node-bits %d; give the node bits of the command's ID layout", r, limit, o.NodeBits)
+		if limit := int64(1)<<min(o.nodeBits, 62) - 1; r.Hi > limit {
+			return cli.Usagef("node range %s: node IDs above %d do not fit --node-bits %d; give the node bits of the command's ID layout", r, limit, o.nodeBits)
 		}
 		opts = append(opts, nodeid.WithNodeRange(r.Lo, r.Hi))
 		which = fmt.Sprintf("a node ID of %s", r)

@@ -205,6 +205,8 @@ func TestRunBadInput(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "run", "--range", "3-1", "--", "true"), cli.ExitUsage, "--range")
 	clitest.WantExit(t, harness.Run(t, "run", "--range", "0-4095", "--", "true"), cli.ExitUsage, "node range 0-4095", "above 1023", "--node-bits 10")
 	clitest.WantExit(t, harness.Run(t, "run", "--node-bits", "21", "--dsn", dsn, "--", "true"), cli.ExitUsage, "node bits 21 is outside 1 to 20")
+	clitest.WantExit(t, harness.Run(t, "run", "--layout", "js53", "--range", "0-1024", "--", "true"), cli.ExitUsage, "node range 0-1024", "--node-bits 10")
+	clitest.WantExit(t, harness.Run(t, "run", "--layout", "sonyflake", "--dsn", dsn, "--", "true"), cli.ExitUsage, `--layout "sonyflake": the layouts are bwmarrin and js53`)
 	clitest.WantExit(t, harness.Run(t, "run", "--owner", "bad\nowner", "--dsn", dsn, "--", "true"), cli.ExitUsage, "control character")
 	r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "/no/such/command")
 	clitest.WantExit(t, r, cli.ExitFailure, "cannot start /no/such/command")
@@ -479,6 +481,10 @@ func TestRunNodeBits(t *testing.T) {
 	}
 	if r := harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--node-bits", "12", "--range", "4000-4095", "--", "sh", "-c", `test "$NODEID_NODE" = 4000`); r.Code != 0 {
 		t.Errorf("run --node-bits 12 --range 4000-4095: %+v", r)
+	}
+	// --node-bits replaces the preset's.
+	if r := harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--layout", "js53", "--node-bits", "12", "--range", "4000-4095", "--", "true"); r.Code != 0 {
+		t.Errorf("run --layout js53 --node-bits 12 --range 4000-4095: %+v", r)
 	}
 }
 

@@ -306,6 +306,9 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"--listen", "unix:"}, "unix: needs a socket path"},
 		{[]string{"--ttl", "10s", "--grace", "6s"}, "--grace 6s: it must be positive and at most half the TTL (5s)"},
 		{[]string{"--range", "0-1024"}, "node range 0-1024: node IDs above 1023"},
+		{[]string{"--layout", "js53", "--range", "0-1024"}, "node IDs above 1023 do not fit the 10 node bits"},
+		{[]string{"--layout", "sonyflake"}, `--layout "sonyflake": the layouts are bwmarrin and js53`},
+		{[]string{"--layout", "js53", "--step-bits", "12"}, "(the layout of --layout js53, --step-bits 12)"},
 		{[]string{"extra"}, "takes no arguments"},
 	} {
 		r := harness.Run(t, append([]string{"serve", "--dsn", "postgres://u:clitest.Secret@127.0.0.1:1/db"}, c.args...)...)
@@ -314,6 +317,68 @@ func TestServeUsage(t *testing.T) {
 			t.Errorf("the password shows: %q", r.Stderr)
 		}
 	}
+}
+
+// TestServeJSONNumbers: in a layout whose IDs are below 2^53, serve writes
+// them in JSON as numbers, which a real Node.js reads exactly with
+// JSON.parse: every number it parsed prints as the digits serve sent, and
+// decodes, in the layout, to the node ID of the headers. In bwmarrin's
+// layout they stay strings.
+func TestServeJSONNumbers(t *testing.T) {
+	t.Parallel()
+	node := clitest.RequireRuntime(t, "node")
+	_, dsn := pgtest.NewDB(t)
+	p := startServe(t, "--dsn", dsn, "--create", "--ttl", "10s", "--layout", "js53", "--range", "1000-1023")
+	script := `const r = await fetch(process.argv[1] + "/ids?count=2000", { headers: { Accept: "application/json" } });
+const text = await r.text();
+const doc = JSON.parse(text);
+const sent = text.match(/"ids":\[([^\]]*)\]/)[1].split(",");
+if (r.status !== 200 || doc.ids.length !== 2000) throw new Error(text.slice(0, 300));
+doc.ids.forEach((n, i) => {
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || String(n) !== sent[i]) throw new Error("ID " + sent[i] + " parsed as " + n);
+});
+console.log(r.headers.get("x-nodeid-node"));
+console.log(doc.ids.join("\n"));`
+	out, err := exec.Command(node, "--input-type=module", "-e", script, p.base).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	hdr, err := strconv.ParseInt(lines[0], 10, 64)
+	if err != nil || hdr < 1000 {
+		t.Fatalf("node ID header %q", lines[0])
+	}
+	seen := map[int64]bool{}
+	for _, s := range lines[1:] {
+		id, err := snowflake.JS53.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := snowflake.JS53.Decode(id).Node; n != hdr || seen[id.Int64()] {
+			t.Fatalf("ID %s: node %d (headers %d), seen before %v", s, n, hdr, seen[id.Int64()])
+		}
+		seen[id.Int64()] = true
+	}
+	if len(seen) != 2000 {
+		t.Errorf("%d IDs, want 2000", len(seen))
+	}
+	p.stop(t)
+
+	// bwmarrin's IDs are past 2^53: strings.
+	_, dsn = pgtest.NewDB(t)
+	p = startServe(t, "--dsn", dsn, "--create", "--ttl", "10s")
+	req, _ := http.NewRequest("GET", p.base+"/ids?count=2", nil)
+	req.Header.Set("Accept", "application/json")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if !regexp.MustCompile(`^\{"ids":\["\d{19}","\d{19}"\],`).Match(b) {
+		t.Errorf("bwmarrin's IDs in JSON: %s", b)
+	}
+	p.stop(t)
 }
 
 // TestServeClients: clients in Python (urllib), Node.js (fetch), Java
