@@ -79,7 +79,7 @@
 //     differ modulo 2^EpochBits; across a failover that lost claims, rule 7
 //     carries uniqueness, not the epoch bits).
 //  7. Failover, moves and restores. The table records how its database
-//     replicates (nodeid init --replication, postgres.WithReplication). With
+//     replicates (nodeid init --replication, postgres.Schema.Replication). With
 //     asynchronous replication, the default, a promoted standby may lack the
 //     last commits of the old primary, and a table dumped, upgraded or moved
 //     may have been written after its copy was taken: every lease statement

@@ -34,7 +34,7 @@ func run() error {
 	defer db.Close()
 
 	// WithCreateTable makes the tables on first use; in production, make
-	// them once with "nodeid init" or a migration (postgres.SchemaSQL).
+	// them once with "nodeid init" or a migration (postgres.Schema.SQL).
 	reg, err := nodeid.New(db, nodeid.WithTTL(30*time.Second), nodeid.WithCreateTable(true))
 	if err != nil {
 		return err

@@ -60,7 +60,7 @@ type WALError struct{ err error }
 
 func (e *WALError) Error() string {
 	return fmt.Sprintf("the server refuses %s, which a table that records asynchronous replication needs to detect failovers, moves and upgrades: %v; "+
-		"allow the role to execute them, or, if the database's failovers never lose an acknowledged commit (synchronous replication, shared storage, a managed service such as Aurora), record synchronous replication (postgres.WithReplication(\"sync\"))",
+		"allow the role to execute them, or, if the database's failovers never lose an acknowledged commit (synchronous replication, shared storage, a managed service such as Aurora), record synchronous replication (postgres.Schema.Replication = postgres.Sync, nodeid init --replication sync)",
 		WALFunctions, e.err)
 }
 

@@ -63,7 +63,7 @@ func (c Config) ConfigTable() string { return ConfigTable(c.Table) }
 // it: it decides which statements the Store runs.
 type Replication string
 
-// The replication modes (see postgres.WithReplication).
+// The replication modes (see postgres.Async and postgres.Sync).
 const (
 	Async Replication = "async" // a failover may lose commits: statements watch the server's identity
 	Sync  Replication = "sync"  // a failover never does: no WAL function is used

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -98,15 +97,16 @@ docs/verify.md).`,
 func schemaRun(_ context.Context, o *SchemaOptions) error {
 	table := o.Conn.Table()
 	if o.VerifySQL {
-		_, err := fmt.Fprint(o.Env.Out, verifySQLHead, store.VerifySQL(store.Config{Table: table}), ";\n")
+		q, err := postgres.VerifySQL(table)
+		if err != nil {
+			return cli.Usage(err)
+		}
+		_, err = fmt.Fprint(o.Env.Out, verifySQLHead, q, ";\n")
 		return err
 	}
 	r := o.nodes
-	opts := []postgres.Option{postgres.WithTable(table), postgres.WithNodeRange(r.Lo, r.Hi), postgres.WithMaxTTL(o.MaxTTL)}
-	if o.Replication != "" {
-		opts = append(opts, postgres.WithReplication(o.Replication))
-	}
-	ddl, err := postgres.SchemaSQL(opts...)
+	ddl, err := postgres.Schema{Table: table, MinNode: r.Lo, MaxNode: r.Hi, MaxTTL: o.MaxTTL,
+		Replication: postgres.Replication(o.Replication)}.SQL()
 	if err != nil {
 		return cli.Usage(err)
 	}
