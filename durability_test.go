@@ -489,7 +489,7 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = st.Apply(ctx, time.Minute)
-	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "pg_control_system") || !strings.Contains(err.Error(), `WithReplication("sync")`) {
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "pg_control_system") || !strings.Contains(err.Error(), "Replication = postgres.Sync") {
 		t.Fatalf("an asynchronous table on a server that refuses the WAL functions: %v; want a Fatal error naming them and the option", err)
 	}
 	if err := st.ApplyMode(ctx, time.Minute, store.Sync); err != nil {
@@ -527,7 +527,7 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Acquire(ctx); !postgres.Fatal(err) || !strings.Contains(fmt.Sprint(err), "pg_walfile_name") || !strings.Contains(fmt.Sprint(err), "WithReplication") {
+	if _, err := other.Acquire(ctx); !postgres.Fatal(err) || !strings.Contains(fmt.Sprint(err), "pg_walfile_name") || !strings.Contains(fmt.Sprint(err), "Replication = postgres.Sync") {
 		t.Errorf("Acquire on an asynchronous table where the WAL functions are refused: %v; want a Fatal error naming them and the option", err)
 	}
 }

@@ -35,8 +35,9 @@
 // database. A stamp is a time unit, which covers every millisecond in it:
 // the lease is checked with the unit's last millisecond (with 1 ms units,
 // the stamp's own). A call whose check fails mints nothing and
-// returns the lease's error (matching nodeid.ErrLeaseLost and the cause,
-// or nodeid.ErrClockAhead, which clears at the next renewal).
+// returns the lease's *nodeid.EndError (matching nodeid.ErrLeaseLost when
+// the lease was lost, nodeid.ErrReleased when it was released), or an
+// error matching nodeid.ErrClockAhead, which clears at the next renewal).
 //
 // The deadline bounds when a check can pass, not when an ID is returned:
 // a call whose check passed just before the deadline returns its ID a

@@ -169,8 +169,8 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 // Generate mints an ID. It returns an error, and mints nothing, when:
 //
 //   - the lease no longer admits IDs (lost, released, or its local deadline
-//     has passed): the lease's error, matching nodeid.ErrLeaseLost and the
-//     cause;
+//     has passed): the lease's *nodeid.EndError, matching its cause and,
+//     unless the lease was released, nodeid.ErrLeaseLost;
 //   - the stamp (the last millisecond of its time unit) would be later than
 //     the horizon the lease has recorded in the database (the clock is
 //     ahead of the registry's): an error matching nodeid.ErrClockAhead,

@@ -143,7 +143,7 @@ func TestLostAndReleased(t *testing.T) {
 		t.Fatalf("release records %d; want the last stamp %d", h, last.Ms)
 	}
 	for range 3 {
-		if _, err := g2.Generate(); !errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrReleased) {
+		if _, err := g2.Generate(); errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrReleased) {
 			t.Fatalf("Generate after release: %v", err)
 		}
 	}

@@ -83,7 +83,7 @@ func TestReuseWithSlowerClock(t *testing.T) {
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ga.Generate(); !errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrReleased) {
+	if _, err := ga.Generate(); errors.Is(err, nodeid.ErrLeaseLost) || !errors.Is(err, nodeid.ErrReleased) {
 		t.Fatalf("Generate after Release: %v", err)
 	}
 	lastMs := DefaultLayout.Decode(lastA).Ms

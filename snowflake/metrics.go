@@ -33,7 +33,7 @@ const (
 const (
 	reasonSequenceExhausted = "sequence_exhausted" // a wait for the next time unit
 	reasonClockBehind       = "clock_behind"       // a wait, or ErrClockBehind
-	reasonLeaseLost         = "lease_lost"         // nodeid.ErrLeaseLost
+	reasonLeaseEnded        = "lease_ended"        // a *nodeid.EndError: lost or released
 	reasonBeyondHorizon     = "beyond_horizon"     // nodeid.ErrClockAhead
 	reasonTimeOverflow      = "time_overflow"      // nodeid.ErrTimeOverflow
 )
@@ -43,8 +43,8 @@ const (
 type instruments struct {
 	waits, refusals metric.Int64Counter
 
-	exhausted, behind               metric.AddOption // of waits
-	lost, ahead, tooFar, overflowed metric.AddOption // of refusals
+	exhausted, behind                metric.AddOption // of waits
+	ended, ahead, tooFar, overflowed metric.AddOption // of refusals
 }
 
 // newInstruments creates the counters of a generator on l from mp. Errors
@@ -70,7 +70,7 @@ func newInstruments(mp metric.MeterProvider, l lease) *instruments {
 		return metric.WithAttributeSet(attribute.NewSet(append(scope, attribute.String(attrReason, r))...))
 	}
 	in.exhausted, in.behind = reason(reasonSequenceExhausted), reason(reasonClockBehind)
-	in.lost, in.ahead, in.tooFar, in.overflowed = reason(reasonLeaseLost), reason(reasonBeyondHorizon),
+	in.ended, in.ahead, in.tooFar, in.overflowed = reason(reasonLeaseEnded), reason(reasonBeyondHorizon),
 		reason(reasonClockBehind), reason(reasonTimeOverflow)
 	return &in
 }
@@ -89,8 +89,8 @@ func (in *instruments) waited(exhausted bool) {
 func (in *instruments) refused(err error) error {
 	var opt metric.AddOption
 	switch {
-	case errors.Is(err, nodeid.ErrLeaseLost):
-		opt = in.lost
+	case errors.As(err, new(*nodeid.EndError)):
+		opt = in.ended
 	case errors.Is(err, nodeid.ErrClockAhead):
 		opt = in.ahead
 	case errors.Is(err, nodeid.ErrClockBehind):

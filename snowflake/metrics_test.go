@@ -114,13 +114,13 @@ func TestMetricsRefusals(t *testing.T) {
 		want   error
 		gen    func(t *testing.T, rd *metrictest.Reader) *Generator
 	}{
-		{reasonLeaseLost, nodeid.ErrTakenOver, func(t *testing.T, rd *metrictest.Reader) *Generator {
+		{reasonLeaseEnded, nodeid.ErrTakenOver, func(t *testing.T, rd *metrictest.Reader) *Generator {
 			l := newFake(1, 1, 0)
 			g := mustNew(t, l, WithMeterProvider(rd.Provider))
 			l.lose(nodeid.ErrTakenOver)
 			return g
 		}},
-		{reasonLeaseLost, nodeid.ErrReleased, func(t *testing.T, rd *metrictest.Reader) *Generator {
+		{reasonLeaseEnded, nodeid.ErrReleased, func(t *testing.T, rd *metrictest.Reader) *Generator {
 			l := newFake(1, 1, 0)
 			g := mustNew(t, l, WithMeterProvider(rd.Provider))
 			l.sealOnly() // sealed, with the fence still open

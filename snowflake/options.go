@@ -98,7 +98,8 @@ func WithMaxWait(d time.Duration) Option {
 //     were used up), clock_behind (the clock was behind the previous
 //     holder's horizon, or stepped back).
 //   - nodeid.generator.refusals (Counter, {refusal}): Generate calls that
-//     minted nothing, by reason: lease_lost (nodeid.ErrLeaseLost),
+//     minted nothing, by reason: lease_ended (the lease was lost or
+//     released: a *nodeid.EndError),
 //     beyond_horizon (nodeid.ErrClockAhead), clock_behind
 //     (nodeid.ErrClockBehind), time_overflow
 //     (nodeid.ErrTimeOverflow).

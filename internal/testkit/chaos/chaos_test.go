@@ -683,7 +683,7 @@ func (r *run) history(ctx context.Context) (History, error) {
 	if err != nil {
 		return h, err
 	}
-	rowTimelines, err := timelines(ctx, db, `SELECT node_id, 0, generation FROM `+table)
+	rowTimelines, err := timelines(ctx, db, `SELECT node_id, 0, claim_generation FROM `+table)
 	if err != nil {
 		return h, err
 	}
