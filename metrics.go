@@ -171,4 +171,3 @@ func (l *Lease) recordEnd(cause string) {
 	l.reg.metrics.held.Add(context.Background(), -1, l.reg.attrs())
 	l.reg.metrics.lost.Add(context.Background(), 1, l.reg.attrs(attribute.String(attrCause, cause)))
 }
-

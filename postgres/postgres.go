@@ -1,7 +1,6 @@
 package postgres
 
 import (
-
 	"github.com/nodeid/nodeid/internal/store"
 )
 
