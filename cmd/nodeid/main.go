@@ -15,11 +15,18 @@ import (
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/root"
 )
 
-// version is the release, set at build time with
-// -ldflags "-X main.version=v1.2.3"; otherwise the module version of the
-// build, or "(devel)".
-var version = ""
+// What a release sets at build time (scripts/release), with
+// -ldflags "-X main.version=v1.2.3 -X main.commit=SHA -X main.date=TIME":
+// "nodeid version" prints them. Left empty, it reads Go's stamp of the
+// build instead (the module version, and the commit of a build in a git
+// checkout), or says that there is none.
+var (
+	version = "" // the release: v1.2.3
+	commit  = "" // the commit it was built from
+	date    = "" // when it was built, RFC 3339 in UTC
+)
 
 func main() {
-	os.Exit(root.Main(version, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	b := root.Build{Version: version, Commit: commit, Date: date}
+	os.Exit(root.Main(b, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -13,9 +13,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Output formats of list, watch, show, decode and who.
+// Output formats of list, watch, show, decode, who and version.
 const (
 	OutTable = "table"
+	OutText  = "text" // a line for people (version)
 	OutWide  = "wide"
 	OutJSON  = "json"
 	OutYAML  = "yaml"

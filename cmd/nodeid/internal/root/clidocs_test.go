@@ -25,7 +25,7 @@ const regenerateCLIDocs = "go test ./cmd/nodeid/internal/root -run TestCLIDocs -
 func genCLIDocs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	env, _, _ := clitest.Env("", nil) // no environment: the pages do not depend on the machine
-	root := NewCmd(env, "")
+	root := NewCmd(env, Build{})
 	root.DisableAutoGenTag = true // no date: the same commands give the same pages
 	if err := doc.GenMarkdownTree(root, dir); err != nil {
 		t.Fatalf("generating the CLI reference: %v", err)

@@ -34,7 +34,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 			t.Errorf("%s --help: %+v", c.CommandPath(), r)
 		}
 	}
-	root := NewCmd(env, "")
+	root := NewCmd(env, Build{})
 	root.InitDefaultCompletionCmd()
 	walk(root)
 	if n < 14 {
@@ -92,7 +92,7 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "nodeid ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
 		t.Errorf("version: %q", out)
 	}
-	release := clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, "v9.8.7") }}
+	release := clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{Version: "v9.8.7"}) }}
 	if out := release.Must(t, "version"); !strings.HasPrefix(out, "nodeid v9.8.7") {
 		t.Errorf("version set at build time: %q", out)
 	}

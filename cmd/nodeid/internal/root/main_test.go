@@ -10,6 +10,6 @@ import (
 )
 
 // harness runs the whole command, as the binary does.
-var harness = clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, "") }}
+var harness = clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{}) }}
 
 func TestMain(m *testing.M) { harness.Main(m) }

@@ -19,15 +19,16 @@ import (
 
 // Main runs the command line args and returns the process exit code. It
 // is the whole program, minus os.Exit, so that tests can run it
-// in-process. version is the release set at build time ("" for none).
-func Main(version string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// in-process. b is what the release set at build time (the zero Build for
+// none).
+func Main(b Build, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := cli.NewEnv(stdin, stdout, stderr)
-	return cli.Execute(env, NewCmd(env, version), args)
+	return cli.Execute(env, NewCmd(env, b), args)
 }
 
 // NewCmd returns the root command with every command of nodeid, in the
-// order of its help.
-func NewCmd(env *cli.Env, version string) *cobra.Command {
+// order of its help; b is what the release set at build time.
+func NewCmd(env *cli.Env, b Build) *cobra.Command {
 	return cli.NewRootCmd(env,
 		table.NewCmdSchema(env, nil),
 		table.NewCmdInit(env, nil),
@@ -46,6 +47,6 @@ func NewCmd(env *cli.Env, version string) *cobra.Command {
 		demo.NewCmdDemo(env, nil),
 		bench.NewCmdBench(env, nil),
 		demo.NewCmdWorker(env),
-		NewCmdVersion(env, version),
+		NewCmdVersion(env, b, nil),
 	)
 }
