@@ -253,8 +253,10 @@ func (c *Conn) Store(r NodeRange) (*store.Store, error) {
 }
 
 // NodeRow returns the store of a single node ID, its row and the server's
-// time; missing says what to do when the table has no such row.
-func (c *Conn) NodeRow(ctx context.Context, node int64, missing string) (*store.Store, store.Row, time.Time, error) {
+// time. When the table has no such row, advise adds to the error the
+// command that adds it (on this command's table and database) and what
+// else that command changes.
+func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Store, store.Row, time.Time, error) {
 	st, err := c.Store(NodeRange{node, node})
 	if err != nil {
 		return nil, store.Row{}, time.Time{}, err
@@ -264,9 +266,29 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, missing string) (*store.
 		return nil, store.Row{}, time.Time{}, err
 	}
 	if len(rows) == 0 {
+		missing := ""
+		if advise {
+			missing = c.addNode(ctx, st, node)
+		}
 		return nil, store.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, c.table, missing)
 	}
 	return st, rows[0], now, nil
+}
+
+// addNode says how to add node to the table, which has no row for it.
+func (c *Conn) addNode(ctx context.Context, st *store.Store, node int64) string {
+	one := NodeRange{node, node}.String()
+	tc, err := st.ReadConfig(ctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf(": \"%s\" adds it", c.Command("init", "--range", one))
+	case node >= tc.MinNode && node <= tc.MaxNode:
+		return fmt.Sprintf(", although its range %d-%d holds it (its row was deleted): \"%s\" adds the missing rows of the range",
+			tc.MinNode, tc.MaxNode, c.Command("init"))
+	}
+	wide := NodeRange{min(node, tc.MinNode), max(node, tc.MaxNode)}
+	return fmt.Sprintf(", whose range is %d-%d: \"%s\" widens the range to %s, adding %d rows",
+		tc.MinNode, tc.MaxNode, c.Command("init", "--range", one), wide, wide.Size()-(tc.MaxNode-tc.MinNode+1))
 }
 
 // Where describes the server and database of the connection for messages.

@@ -89,18 +89,18 @@ func explain(c *Conn, err error) string {
 	case errors.As(err, &te):
 		return te.Error()
 	case errors.As(err, &tce):
-		return explainTableConfig(tce)
+		return c.explainTableConfig(tce)
 	case errors.As(err, &we):
-		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"nodeid init --table %s --replication sync\")",
-			err, table, table)
+		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"%s\")",
+			err, table, c.Command("init", "--replication", "sync"))
 	case code == pgerrcode.LockNotAvailable:
 		return c.lockHolders(err)
 	case errors.Is(err, postgres.ErrUnconfigured):
-		return fmt.Sprintf("table %s has no recorded configuration, or one of an earlier version of nodeid: bring it up to date with \"nodeid init --table %s\" as the table's owner",
-			table, table)
+		return fmt.Sprintf("table %s has no recorded configuration, or one of an earlier version of nodeid: bring it up to date with \"%s\" as the table's owner",
+			table, c.Command("init"))
 	case code == pgerrcode.UndefinedTable:
-		return fmt.Sprintf("table %s does not exist in %s: create it with \"nodeid init --table %s\" (or apply the DDL of \"nodeid schema\"), or name the right table with --table",
-			table, c.Where(), table)
+		return fmt.Sprintf("table %s does not exist in %s: create it with \"%s\" (or apply the DDL of \"%s\"), or name the right table with --table",
+			table, c.Where(), c.Command("init"), schemaCommand(table))
 	case code == pgerrcode.InvalidSchemaName:
 		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, c.Where())
 	case code == pgerrcode.InsufficientPrivilege:
@@ -114,7 +114,7 @@ func explain(c *Conn, err error) string {
 		}
 		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
-		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"nodeid schema\"", table, rootMessage(err))
+		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"%s\"", table, rootMessage(err), schemaCommand(table))
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", c.Where())
 	case store.Pooler(err):
@@ -127,13 +127,18 @@ func explain(c *Conn, err error) string {
 
 // explainTableConfig explains a run whose --range or --ttl asks for more
 // than the table records, with the commands that change either side.
-func explainTableConfig(e *nodeid.TableConfigError) string {
+func (c *Conn) explainTableConfig(e *nodeid.TableConfigError) string {
 	if e.MinNode < e.TableMinNode || e.MaxNode > e.TableMaxNode {
-		return fmt.Sprintf("node range %d-%d is not within the range %d-%d recorded by table %s: lease a part of the table's range with --range, or widen it with \"nodeid init --table %s --range %d-%d\" as the table's owner",
-			e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table, e.Table, e.MinNode, e.MaxNode)
+		return fmt.Sprintf("node range %d-%d is not within the range %d-%d recorded by table %s: lease a part of the table's range with --range, or widen it with \"%s\" as the table's owner",
+			e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table, c.commandOn(e.Table, "init", "--range", NodeRange{e.MinNode, e.MaxNode}.String()))
 	}
-	return fmt.Sprintf("TTL %s is above the maximum %s recorded by table %s: lower --ttl, or raise the table's maximum with \"nodeid init --table %s --max-ttl %s\" as the table's owner",
-		e.TTL, e.MaxTTL, e.Table, e.Table, e.TTL)
+	return fmt.Sprintf("TTL %s is above the maximum %s recorded by table %s: lower --ttl, or raise the table's maximum with \"%s\" as the table's owner",
+		e.TTL, e.MaxTTL, e.Table, c.commandOn(e.Table, "init", "--max-ttl", e.TTL.String()))
+}
+
+// schemaCommand is the command that prints the DDL of table.
+func schemaCommand(table string) string {
+	return "nodeid schema --table " + ShellQuote(table)
 }
 
 // explainConnect explains a failure to connect. timedOut is the limit that

@@ -62,7 +62,7 @@ func completeEpoch(env *cli.Env) cobra.CompletionFunc {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
-		_, r, now, err := c.NodeRow(ctx, node, "")
+		_, r, now, err := c.NodeRow(ctx, node, false)
 		if err != nil || r.State(now) == store.Free {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

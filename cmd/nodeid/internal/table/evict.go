@@ -104,7 +104,7 @@ func evict(ctx context.Context, o *EvictOptions) error {
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
 		var err error
-		st, r, now, err = c.NodeRow(ctx, node, "")
+		st, r, now, err = c.NodeRow(ctx, node, false)
 		return err
 	})
 	if err != nil {

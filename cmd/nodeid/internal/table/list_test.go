@@ -142,7 +142,7 @@ func TestListTableMissing(t *testing.T) {
 	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "list", "--dsn", dsn, "--table", "ids"), cli.ExitFailure,
-		"table ids does not exist", `nodeid init --table ids`)
+		"table ids does not exist", `"nodeid init --dsn `+cli.ShellQuote(dsn)+` --table ids"`, `"nodeid schema --table ids"`)
 	clitest.WantExit(t, harness.Run(t, "show", "3", "--dsn", dsn), cli.ExitFailure, "table snowflake_nodes does not exist", "nodeid init")
 }
 
@@ -265,8 +265,8 @@ func TestListEmpty(t *testing.T) {
 		}
 	}
 	clitest.ExecSQL(t, db, "DELETE FROM snowflake_nodes")
-	if out := harness.Must(t, "list", "--dsn", dsn); out != "table snowflake_nodes has no rows: \"nodeid init\" adds the node range\n" {
-		t.Errorf("list of an empty table: %q", out)
+	if out, want := harness.Must(t, "list", "--dsn", dsn), "table snowflake_nodes has no rows: \"nodeid init --dsn "+cli.ShellQuote(dsn)+" --table snowflake_nodes\" adds the node range\n"; out != want {
+		t.Errorf("list of an empty table: %q, want %q", out, want)
 	}
 }
 

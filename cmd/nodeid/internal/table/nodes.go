@@ -202,7 +202,7 @@ func (n Nodes) empty(o *ListOptions) string {
 	never := len(n.filter(true, store.Free)) - len(n.filter(false, store.Free))
 	switch {
 	case s.Total == 0:
-		return fmt.Sprintf("table %s has no rows: \"nodeid init\" adds the node range", n.Table)
+		return fmt.Sprintf("table %s has no rows: \"%s\" adds the node range", n.Table, o.Conn.Command("init"))
 	case o.State == "":
 		return fmt.Sprintf("no node IDs in use: the %d of table %s were never claimed (--all lists them)", s.Total, n.Table)
 	case o.State == string(store.Free) && !o.All && never > 0:

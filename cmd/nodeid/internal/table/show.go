@@ -83,7 +83,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 		mode store.Replication
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
-		st, r, t, err := c.NodeRow(ctx, node, fmt.Sprintf(": \"nodeid init --range %d-%d\" adds it", node, node))
+		st, r, t, err := c.NodeRow(ctx, node, true)
 		if err != nil {
 			return err
 		}

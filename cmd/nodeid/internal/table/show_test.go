@@ -3,11 +3,15 @@ package table
 import (
 	"database/sql"
 	"encoding/json"
+	"net/url"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // Fixed instants of the seeded history, far from the real clock.
@@ -107,5 +111,66 @@ func TestShowBadInput(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "show", "1048576"), cli.ExitUsage, "out of range")
 	clitest.WantExit(t, harness.Run(t, "show", "1", "--limit", "0"), cli.ExitUsage, "--limit")
 	clitest.WantExit(t, harness.Run(t, "show", "1", "-o", "csv"), cli.ExitUsage, `-o "csv"`, "table, wide, json, yaml")
-	clitest.WantExit(t, harness.Run(t, "show", "900", "--dsn", dsn), cli.ExitFailure, "node ID 900 is not in table snowflake_nodes", "nodeid init --range 900-900")
+	clitest.WantExit(t, harness.Run(t, "show", "900", "--dsn", dsn), cli.ExitFailure, "node ID 900 is not in table snowflake_nodes, whose range is 0-3",
+		"--table snowflake_nodes --range 900-900\" widens the range to 0-900, adding 897 rows")
+}
+
+// hintedCommand matches the command line a message advises, in double
+// quotes.
+var hintedCommand = regexp.MustCompile(`"(nodeid [^"]*)"`)
+
+// shellWords splits line into words as sh does, quotes and all.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `for w in `+line+`; do printf '%s\0' "$w"; done`).Output()
+	if err != nil {
+		t.Fatalf("sh cannot read %s: %v", line, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+}
+
+// TestShowHintKeepsTable: show of a node ID the table lacks advises the
+// init that adds it to the same table on the same database (with the
+// --table and --dsn given, the DSN without its password, quoted for a
+// shell); followed, that command widens that table and creates no other.
+func TestShowHintKeepsTable(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same database as a key=value string, which needs quoting, with
+	// a password that must not be shown (the test server trusts local
+	// connections, so the command works without it too).
+	kv := "host=" + u.Hostname() + " port=" + u.Port() + " user=" + u.User.Username() + " dbname=" + strings.TrimPrefix(u.Path, "/") +
+		" password=" + clitest.Secret + " sslmode=disable"
+	clitest.ExecSQL(t, db, "CREATE SCHEMA ids")
+	harness.Must(t, "init", "--dsn", dsn, "--table", "ids.other", "--nodes", "4")
+
+	r := harness.Run(t, "show", "900", "--table", "ids.other", "--dsn", kv)
+	clitest.WantExit(t, r, cli.ExitFailure, "node ID 900 is not in table ids.other, whose range is 0-3",
+		"widens the range to 0-900, adding 897 rows")
+	m := hintedCommand.FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no command advised: %s", r.Stderr)
+	}
+	if strings.Contains(r.Stderr, clitest.Secret) {
+		t.Errorf("the password was printed: %s", r.Stderr)
+	}
+	words := shellWords(t, m[1])
+	wantDSN := strings.Replace(kv, " password="+clitest.Secret, "", 1)
+	if want := []string{"nodeid", "init", "--dsn", wantDSN, "--table", "ids.other", "--range", "900-900"}; strings.Join(words, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("the advised command reads as %q, want %q", words, want)
+	}
+	harness.Must(t, words[1:]...)
+	var n int
+	var other bool
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT count(*), to_regclass('public.snowflake_nodes') IS NOT NULL FROM ids.other`).Scan(&n, &other); err != nil {
+		t.Fatal(err)
+	}
+	if n != 901 || other {
+		t.Errorf("after the advised command: ids.other has %d rows (want 901), the default table exists: %v", n, other)
+	}
+	harness.Must(t, "show", "900", "--table", "ids.other", "--dsn", dsn)
 }
