@@ -406,6 +406,10 @@ func (f *LayoutFlags) base() (IDLayout, error) {
 	return IDLayout{Layout: l, Order: SnowflakeOrder}, nil
 }
 
+// Described lists the layout flags given, as "--layout js53, --node-bits
+// 20", or names the default preset: "--layout bwmarrin".
+func (f *LayoutFlags) Described() string { return f.given() }
+
 // given lists the layout flags given, as "--layout js53, --node-bits 20",
 // or names the default preset.
 func (f *LayoutFlags) given() string {

@@ -72,6 +72,28 @@ type RangeFlags struct {
 	cmd   *cobra.Command
 }
 
+// ConfirmRows is the most rows a command creates in a lease table without
+// being confirmed (--yes): a range of more is more often a slip (0-1048575
+// for 0-1023) than a fleet's size, and every row is a node ID each claim
+// may scan and list and watch show.
+const ConfirmRows = 65536
+
+// Count writes n with thousands separators: 1,048,576.
+func Count(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// MaxNodeBits is the most node bits a table's node IDs may use: those of
+// postgres.MaxNode.
+const MaxNodeBits = 20
+
+// MaxNodeOf returns the largest node ID that bits node bits hold.
+func MaxNodeOf(bits int) int64 { return int64(1)<<min(max(bits, 0), 62) - 1 }
+
 // Register adds the flags to cmd; Resolve refuses both at once.
 func (f *RangeFlags) Register(cmd *cobra.Command) {
 	f.RegisterDefault(cmd, fmt.Sprintf("%d", DefaultRange.Size()), DefaultRange.String())
@@ -87,6 +109,38 @@ func (f *RangeFlags) RegisterDefault(cmd *cobra.Command, nodes, rng string) {
 // Given reports whether --nodes or --range was set.
 func (f *RangeFlags) Given() bool {
 	return f.cmd.Flags().Changed("range") || f.cmd.Flags().Changed("nodes")
+}
+
+// Flag returns the flag that selected the range, as given ("--range
+// 0-1048575", "--nodes 4"), or "" if neither was.
+func (f *RangeFlags) Flag() string {
+	switch {
+	case f.cmd.Flags().Changed("range"):
+		return "--range " + f.rng
+	case f.cmd.Flags().Changed("nodes"):
+		return fmt.Sprintf("--nodes %d", f.nodes)
+	}
+	return ""
+}
+
+// CheckNodeBits refuses r, the range the flags selected, if it has node IDs
+// above the largest the layout's bits node bits hold: IDs could not carry
+// them. layout names the layout flags given (LayoutFlags.Described).
+func (f *RangeFlags) CheckNodeBits(r NodeRange, bits int, layout string) error {
+	if top := MaxNodeOf(bits); r.Hi > top {
+		return Usagef("%s: node IDs above %d do not fit the %d node bits of the IDs' layout (%s): give a range within 0-%d, or the layout your IDs use (--node-bits %d or more holds %s)",
+			f.Flag(), top, bits, layout, top, bitsFor(r.Hi), r)
+	}
+	return nil
+}
+
+// bitsFor returns how many node bits hold node ID n.
+func bitsFor(n int64) int {
+	b := 1
+	for MaxNodeOf(b) < n {
+		b++
+	}
+	return b
 }
 
 // Resolve returns the range the flags select, DefaultRange if neither is

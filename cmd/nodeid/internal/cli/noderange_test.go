@@ -55,3 +55,22 @@ func FuzzParseRange(f *testing.F) {
 		}
 	})
 }
+
+func TestCountAndNodeBits(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 65536: "65,536", 1048576: "1,048,576", -1234: "-1,234"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if MaxNodeOf(MaxNodeBits) != postgres.MaxNode {
+		t.Errorf("MaxNodeOf(MaxNodeBits) = %d, want postgres.MaxNode %d", MaxNodeOf(MaxNodeBits), postgres.MaxNode)
+	}
+	if MaxNodeOf(10) != postgres.DefaultMaxNode {
+		t.Errorf("MaxNodeOf(10) = %d, want %d", MaxNodeOf(10), postgres.DefaultMaxNode)
+	}
+	for n, want := range map[int64]int{0: 1, 1: 1, 2: 2, 1023: 10, 1024: 11, 99999: 17, postgres.MaxNode: 20} {
+		if got := bitsFor(n); got != want {
+			t.Errorf("bitsFor(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

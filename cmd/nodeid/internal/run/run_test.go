@@ -206,6 +206,13 @@ func TestRunBadInput(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "run", "--range", "0-4095", "--", "true"), cli.ExitUsage, "node range 0-4095", "above 1023", "--node-bits 10")
 	clitest.WantExit(t, harness.Run(t, "run", "--node-bits", "21", "--dsn", dsn, "--", "true"), cli.ExitUsage, "node bits 21 is outside 1 to 20")
 	clitest.WantExit(t, harness.Run(t, "run", "--layout", "js53", "--range", "0-1024", "--", "true"), cli.ExitUsage, "node range 0-1024", "--node-bits 10")
+	// A table of more than 65,536 rows is created only when confirmed.
+	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--table", "big", "--create", "--range", "0-99999", "--node-bits", "17", "--", "true"), cli.ExitUsage,
+		"--range 0-99999 with --create: a missing table would be created with 100,000 rows, and more than 65,536 are created only when confirmed: add --yes")
+	var big bool
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT to_regclass('big') IS NOT NULL`).Scan(&big); err != nil || big {
+		t.Errorf("run --create without --yes made the table (%v)", err)
+	}
 	clitest.WantExit(t, harness.Run(t, "run", "--layout", "sonyflake", "--dsn", dsn, "--", "true"), cli.ExitUsage, `--layout "sonyflake": the layouts are bwmarrin and js53`)
 	clitest.WantExit(t, harness.Run(t, "run", "--owner", "bad\nowner", "--dsn", dsn, "--", "true"), cli.ExitUsage, "control character")
 	r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "/no/such/command")

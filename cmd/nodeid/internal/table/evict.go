@@ -126,7 +126,7 @@ func evict(ctx context.Context, o *EvictOptions) error {
 		stderr := o.Env.Err
 		fmt.Fprintf(stderr, "Evict %s, owner %s, epoch %d, of node ID %d (lease %s, expires %s)? Its holder stops at its next renewal; the node ID becomes claimable once the lease has expired and its horizon passed. [y/N] ",
 			r.State(now), cli.OrDash(r.Owner), epoch, node, cli.Relative(r.AcquiredAt, now), cli.Relative(r.ExpiresAt, now))
-		ok, err := confirm(o.Env.In)
+		ok, err := confirm(o.Env.In, errors.New("not evicted: no answer on stdin; pass --yes to evict without asking"))
 		fmt.Fprintln(stderr)
 		if err != nil {
 			return err
@@ -165,11 +165,12 @@ func currentClaim(r store.Row, now time.Time) string {
 	}
 }
 
-// confirm reads one line and reports whether it says yes.
-func confirm(in io.Reader) (bool, error) {
+// confirm reads one line and reports whether it says yes; without one
+// (stdin closed or empty) it fails with noAnswer.
+func confirm(in io.Reader, noAnswer error) (bool, error) {
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && line == "" {
-		return false, errors.New("not evicted: no answer on stdin; pass --yes to evict without asking")
+		return false, noAnswer
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
@@ -20,6 +19,8 @@ type InitOptions struct {
 	Conn *cli.Conn // the command's connection, set when it runs
 
 	Range       cli.RangeFlags
+	Layout      cli.LayoutFlags // --layout and --node-bits: the node IDs the table's IDs can hold
+	Yes         bool            // create or add more than cli.ConfirmRows rows without asking
 	MaxTTL      time.Duration
 	MaxTTLGiven bool // --max-ttl was given: else the table's, or the default
 	Replication string
@@ -30,16 +31,30 @@ type InitOptions struct {
 	// StandbyWait bounds the wait for the standbys to replay a raise.
 	StandbyWait time.Duration
 
-	nodes cli.NodeRange // resolved by Validate
+	nodes    cli.NodeRange // resolved by Validate
+	nodeBits int           // of Layout, resolved by Validate
 }
 
-// Validate checks the flags and resolves the node range.
+// Validate checks the flags and resolves the node range, which must fit
+// the layout's node bits.
 func (o *InitOptions) Validate() error {
 	r, err := o.Range.Resolve()
 	if err != nil {
 		return err
 	}
-	o.nodes = r
+	l, err := o.Layout.Layout()
+	if err != nil {
+		return err
+	}
+	if l.NodeBits < 1 || l.NodeBits > cli.MaxNodeBits {
+		return cli.Usagef("--node-bits %d: it must be 1 to %d (a table holds node IDs 0 to %d)", l.NodeBits, cli.MaxNodeBits, postgres.MaxNode)
+	}
+	o.nodes, o.nodeBits = r, int(l.NodeBits)
+	if o.Range.Given() {
+		if err := o.Range.CheckNodeBits(r, o.nodeBits, o.Layout.Described()); err != nil {
+			return err
+		}
+	}
 	if !o.MaxTTLGiven {
 		o.MaxTTL = postgres.DefaultMaxTTL
 	}
@@ -77,6 +92,12 @@ maximum never lowered. It also brings a table made by an earlier version of
 nodeid up to date. Without --nodes or --range it keeps the table's range
 (0-1023 for a new table); without --max-ttl, its maximum TTL (1m for a new
 table).
+
+A range must fit the node field of the IDs minted from the table: 10 bits,
+0-1023, in the default layout; give the layout with --layout or --node-bits
+(up to 20) for a wider one. Creating or adding more than 65,536 rows asks
+for confirmation on stdin, unless --yes is given: a range that large is
+more often a slip than a fleet.
 
 The maximum TTL bounds the TTL of every lease of the table: a process asking
 for a longer one is refused. After a database failover that may have lost
@@ -117,6 +138,7 @@ the restored or the lost history could hold.`,
 		Example: `  nodeid init
   nodeid init --nodes 256 --max-ttl 30s
   nodeid init --table ids.snowflake_nodes --range 512-1023
+  nodeid init --range 0-99999 --node-bits 17 --yes
   nodeid init --replication sync          # Aurora, RDS Multi-AZ, Patroni synchronous_mode_strict
   nodeid init --restored --max-ttl 1m     # after a restore, a move or an upgrade`,
 		Args: cli.ExactArgs(0, "no arguments"),
@@ -127,6 +149,8 @@ the restored or the lost history could hold.`,
 		}),
 	}
 	o.Range.Register(cmd)
+	o.Layout.RegisterNodeBits(cmd, "width of the node field of the IDs minted from the table's node IDs: a range beyond it is refused")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, fmt.Sprintf("create or add more than %s rows without asking", cli.Count(cli.ConfirmRows)))
 	cmd.Flags().Var(cli.NewRequiredDurationValue(&o.MaxTTL), "max-ttl",
 		fmt.Sprintf("the longest lease TTL the table allows, %s to %s (default: the table's, 1m for a new table)", postgres.MinTTL, postgres.MaxTTL))
 	cmd.Flags().StringVar(&o.Replication, "replication", "",
@@ -142,6 +166,9 @@ the restored or the lost history could hold.`,
 }
 
 func initRun(ctx context.Context, o *InitOptions) error {
+	if err := confirmRows(ctx, o); err != nil {
+		return err
+	}
 	c, table := o.Conn, o.Conn.Table()
 	maxTTL, r := o.MaxTTL, o.nodes
 	var (
@@ -204,9 +231,9 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		fmt.Fprintf(stderr, "nodeid: table %s keeps its range %s: a range is widened to include the one asked for (%s), never narrowed\n",
 			table, rec, r)
 	}
-	if maxNode := int64(1)<<nodeid.DefaultNodeBits - 1; rec.Hi > maxNode {
-		fmt.Fprintf(stderr, "nodeid: warning: node IDs above %d do not fit the default Snowflake layout (%d node bits): registries must use nodeid.WithNodeBits and generators a layout with as many node bits, or lease only a part of the range (--range, WithNodeRange)\n",
-			maxNode, nodeid.DefaultNodeBits)
+	if maxNode := cli.MaxNodeOf(o.nodeBits); rec.Hi > maxNode {
+		fmt.Fprintf(stderr, "nodeid: warning: table %s holds node IDs %s, and those above %d do not fit the %d node bits of the layout (%s): registries must use nodeid.WithNodeBits and generators a layout with as many node bits, or lease only a part of the range (--range, WithNodeRange)\n",
+			table, rec, maxNode, o.nodeBits, o.Layout.Described())
 	}
 	if o.Restored {
 		fmt.Fprintf(stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the longest lease of the old history, %s, and a tenth), and its next claim takes an epoch of a new era\n",
@@ -286,4 +313,61 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			table, from, maxTTL, maxTTL)
 	}
 	return st.ReadConfig(ctx)
+}
+
+// confirmRows asks for confirmation, unless --yes is given, before init
+// creates or adds more than cli.ConfirmRows rows: the rows of the range
+// for a table that has no configuration to read yet, else those that
+// widening its range to include the one asked for adds. Without an answer
+// on stdin it fails, naming the count and --yes.
+func confirmRows(ctx context.Context, o *InitOptions) error {
+	if o.Yes {
+		return nil
+	}
+	c, table, r := o.Conn, o.Conn.Table(), o.nodes
+	var (
+		old    store.TableConfig
+		exists bool
+	)
+	err := c.Timed(ctx, func(ctx context.Context) error {
+		st, err := c.Store(r)
+		if err != nil {
+			return err
+		}
+		old, err = st.ReadConfig(ctx)
+		exists = err == nil
+		return nil // a table init cannot read yet: init's own statements say why, if they fail
+	})
+	if err != nil {
+		return err
+	}
+	question := fmt.Sprintf("Create table %s with node IDs %s, %s rows?", table, r, cli.Count(r.Size()))
+	adds := r.Size()
+	if exists {
+		from := cli.NodeRange{Lo: old.MinNode, Hi: old.MaxNode}
+		if !o.Range.Given() {
+			return nil // the table keeps its range
+		}
+		to := cli.NodeRange{Lo: min(from.Lo, r.Lo), Hi: max(from.Hi, r.Hi)}
+		adds = to.Size() - from.Size()
+		question = fmt.Sprintf("Widen the range of table %s from %s to %s, adding %s rows?", table, from, to, cli.Count(adds))
+	}
+	if adds <= cli.ConfirmRows {
+		return nil
+	}
+	what := fmt.Sprintf("%s adds %s rows to table %s, and more than %s are added only when confirmed", o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))
+	if !exists {
+		what = fmt.Sprintf("%s creates table %s with %s rows, and more than %s are created only when confirmed", o.Range.Flag(), table, cli.Count(adds), cli.Count(cli.ConfirmRows))
+	}
+	stderr := o.Env.Err
+	fmt.Fprintf(stderr, "%s [y/N] ", question)
+	ok, err := confirm(o.Env.In, fmt.Errorf("%s: no answer on stdin; pass --yes to go ahead", what))
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: the answer was not yes; nothing changed", what)
+	}
+	return nil
 }

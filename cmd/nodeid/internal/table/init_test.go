@@ -50,8 +50,15 @@ func TestInit(t *testing.T) {
 		t.Errorf("narrower init: %q", r.Stdout)
 	}
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitUsage, "never lowered", "1m0s")
-	// Wider than the default layout: a warning.
-	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047"), cli.ExitOK, "do not fit the default Snowflake layout", "WithNodeBits")
+	// Wider than the layout's node field: refused, naming the value and
+	// the rule; with the layout's node bits given, done without a word.
+	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047"), cli.ExitUsage,
+		"--range 0-2047: node IDs above 1023 do not fit the 10 node bits of the IDs' layout (--layout bwmarrin)", "--node-bits 11 or more holds 0-2047")
+	if r := harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047", "--node-bits", "11"); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("init --range 0-2047 --node-bits 11: %+v", r)
+	}
+	// Kept as it is, with the default layout: a warning.
+	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn), cli.ExitOK, "holds node IDs 0-2047", "above 1023 do not fit the 10 node bits", "WithNodeBits")
 	// A schema-qualified table needs its schema.
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--table", "nope.ids"), cli.ExitFailure, "schema", "nope")
 }
@@ -75,6 +82,74 @@ func TestInitBadInput(t *testing.T) {
 		for _, cmd := range []string{"init", "schema"} {
 			clitest.WantExit(t, harness.Run(t, append([]string{cmd}, tc.args...)...), cli.ExitUsage, tc.want)
 		}
+	}
+	for _, tc := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{"--range", "0-1048575"}, []string{"--range 0-1048575: node IDs above 1023 do not fit the 10 node bits", "--node-bits 20 or more"}},
+		{[]string{"--nodes", "1025"}, []string{"--nodes 1025: node IDs above 1023", "--node-bits 11 or more holds 0-1024"}},
+		{[]string{"--range", "0-255", "--layout", "js53", "--node-bits", "7"}, []string{"--range 0-255: node IDs above 127 do not fit the 7 node bits", "--layout js53, --node-bits 7"}},
+		{[]string{"--node-bits", "0"}, []string{"--node-bits 0: it must be 1 to 20"}},
+		{[]string{"--node-bits", "21"}, []string{"--node-bits 21: it must be 1 to 20"}},
+		{[]string{"--layout", "sonyflake"}, []string{`--layout "sonyflake"`}},
+	} {
+		clitest.WantExit(t, harness.Run(t, append([]string{"init"}, tc.args...)...), cli.ExitUsage, tc.wants...)
+	}
+}
+
+// TestInitConfirmsManyRows: creating or adding more than 65,536 rows asks
+// first, and without a yes changes nothing, saying how many rows and how
+// to go ahead (--yes).
+func TestInitConfirmsManyRows(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	rows := func() (n int) {
+		t.Helper()
+		var exists bool
+		if err := db.QueryRowContext(clitest.Ctx(t), `SELECT to_regclass('snowflake_nodes') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+			return -1
+		}
+		if err := db.QueryRowContext(clitest.Ctx(t), `SELECT count(*) FROM snowflake_nodes`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// refused checks that r failed, after the question, with the one line
+	// of its error holding every one of wants.
+	refused := func(r clitest.Result, question string, wants ...string) {
+		t.Helper()
+		q, msg, _ := strings.Cut(r.Stderr, "\n")
+		if r.Code != cli.ExitFailure || q != question+" [y/N] " || strings.Count(msg, "\n") != 1 {
+			t.Errorf("exit code %d, stderr %q; want code %d, the question %q and one line", r.Code, r.Stderr, cli.ExitFailure, question)
+		}
+		for _, w := range wants {
+			if !strings.Contains(msg, w) {
+				t.Errorf("stderr %q does not say %q", msg, w)
+			}
+		}
+	}
+	wide := []string{"init", "--dsn", dsn, "--range", "0-99999", "--node-bits", "17"}
+	create := "Create table snowflake_nodes with node IDs 0-99999, 100,000 rows?"
+	refused(harness.RunWith(t, "", nil, wide...), create,
+		"nodeid: --range 0-99999 creates table snowflake_nodes with 100,000 rows, and more than 65,536 are created only when confirmed", "pass --yes")
+	refused(harness.RunWith(t, "n\n", nil, wide...), create, "the answer was not yes; nothing changed")
+	if n := rows(); n != -1 {
+		t.Fatalf("the table exists (%d rows) after init was not confirmed", n)
+	}
+
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "4")
+	refused(harness.RunWith(t, "", nil, wide...), "Widen the range of table snowflake_nodes from 0-3 to 0-99999, adding 99,996 rows?",
+		"nodeid: --range 0-99999 adds 99,996 rows to table snowflake_nodes", "pass --yes")
+	if n := rows(); n != 4 {
+		t.Fatalf("%d rows after a widening that was not confirmed, want 4", n)
+	}
+	if r := harness.Run(t, append(wide, "--yes")...); r.Code != 0 || !strings.Contains(r.Stdout, "node IDs 0-99999, 100000 rows") || r.Stderr != "" {
+		t.Errorf("init --yes: %+v", r)
+	}
+	// Nothing more to add: no question.
+	if r := harness.RunWith(t, "", nil, wide...); r.Code != 0 || r.Stderr != "" {
+		t.Errorf("init of the range the table has: %+v", r)
 	}
 }
 
