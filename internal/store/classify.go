@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgerrcode"
@@ -132,6 +133,11 @@ func (e *StatementError) hint() string {
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
 		return "the table does not have the expected columns: bring it up to date with the DDL of SchemaSQL, applied by its owner"
 	case code == pgerrcode.InsufficientPrivilege:
+		if d, ok := Denied(e); ok {
+			return d.need()
+		}
+		// A message this package cannot read (the server's messages in
+		// another language): what the lease statements need, all of it.
 		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
 			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))
 	case code == pgerrcode.ReadOnlySQLTransaction:
@@ -140,4 +146,160 @@ func (e *StatementError) hint() string {
 		return PoolerHint
 	}
 	return ""
+}
+
+// Denial is what a permission error (SQLSTATE 42501) says was refused:
+// the object the server named, and what the failed statement needs on it.
+type Denial struct {
+	// Kind is the kind of object as the server names it: "table",
+	// "function", "schema", ...
+	Kind string
+	// Object is the object's name: a lease table's as the Store names it,
+	// schema-qualified if it is ("ids.nodes_history"); a function's with
+	// its parentheses ("pg_control_system()"); else as the server wrote
+	// it.
+	Object string
+	// Privileges are what the failed statement needs on the object
+	// ("SELECT", "UPDATE"; "EXECUTE" on a function; "USAGE" or "CREATE" on
+	// a schema), in the order GRANT lists them; nil when not known.
+	Privileges []string
+	// Owner is set when the statement must run as the object's owner
+	// (the DDL that creates or alters the lease tables).
+	Owner bool
+}
+
+// String says what the role needs: "SELECT and UPDATE on table
+// ids.nodes", "EXECUTE on function pg_control_system()", "ownership of
+// table ids.nodes", or "a privilege on table x" when not known.
+func (d Denial) String() string {
+	on := d.Kind + " " + d.Object
+	switch {
+	case d.Owner:
+		return "ownership of " + on
+	case len(d.Privileges) == 0:
+		return "a privilege on " + on
+	}
+	return JoinAnd(d.Privileges) + " on " + on
+}
+
+// need is the hint of a StatementError for d.
+func (d Denial) need() string {
+	if d.Owner {
+		return "it must run as the owner of " + d.Kind + " " + d.Object
+	}
+	return "the role needs " + d.String()
+}
+
+// JoinAnd joins words as a sentence lists them: "a", "a and b", "a, b and
+// c".
+func JoinAnd(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// deniedMessage matches PostgreSQL's messages of a refused privilege
+// ("permission denied for table nodes", "... for function
+// pg_control_system", "... for schema ids") and of a statement only the
+// owner may run ("must be owner of table nodes"): the kind of object and
+// its name, unqualified. The server sets no field of the error for the
+// object (pgconn.PgError's SchemaName and TableName are empty): its
+// message is the one place that names it.
+var deniedMessage = regexp.MustCompile(`^(permission denied for|must be owner of) (table|view|materialized view|foreign table|sequence|function|procedure|routine|schema|database|type|language|large object|tablespace) (.+)$`)
+
+// opPrivileges are the privileges each statement of the Store needs on the
+// lease table ('t'), its history ('h') and its configuration ('c'), by the
+// operation a StatementError names. A lease statement needs UPDATE on the
+// configuration in asynchronous replication only (to record a new
+// generation); it is listed, as the grants of SchemaSQL's comment have it.
+var opPrivileges = map[string]map[byte][]string{
+	"claim":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "INSERT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
+	"renew":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}, 'c': {"SELECT", "UPDATE"}},
+	"release":            {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
+	"evict":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "UPDATE"}},
+	"verify":             {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}},
+	"list":               {'t': {"SELECT"}, 'c': {"SELECT"}},
+	"history":            {'t': {"SELECT"}, 'h': {"SELECT"}},
+	"who":                {'t': {"SELECT"}, 'h': {"SELECT"}},
+	"prune history":      {'h': {"SELECT", "DELETE"}},
+	"read configuration": {'c': {"SELECT"}},
+	"check schema":       {'t': {"SELECT"}, 'h': {"SELECT"}, 'c': {"SELECT"}},
+	"restore":            {'c': {"SELECT", "UPDATE"}},
+	"confirm the raise":  {'c': {"SELECT", "UPDATE"}},
+}
+
+// ddlOps are the operations that run the DDL, which only the tables' owner
+// (or, for new tables, a role with CREATE on their schema) may run.
+var ddlOps = map[string]bool{"create": true, "apply the schema": true}
+
+// Denied returns what the permission error in err refused, and whether err
+// holds one whose object it can tell. The privileges are those the failed
+// statement needs on that object, when err is a StatementError of an
+// operation this package knows: on a lease table, those of the operation;
+// EXECUTE on a function; USAGE on a schema (CREATE, for the DDL).
+func Denied(err error) (Denial, bool) {
+	var (
+		pve *privilegeError
+		se  *StatementError
+		pe  *pgconn.PgError
+	)
+	if errors.As(err, &pve) { // CheckSchema's: it knows the very privilege
+		return Denial{Kind: "table", Object: pve.table, Privileges: []string{pve.privilege}}, true
+	}
+	if !errors.As(err, &pe) || pe.Code != pgerrcode.InsufficientPrivilege {
+		return Denial{}, false
+	}
+	m := deniedMessage.FindStringSubmatch(pe.Message)
+	if m == nil {
+		return Denial{}, false
+	}
+	d := Denial{Kind: m[2], Object: m[3], Owner: m[1] == "must be owner of"}
+	if pe.TableName != "" { // should a server name it there, take it whole
+		d.Object = pe.TableName
+		if pe.SchemaName != "" {
+			d.Object = pe.SchemaName + "." + pe.TableName
+		}
+	}
+	errors.As(err, &se)
+	ddl := se != nil && ddlOps[se.Op]
+	switch d.Kind {
+	case "function", "procedure", "routine":
+		d.Object += "()"
+		d.Privileges = []string{"EXECUTE"}
+	case "schema":
+		d.Privileges = []string{"USAGE"}
+		if ddl {
+			d.Privileges = []string{"USAGE", "CREATE"}
+		}
+	case "table":
+		if se == nil {
+			break
+		}
+		var which byte
+		for _, t := range []struct {
+			role byte
+			name string
+		}{{'t', se.Table}, {'h', HistoryTable(se.Table)}, {'c', ConfigTable(se.Table)}} {
+			if d.Object == t.name || d.Object == unqualified(t.name) {
+				which, d.Object = t.role, t.name
+			}
+		}
+		switch {
+		case which == 0:
+		case ddl:
+			d.Owner = true
+		default:
+			d.Privileges = opPrivileges[se.Op][which]
+		}
+	}
+	return d, true
+}
+
+// unqualified returns a table's name without its schema.
+func unqualified(table string) string {
+	if _, name, ok := strings.Cut(table, "."); ok {
+		return name
+	}
+	return table
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -68,11 +69,9 @@ func explain(c *Conn, err error) string {
 	var (
 		xe  *explainedError
 		ce  *pgconn.ConnectError
-		pe  *pgconn.PgError
 		te  *timeoutError
 		tce *nodeid.TableConfigError
 		we  *store.WALError
-		ne  *NeedsError
 	)
 	table := ""
 	if c != nil {
@@ -91,7 +90,7 @@ func explain(c *Conn, err error) string {
 	case errors.As(err, &tce):
 		return c.explainTableConfig(tce)
 	case errors.As(err, &we):
-		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"%s\")",
+		return fmt.Sprintf("%v (table %s records asynchronous replication; if the database's failovers never lose an acknowledged commit, record that with \"%s\" as the table's owner)",
 			err, table, c.Command("init", "--replication", "sync"))
 	case code == pgerrcode.LockNotAvailable:
 		return c.lockHolders(err)
@@ -104,15 +103,7 @@ func explain(c *Conn, err error) string {
 	case code == pgerrcode.InvalidSchemaName:
 		return fmt.Sprintf("the schema of table %s does not exist in %s: create the schema, or fix --table", table, c.Where())
 	case code == pgerrcode.InsufficientPrivilege:
-		msg := err.Error()
-		if errors.As(err, &pe) {
-			msg = pe.Message
-		}
-		need := "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
-		if errors.As(err, &ne) {
-			need = ne.Need
-		}
-		return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
+		return c.explainDenied(err)
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"%s\"", table, rootMessage(err), schemaCommand(table))
 	case code == pgerrcode.ReadOnlySQLTransaction:
@@ -123,6 +114,76 @@ func explain(c *Conn, err error) string {
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}
 	return err.Error()
+}
+
+// explainDenied explains a permission error: what the statement was, the
+// object the server refused, and the privilege the statement needs on it
+// that the role lacks (the server is asked which of those it lacks); if
+// the server's message does not name the object, what the command needs,
+// as its NeedsError says.
+func (c *Conn) explainDenied(err error) string {
+	var (
+		pe *pgconn.PgError
+		se *store.StatementError
+		ne *NeedsError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &se) && errors.As(err, &pe):
+		msg = fmt.Sprintf("%s on table %s: %s", se.Op, se.Table, pe.Message)
+	case errors.As(err, &pe):
+		msg = pe.Message
+	case errors.As(err, &se): // without the advice its message adds
+		msg = fmt.Sprintf("%s on table %s: %v", se.Op, se.Table, se.Err)
+	}
+	if d, ok := store.Denied(err); ok && (d.Owner || len(d.Privileges) > 0) {
+		who := "ask the table's owner to GRANT it"
+		switch {
+		case d.Owner:
+			return fmt.Sprintf("%s: the role %q is not the owner of %s %s; run it as the owner", msg, c.user(), d.Kind, d.Object)
+		case d.Kind == "table":
+			d.Privileges = c.lacking(d.Object, d.Privileges)
+		case d.Kind == "schema":
+			who = "ask the schema's owner to GRANT it"
+		default:
+			who = "ask a superuser (or its owner) to GRANT it"
+		}
+		return fmt.Sprintf("%s: the role %q needs %s; %s", msg, c.user(), d, who)
+	}
+	table := ""
+	if c != nil {
+		table = c.table
+	}
+	need := "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
+	if errors.As(err, &ne) {
+		need = ne.Need
+	}
+	return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
+}
+
+// lacking returns those of privileges that the role lacks on table, as the
+// server says (has_table_privilege); all of them if it cannot tell, or if
+// it says the role lacks none (the grant changed meanwhile).
+func (c *Conn) lacking(table string, privileges []string) []string {
+	if c == nil || c.db == nil {
+		return privileges
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var out []string
+	for _, p := range privileges {
+		var has bool
+		if err := c.db.QueryRowContext(ctx, `SELECT has_table_privilege($1::text, $2::text)`, table, p).Scan(&has); err != nil {
+			return privileges
+		}
+		if !has {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return privileges
+	}
+	return out
 }
 
 // explainTableConfig explains a run whose --range or --ttl asks for more

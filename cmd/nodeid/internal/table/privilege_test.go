@@ -11,32 +11,48 @@ import (
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
-// TestMissingPrivilege: a role without SELECT gets an error naming the
-// role, the table and the privilege it lacks.
+// TestMissingPrivilege: a role that lacks a grant gets an error naming the
+// role, the object PostgreSQL refused and what it lacks on it for the
+// statement that failed, grant after grant, and none of the grants it has.
 func TestMissingPrivilege(t *testing.T) {
 	t.Parallel()
 	db, dsn := seedList(t)
 	role := fmt.Sprintf("nodeid_reader_%d", os.Getpid())
 	clitest.ExecSQL(t, db, "CREATE ROLE "+role+" LOGIN PASSWORD '"+clitest.Secret+"'")
 	t.Cleanup(func() {
+		_, _ = db.ExecContext(clitest.Ctx(t), "DROP OWNED BY "+role)
 		_ = pgtest.Shared(t).Exec(clitest.Ctx(t), "postgres", "DROP ROLE IF EXISTS "+role)
 	})
-	clitest.ExecSQL(t, db, "REVOKE ALL ON snowflake_nodes, snowflake_nodes_history FROM PUBLIC")
+	clitest.ExecSQL(t, db, "REVOKE ALL ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config FROM PUBLIC")
 	rdsn := clitest.WithUser(t, dsn, role, clitest.Secret)
+	needs := func(what string) string {
+		return `the role "` + role + `" needs ` + what + `; ask the table's owner to GRANT it`
+	}
 
-	r := harness.Run(t, "list", "--dsn", rdsn)
-	clitest.WantExit(t, r, cli.ExitFailure, "permission denied for table snowflake_nodes", `the role "`+role+`" needs SELECT on snowflake_nodes and snowflake_nodes_config`)
-	r2 := harness.Run(t, "prune", "--older-than", "1d", "--dsn", rdsn)
-	clitest.WantExit(t, r2, cli.ExitFailure, "permission denied", "DELETE on snowflake_nodes_history")
-	r3 := harness.Run(t, "evict", "0", "--epoch", "3", "--yes", "--dsn", rdsn)
-	clitest.WantExit(t, r3, cli.ExitFailure, "permission denied", "UPDATE on snowflake_nodes")
-	for _, r := range []clitest.Result{r, r2, r3} {
+	var runs []clitest.Result
+	for _, step := range []struct {
+		grant string // before the command
+		args  []string
+		says  []string
+	}{
+		{"", []string{"list"}, []string{"read configuration on table snowflake_nodes: permission denied for table snowflake_nodes_config", needs("SELECT on table snowflake_nodes_config")}},
+		{"", []string{"prune", "--older-than", "1d"}, []string{"permission denied for table snowflake_nodes_history", needs("SELECT and DELETE on table snowflake_nodes_history")}},
+		{"GRANT SELECT ON snowflake_nodes_config", []string{"list"}, []string{"list on table snowflake_nodes: permission denied for table snowflake_nodes:", needs("SELECT on table snowflake_nodes")}},
+		{"GRANT SELECT ON snowflake_nodes", []string{"evict", "0", "--epoch", "3", "--yes"}, []string{"evict on table snowflake_nodes: permission denied for table snowflake_nodes:", needs("UPDATE on table snowflake_nodes")}},
+		{"GRANT UPDATE ON snowflake_nodes", []string{"evict", "0", "--epoch", "3", "--yes"}, []string{"permission denied for table snowflake_nodes_history", needs("SELECT and UPDATE on table snowflake_nodes_history")}},
+	} {
+		if step.grant != "" {
+			clitest.ExecSQL(t, db, step.grant+" TO "+role)
+		}
+		r := harness.Run(t, append(step.args, "--dsn", rdsn)...)
+		clitest.WantExit(t, r, cli.ExitFailure, step.says...)
+		runs = append(runs, r)
+	}
+	for _, r := range runs {
 		if strings.Contains(r.Stdout+r.Stderr, clitest.Secret) {
 			t.Errorf("the password was printed: %+v", r)
 		}
 	}
-
-	clitest.ExecSQL(t, db, "GRANT SELECT ON snowflake_nodes, snowflake_nodes_config TO "+role)
 	if r := harness.Run(t, "list", "--dsn", rdsn); r.Code != 0 || !strings.Contains(r.Stdout, "web-1") {
 		t.Errorf("list after GRANT SELECT: %+v", r)
 	}
