@@ -2,6 +2,7 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -317,47 +318,50 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 
 // confirmRows asks for confirmation, unless --yes is given, before init
 // creates or adds more than cli.ConfirmRows rows: the rows of the range
-// for a table that has no configuration to read yet, else those that
-// widening its range to include the one asked for adds. Without an answer
-// on stdin it fails, naming the count and --yes.
+// for a new table (at most those for a table of an earlier version, which
+// records no range), else those that widening the table's range to include
+// the one asked for adds. Without an answer on stdin it fails, naming the
+// count and --yes. Without --range or --nodes init adds no more than the
+// default range's rows.
 func confirmRows(ctx context.Context, o *InitOptions) error {
-	if o.Yes {
+	if o.Yes || !o.Range.Given() {
 		return nil
 	}
 	c, table, r := o.Conn, o.Conn.Table(), o.nodes
 	var (
-		old    store.TableConfig
-		exists bool
+		old     store.TableConfig
+		readErr error
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
 		st, err := c.Store(r)
 		if err != nil {
 			return err
 		}
-		old, err = st.ReadConfig(ctx)
-		exists = err == nil
-		return nil // a table init cannot read yet: init's own statements say why, if they fail
+		old, readErr = st.ReadConfig(ctx)
+		return nil // init's own statements say why a table cannot be read, if it matters
 	})
 	if err != nil {
 		return err
 	}
-	question := fmt.Sprintf("Create table %s with node IDs %s, %s rows?", table, r, cli.Count(r.Size()))
 	adds := r.Size()
-	if exists {
+	question := fmt.Sprintf("Create table %s with node IDs %s, %s rows?", table, r, cli.Count(adds))
+	what := fmt.Sprintf("%s creates table %s with %s rows, and more than %s are created only when confirmed",
+		o.Range.Flag(), table, cli.Count(adds), cli.Count(cli.ConfirmRows))
+	switch {
+	case readErr == nil:
 		from := cli.NodeRange{Lo: old.MinNode, Hi: old.MaxNode}
-		if !o.Range.Given() {
-			return nil // the table keeps its range
-		}
 		to := cli.NodeRange{Lo: min(from.Lo, r.Lo), Hi: max(from.Hi, r.Hi)}
 		adds = to.Size() - from.Size()
 		question = fmt.Sprintf("Widen the range of table %s from %s to %s, adding %s rows?", table, from, to, cli.Count(adds))
+		what = fmt.Sprintf("%s adds %s rows to table %s, and more than %s are added only when confirmed",
+			o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))
+	case errors.Is(readErr, store.ErrUnconfigured):
+		question = fmt.Sprintf("Bring table %s up to date and fill node IDs %s, up to %s rows?", table, r, cli.Count(adds))
+		what = fmt.Sprintf("%s adds up to %s rows to table %s, and more than %s are added only when confirmed",
+			o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))
 	}
 	if adds <= cli.ConfirmRows {
 		return nil
-	}
-	what := fmt.Sprintf("%s adds %s rows to table %s, and more than %s are added only when confirmed", o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))
-	if !exists {
-		what = fmt.Sprintf("%s creates table %s with %s rows, and more than %s are created only when confirmed", o.Range.Flag(), table, cli.Count(adds), cli.Count(cli.ConfirmRows))
 	}
 	stderr := o.Env.Err
 	fmt.Fprintf(stderr, "%s [y/N] ", question)
