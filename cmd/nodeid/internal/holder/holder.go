@@ -18,12 +18,13 @@ import (
 )
 
 // Flags are the flags of a command that holds a lease: --ttl, --grace,
-// --owner, --create and the node range (--nodes, --range).
+// --owner, --create with --yes, and the node range (--nodes, --range).
 type Flags struct {
 	TTL      time.Duration
 	Grace    time.Duration // 0 until Validate: TTL/6 unless --grace is given
 	Owner    string
 	Create   bool
+	Yes      bool // with --create, create a table of more than cli.ConfirmRows rows
 	Range    cli.RangeFlags
 	cmd      *cobra.Command
 	graceSet bool
@@ -38,6 +39,7 @@ func (f *Flags) Register(cmd *cobra.Command, graceHelp string) {
 	fl.Var(&cli.DefaultedDuration{DurationValue: cli.NewDurationValue(&f.Grace, 0), Def: "TTL/6"}, "grace", graceHelp)
 	fl.StringVar(&f.Owner, "owner", "", "holder name recorded in the table (default host-pid-random)")
 	fl.BoolVar(&f.Create, "create", false, "create the lease table if it is missing (else a missing table is an error)")
+	fl.BoolVar(&f.Yes, "yes", false, fmt.Sprintf("with --create, allow a missing table to be created with more than %s rows (--range)", cli.Count(cli.ConfirmRows)))
 	f.Range.RegisterDefault(cmd, "the table's", "the table's")
 }
 
@@ -51,6 +53,21 @@ func (f *Flags) ValidateGrace() error {
 		return cli.Usagef("--grace %s: it must be positive and at most half the TTL (%s)", f.Grace, f.TTL/2)
 	}
 	return nil
+}
+
+// Nodes resolves the node range (--nodes, --range), and refuses a
+// --create that would create a missing table of more than cli.ConfirmRows
+// rows unless --yes confirms it.
+func (f *Flags) Nodes() (cli.NodeRange, error) {
+	r, err := f.Range.Resolve()
+	if err != nil {
+		return r, err
+	}
+	if f.Create && !f.Yes && f.Range.Given() && r.Size() > cli.ConfirmRows {
+		return r, cli.Usagef("%s with --create: a missing table would be created with %s rows, and more than %s are created only when confirmed: add --yes",
+			f.Range.Flag(), cli.Count(r.Size()), cli.Count(cli.ConfirmRows))
+	}
+	return r, nil
 }
 
 // Options returns the Registry's options the flags set but the node range:

@@ -47,7 +47,6 @@ type Options struct {
 	Layout      cli.LayoutFlags // --layout and --node-bits: how many node IDs the command's IDs hold
 	Exports     exportFlags
 	Partition   bool     // judge the exports over --range alone
-	Yes         bool     // with --create, create a table of more than cli.ConfirmRows rows
 	Argv        []string // the command and its arguments
 
 	nodes    cli.NodeRange // resolved by Validate
@@ -68,15 +67,11 @@ func (o *Options) Validate() error {
 	if o.Timeout > 0 && !o.Wait {
 		return cli.Usagef("--timeout %s: it bounds --wait, which is not given", o.Timeout)
 	}
-	r, err := o.Range.Resolve()
+	r, err := o.Nodes()
 	if err != nil {
 		return err
 	}
 	o.nodes = r
-	if o.Create && o.Range.Given() && r.Size() > cli.ConfirmRows && !o.Yes {
-		return cli.Usagef("%s with --create: a missing table would be created with %s rows, and more than %s are created only when confirmed: add --yes",
-			o.Range.Flag(), cli.Count(r.Size()), cli.Count(cli.ConfirmRows))
-	}
 	switch {
 	case o.Partition && len(o.Exports.list) == 0:
 		return cli.Usagef("--partition: it says over which node IDs --export is judged, and there is no --export")
@@ -214,7 +209,6 @@ elsewhere it refuses at once, and runs nothing unbounded.`,
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and the lease's health on /healthz at HOST:PORT (\":9464\")")
 	o.Layout.RegisterNodeBits(cmd, "width of the node field of the IDs the command mints: a node range beyond it is refused")
 	o.Exports.register(cmd)
-	fl.BoolVar(&o.Yes, "yes", false, fmt.Sprintf("with --create, allow a missing table to be created with more than %s rows (--range)", cli.Count(cli.ConfirmRows)))
 	fl.BoolVar(&o.Partition, "partition", false,
 		"judge --export over --range alone, not the table's whole range: the processes that lease the table's other node IDs run generators whose IDs never meet these")
 	return cmd

@@ -64,7 +64,7 @@ func (o *Options) Validate() error {
 	if o.network, o.addr, err = listenAddr(o.Listen); err != nil {
 		return err
 	}
-	o.nodes, err = o.Range.Resolve()
+	o.nodes, err = o.Nodes()
 	return err
 }
 

@@ -310,6 +310,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"--layout", "sonyflake"}, `--layout "sonyflake": the layouts are bwmarrin and js53`},
 		{[]string{"--layout", "js53", "--step-bits", "12"}, "(the layout of --layout js53, --step-bits 12)"},
 		{[]string{"extra"}, "takes no arguments"},
+		{[]string{"--create", "--range", "0-99999", "--node-bits", "17"}, "--range 0-99999 with --create: a missing table would be created with 100,000 rows, and more than 65,536 are created only when confirmed: add --yes"},
 	} {
 		r := harness.Run(t, append([]string{"serve", "--dsn", "postgres://u:clitest.Secret@127.0.0.1:1/db"}, c.args...)...)
 		clitest.WantExit(t, r, cli.ExitUsage, c.says)
