@@ -19,6 +19,7 @@ type fakeStore struct {
 
 	claimHook   func(ctx context.Context) (store.Claim, bool, error)
 	maxTTL      time.Duration // recorded; 0 means the maximum
+	quarantine  time.Time     // rows not held are not claimable before it, as after a failover
 	renewHook   func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
 	releaseHook func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
 
@@ -156,6 +157,11 @@ func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl t
 		case !r.expires.IsZero() && !r.expires.Before(now):
 			why.Held++
 		case r.horizon >= now.UnixMilli():
+			why.Cooling++
+		case now.Before(f.quarantine):
+			if why.Cooling == 0 {
+				why.Soonest, why.Until, why.Quarantined = n, f.quarantine.UnixMilli(), true
+			}
 			why.Cooling++
 		default:
 			prev := r.horizon

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/nodeid/nodeid/internal/store"
 )
 
 // scopeName is the instrumentation scope of a Registry's metrics: the name
@@ -25,12 +27,15 @@ const (
 	metricLeaseRenewalDuration = "nodeid.lease.renewal.duration"
 	metricAcquireDuration      = "nodeid.acquire.duration"
 	metricAcquireWaiting       = "nodeid.acquire.waiting"
+	metricLeaseTTL             = "nodeid.lease.ttl"
+	metricRangeSize            = "nodeid.range.size"
+	metricQuarantineUntil      = "nodeid.quarantine.until"
 )
 
 // The attributes of the measurements. Every measurement has attrTable and,
 // once the table's configuration was read, attrNodeRange; only the time
-// left has attrNodeID, so that no counter or histogram has a series per
-// node ID.
+// left and the TTL have attrNodeID, so that no counter or histogram has a
+// series per node ID.
 const (
 	attrTable     = "nodeid.table"      // as given to WithTable
 	attrNodeRange = "nodeid.node_range" // "lo-hi"
@@ -67,17 +72,20 @@ type metrics struct {
 	acquireDur metric.Float64Histogram
 	waiting    metric.Int64UpDownCounter
 	timeLeft   metric.Float64ObservableGauge
-	reg        metric.Registration // of the time left's callback; nil if refused
+	ttl        metric.Float64ObservableGauge
+	rangeSize  metric.Int64ObservableGauge
+	quarantine metric.Float64ObservableGauge
+	reg        metric.Registration // of the gauges' callback; nil if refused
 }
 
 // newMetrics creates the instruments of r from mp and registers the
-// callback of the time left. Errors of the meter (a provider that rejects
-// an instrument, which then records nothing) go to the OpenTelemetry error
+// callback of the gauges. Errors of the meter (a provider that rejects an
+// instrument, which then records nothing) go to the OpenTelemetry error
 // handler: metrics never stop a Registry from working.
 func newMetrics(r *Registry, mp metric.MeterProvider) metrics {
 	m := mp.Meter(scopeName)
 	var ms metrics
-	errs := make([]error, 8)
+	errs := make([]error, 11)
 	ms.held, errs[0] = m.Int64UpDownCounter(metricLeaseHeld, metric.WithUnit("{lease}"),
 		metric.WithDescription("Leases held now."))
 	ms.lost, errs[1] = m.Int64Counter(metricLeaseLost, metric.WithUnit("{lease}"),
@@ -94,14 +102,20 @@ func newMetrics(r *Registry, mp metric.MeterProvider) metrics {
 		metric.WithDescription("Acquire calls waiting for a node ID to free up."))
 	ms.timeLeft, errs[6] = m.Float64ObservableGauge(metricLeaseTimeLeft, metric.WithUnit("s"),
 		metric.WithDescription("Time left until the local deadline of each held lease."))
-	ms.reg, errs[7] = m.RegisterCallback(r.observeTimeLeft, ms.timeLeft)
+	ms.ttl, errs[7] = m.Float64ObservableGauge(metricLeaseTTL, metric.WithUnit("s"),
+		metric.WithDescription("TTL of each held lease."))
+	ms.rangeSize, errs[8] = m.Int64ObservableGauge(metricRangeSize, metric.WithUnit("{node_id}"),
+		metric.WithDescription("Node IDs of the range the Registry leases from."))
+	ms.quarantine, errs[9] = m.Float64ObservableGauge(metricQuarantineUntil, metric.WithUnit("s"),
+		metric.WithDescription("Unix time at which the quarantine that refused the latest claim ends; 0 when none is in force."))
+	ms.reg, errs[10] = m.RegisterCallback(r.observe, ms.timeLeft, ms.ttl, ms.rangeSize, ms.quarantine)
 	if err := errors.Join(errs...); err != nil {
 		otel.Handle(fmt.Errorf("nodeid: metrics: %w", err))
 	}
 	return ms
 }
 
-// unregister stops the callback of the time left; Close calls it.
+// unregister stops the callback of the gauges; Close calls it.
 func (ms *metrics) unregister() {
 	if ms.reg == nil {
 		return
@@ -122,8 +136,28 @@ func (r *Registry) attrs(extra ...attribute.KeyValue) metric.MeasurementOption {
 	return metric.WithAttributes(append(kv, extra...)...)
 }
 
-// observeTimeLeft is the callback of the time left.
-func (r *Registry) observeTimeLeft(_ context.Context, o metric.Observer) error {
+// startAtZero adds 0 to every counter, for every value of its attribute,
+// and to the up-down counters, with the attributes later measurements
+// carry: the series exist from the moment the node range is known, so that
+// increase() sees the first event. ensure calls it once the range is
+// settled.
+func (r *Registry) startAtZero() {
+	ctx := context.Background()
+	for _, c := range causes {
+		r.metrics.lost.Add(ctx, 0, r.attrs(attribute.String(attrCause, c.name)))
+	}
+	r.metrics.lost.Add(ctx, 0, r.attrs(attribute.String(attrCause, causeDeadline)))
+	for _, o := range []string{outcomeRenewed, outcomeRetried, outcomeLost} {
+		r.metrics.renewals.Add(ctx, 0, r.attrs(attribute.String(attrOutcome, o)))
+	}
+	r.metrics.held.Add(ctx, 0, r.attrs())
+	r.metrics.waiting.Add(ctx, 0, r.attrs())
+}
+
+// observe is the callback of the gauges: the time left and the TTL of each
+// held lease, and, once the node range is known, its size and the end of
+// the quarantine that refused the latest claim.
+func (r *Registry) observe(_ context.Context, o metric.Observer) error {
 	r.mu.Lock()
 	leases := make([]*Lease, 0, len(r.leases))
 	for l := range r.leases {
@@ -132,11 +166,33 @@ func (r *Registry) observeTimeLeft(_ context.Context, o metric.Observer) error {
 	r.mu.Unlock()
 	for _, l := range leases {
 		if l.Err() == nil {
-			o.ObserveFloat64(r.metrics.timeLeft, time.Until(l.Deadline()).Seconds(),
-				r.attrs(attribute.Int64(attrNodeID, l.NodeID())))
+			attrs := r.attrs(attribute.Int64(attrNodeID, l.NodeID()))
+			o.ObserveFloat64(r.metrics.timeLeft, time.Until(l.Deadline()).Seconds(), attrs)
+			o.ObserveFloat64(r.metrics.ttl, l.ttl.Seconds(), attrs)
 		}
 	}
+	if !r.ranged.Load() {
+		return nil
+	}
+	attrs := r.attrs()
+	o.ObserveInt64(r.metrics.rangeSize, r.hi-r.lo+1, attrs)
+	until := 0.0
+	if ms := r.quarantineUntil.Load(); ms > time.Now().UnixMilli() {
+		until = float64(ms) / 1000
+	}
+	o.ObserveFloat64(r.metrics.quarantine, until, attrs)
 	return nil
+}
+
+// recordClaim notes what a claim found of quarantines: the end of the one
+// that refused it (Refusal.Quarantined), or none once a claim succeeds.
+func (r *Registry) recordClaim(res store.ClaimResult) {
+	switch {
+	case res.OK:
+		r.quarantineUntil.Store(0)
+	case res.Refusal.Quarantined && res.Refusal.Cooling > 0:
+		r.quarantineUntil.Store(res.Refusal.Until)
+	}
 }
 
 // recordAcquire records an Acquire that took d and returned err.

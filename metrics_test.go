@@ -9,7 +9,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +29,8 @@ import (
 
 // metricNames are the instruments of a Registry.
 var metricNames = []string{metricLeaseHeld, metricLeaseTimeLeft, metricLeaseLost, metricLeaseRenewals,
-	metricLeaseRenewalDuration, metricAcquireDuration, metricAcquireWaiting}
+	metricLeaseRenewalDuration, metricAcquireDuration, metricAcquireWaiting, metricLeaseTTL, metricRangeSize,
+	metricQuarantineUntil}
 
 // wantSum fails the test unless the points of name that match the
 // key-value pairs add up to want.
@@ -493,6 +496,7 @@ func TestMetricsAttributesStayLowCardinality(t *testing.T) {
 		ms := rd.Collect(t, scopeName)
 		allowed := map[string][]string{
 			metricLeaseTimeLeft:        {attrNodeID},
+			metricLeaseTTL:             {attrNodeID},
 			metricLeaseLost:            {attrCause},
 			metricLeaseRenewals:        {attrOutcome},
 			metricLeaseRenewalDuration: {attrOutcome},
@@ -518,10 +522,180 @@ func TestMetricsAttributesStayLowCardinality(t *testing.T) {
 		if want := []string{"0", "1", "2", "3", "4"}; !slices.Equal(nodes, want) {
 			t.Errorf("time left for node IDs %v, want %v", nodes, want)
 		}
-		if got := len(ms[metricLeaseRenewals].Points); got != 1 {
-			t.Errorf("renewals of 5 leases in %d series, want 1: %v", got, ms[metricLeaseRenewals].Points)
+		if got := len(ms[metricLeaseRenewals].Points); got != 3 {
+			t.Errorf("renewals of 5 leases in %d series, want 3, one per outcome: %v", got, ms[metricLeaseRenewals].Points)
+		}
+		if got := len(ms[metricLeaseTTL].Points); got != 5 {
+			t.Errorf("%d TTL series for 5 leases", got)
 		}
 		wantSum(t, ms, metricLeaseRenewals, 5, attrOutcome, outcomeRenewed)
 		wantSum(t, ms, metricLeaseHeld, 5, attrNodeRange, "0-9")
 	})
+}
+
+// points returns the points of m as their attributes, each with its value
+// under the key "=".
+func points(m metrictest.Metric) []map[string]string {
+	var out []map[string]string
+	for _, p := range m.Points {
+		a := maps.Clone(p.Attrs)
+		a["="] = strconv.FormatFloat(p.Value, 'g', -1, 64)
+		out = append(out, a)
+	}
+	return out
+}
+
+// wantPoints fails the test unless the points of name are exactly those of
+// want: for each value of key, one point with the attributes of scope and
+// key=value, of the value want gives it.
+func wantPoints(t *testing.T, ms map[string]metrictest.Metric, name string, scope map[string]string, key string, want map[string]float64) {
+	t.Helper()
+	var wants []map[string]string
+	for v, n := range want {
+		a := maps.Clone(scope)
+		a[key] = v
+		a["="] = strconv.FormatFloat(n, 'g', -1, 64)
+		wants = append(wants, a)
+	}
+	got := points(ms[name])
+	byText := func(a, b map[string]string) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
+	slices.SortFunc(got, byText)
+	slices.SortFunc(wants, byText)
+	if !slices.EqualFunc(got, wants, maps.Equal) {
+		t.Errorf("%s: points\n%v\nwant\n%v", name, got, wants)
+	}
+}
+
+// Once the first Acquire has read the table's range, every cause of a
+// loss and every outcome of a renewal has a series at 0, with the
+// attributes of the measurements that follow: a loss then adds to a series
+// that was there, and makes none.
+func TestMetricsCountersStartAtZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(3, 4)
+		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer r.Close()
+		if ms := rd.Collect(t, scopeName); len(ms[metricLeaseLost].Points)+len(ms[metricLeaseRenewals].Points) != 0 {
+			t.Fatalf("counted before the range was known: %v, %v", ms[metricLeaseLost].Points, ms[metricLeaseRenewals].Points)
+		}
+		l := mustAcquire(t, r)
+		scope := map[string]string{attrTable: "snowflake_nodes", attrNodeRange: "3-4"}
+		causes := map[string]float64{store.CauseTakenOver: 0, store.CauseExpired: 0, "deadline": 0,
+			store.CauseReleased: 0, store.CauseEvicted: 0, store.CauseFailover: 0}
+		outcomes := map[string]float64{"renewed": 0, "retried": 0, "lost": 0}
+		ms := rd.Collect(t, scopeName)
+		wantPoints(t, ms, metricLeaseLost, scope, attrCause, causes)
+		wantPoints(t, ms, metricLeaseRenewals, scope, attrOutcome, outcomes)
+		wantSum(t, ms, metricAcquireWaiting, 0, attrTable, "snowflake_nodes", attrNodeRange, "3-4")
+		if p := ms[metricAcquireWaiting].Points; len(p) != 1 {
+			t.Errorf("waiting: %v, want one point at 0", p)
+		}
+
+		st.set(func() {
+			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+				return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1, Now: time.Now()}, nil
+			}
+		})
+		<-l.Done()
+		synctest.Wait()
+		causes[store.CauseTakenOver], outcomes["lost"] = 1, 1
+		ms = rd.Collect(t, scopeName)
+		wantPoints(t, ms, metricLeaseLost, scope, attrCause, causes)
+		wantPoints(t, ms, metricLeaseRenewals, scope, attrOutcome, outcomes)
+	})
+}
+
+// The gauges: the TTL of each held lease, on the series of its time left;
+// the size of the range; and the end of the quarantine that refused the
+// latest claim, 0 once it has passed or a claim succeeded.
+func TestMetricsGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rd := metrictest.New()
+		st := newFakeStore(0, 1)
+		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
+		defer r.Close()
+		scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "0-1"}
+		quarantined := func(until time.Time) {
+			t.Helper()
+			st.set(func() { st.quarantine = until })
+			_, err := r.TryAcquire(context.Background())
+			var ue *UnavailableError
+			if !errors.As(err, &ue) || ue.Why != "quarantine" {
+				t.Fatalf("TryAcquire in a quarantine = %v", err)
+			}
+		}
+		wantQuarantine := func(want float64) {
+			t.Helper()
+			ms := rd.Collect(t, scopeName)
+			if p := ms[metricQuarantineUntil].Select(scope...); len(p) != 1 || p[0].Value != want || len(p[0].Attrs) != 2 {
+				t.Errorf("quarantine until = %v, want one point of %v", p, want)
+			}
+		}
+
+		until := time.Now().Add(10 * time.Second)
+		quarantined(until)
+		wantQuarantine(float64(until.UnixMilli()) / 1000)
+		ms := rd.Collect(t, scopeName)
+		if p := ms[metricRangeSize].Select(scope...); len(p) != 1 || p[0].Value != 2 {
+			t.Errorf("range size = %v, want one point of 2", p)
+		}
+		time.Sleep(10 * time.Second) // the quarantine ends
+		wantQuarantine(0)
+
+		quarantined(time.Now().Add(time.Hour))
+		wantQuarantine(float64(time.Now().Add(time.Hour).UnixMilli()) / 1000)
+		st.set(func() { st.quarantine = time.Time{} }) // lifted, as far as the Registry knows, by a claim
+		l := mustAcquire(t, r)
+		wantQuarantine(0)
+
+		ms = rd.Collect(t, scopeName)
+		ttl, left := ms[metricLeaseTTL].Points, ms[metricLeaseTimeLeft].Points
+		if len(ttl) != 1 || ttl[0].Value != testTTL.Seconds() || len(left) != 1 || !maps.Equal(ttl[0].Attrs, left[0].Attrs) ||
+			ttl[0].Attrs[attrNodeID] != strconv.FormatInt(l.NodeID(), 10) {
+			t.Errorf("TTL %v and time left %v: want one point each, of %v s, on the same attributes", ttl, left, testTTL.Seconds())
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p := rd.Collect(t, scopeName)[metricLeaseTTL].Points; len(p) != 0 {
+			t.Errorf("TTL of a released lease: %v", p)
+		}
+	})
+}
+
+// Against PostgreSQL: a claim refused by the quarantine of a new
+// generation (as a failover begins one; set by hand here) sets the
+// quarantine's end, to the millisecond the table records; a claim after it
+// sets 0.
+func TestMetricsQuarantineOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := connect(t, "direct").db
+	ctx := testContext(t)
+	rd := metrictest.New()
+	r := newTestRegistry(t, db, WithNodeRange(6, 6), WithMeterProvider(rd.Provider))
+	l := acquire(t, r)
+	if err := l.ReleaseStamped(ctx, l.PreviousHorizon()); err != nil { // claimable again at once
+		t.Fatal(err)
+	}
+	var fence int64
+	if err := db.QueryRowContext(ctx, `UPDATE snowflake_nodes_config SET generation = generation + 1, generation_at = now(),
+		fence_ms = (extract(epoch FROM now()) * 1000)::bigint + 600000 RETURNING fence_ms`).Scan(&fence); err != nil {
+		t.Fatal(err)
+	}
+	var ue *UnavailableError
+	if _, err := r.TryAcquire(ctx); !errors.As(err, &ue) || ue.Why != "quarantine" {
+		t.Fatalf("TryAcquire in a quarantine = %v", err)
+	}
+	scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "6-6"}
+	wantSum(t, rd.Collect(t, scopeName), metricQuarantineUntil, float64(fence)/1000, scope...)
+	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes_config SET fence_ms = fence_ms - 1200000`); err != nil {
+		t.Fatal(err)
+	}
+	l = acquire(t, r)
+	unused(t, l)
+	ms := rd.Collect(t, scopeName)
+	wantSum(t, ms, metricQuarantineUntil, 0, scope...)
+	wantSum(t, ms, metricLeaseTTL, DefaultTTL.Seconds(), append(scope, attrNodeID, "6")...)
+	wantSum(t, ms, metricRangeSize, 1, scope...)
 }

@@ -239,6 +239,20 @@ func WithWait(wait bool) Option {
 //     included, by nodeid.outcome: acquired, none_available, error.
 //   - nodeid.acquire.waiting (UpDownCounter, {call}): Acquire calls waiting
 //     now for a node ID to free up (WithWait).
+//   - nodeid.lease.ttl (observable Gauge, s): the TTL of each held lease,
+//     with nodeid.node_id as nodeid.lease.time_left, so that the two
+//     compare series by series.
+//   - nodeid.range.size (observable Gauge, {node_id}): the number of node
+//     IDs of the range, once the table's configuration was read.
+//   - nodeid.quarantine.until (observable Gauge, s): the unix time at
+//     which the quarantine that refused the latest claim ends (after a
+//     failover, a move or a restore); 0 when none is in force, or once a
+//     claim succeeded.
+//
+// The counters start at 0 for every cause and outcome, and the up-down
+// counters at 0, once the table's configuration was read (the first
+// Acquire), with the attributes of the measurements that follow: a query
+// of the increase of a counter sees its first event.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
 		if mp == nil {

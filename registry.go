@@ -53,6 +53,9 @@ type Registry struct {
 	ranged   atomic.Bool // lo and hi are set, for readers without ensureMu
 
 	metrics metrics
+	// quarantineUntil is the end, in unix milliseconds, of the quarantine
+	// that refused the latest claim; 0 if none did (recordClaim).
+	quarantineUntil atomic.Int64
 
 	// bg counts the goroutines that run statements on behalf of callers
 	// who stopped waiting for them (see bounded).
@@ -234,6 +237,7 @@ func (r *Registry) ensure(ctx context.Context) error {
 	r.tableLo, r.tableHi = tc.MinNode, tc.MaxNode
 	r.lo, r.hi, r.ensured = lo, hi, true
 	r.ranged.Store(true)
+	r.startAtZero()
 	return nil
 }
 
@@ -267,6 +271,7 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	if err != nil {
 		return nil, err
 	}
+	r.recordClaim(res)
 	if !res.OK && res.Refusal.ModeChanged && !retried {
 		// The table's replication mode changed since the Registry read it:
 		// the store has learnt the new one; check it and claim again.

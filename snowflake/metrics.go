@@ -72,6 +72,16 @@ func newInstruments(mp metric.MeterProvider, l lease) *instruments {
 	in.exhausted, in.behind = reason(reasonSequenceExhausted), reason(reasonClockBehind)
 	in.ended, in.ahead, in.tooFar, in.overflowed = reason(reasonLeaseEnded), reason(reasonBeyondHorizon),
 		reason(reasonClockBehind), reason(reasonTimeOverflow)
+	// Every reason's series starts at 0, so that increase() sees the first
+	// wait or refusal: the series of the later measurements, since they
+	// carry the same attributes.
+	ctx := context.Background()
+	for _, opt := range []metric.AddOption{in.exhausted, in.behind} {
+		in.waits.Add(ctx, 0, opt)
+	}
+	for _, opt := range []metric.AddOption{in.ended, in.ahead, in.tooFar, in.overflowed} {
+		in.refusals.Add(ctx, 0, opt)
+	}
 	return &in
 }
 

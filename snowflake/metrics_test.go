@@ -7,6 +7,7 @@ package snowflake
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -163,9 +164,52 @@ func TestMetricsNothingRecordedPerID(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { _, _ = g.Generate() }); a != 0 {
 		t.Errorf("Generate allocates %v times per call with a meter provider", a)
 	}
-	if ms := rd.Collect(t, scopeName); len(ms) != 0 {
-		t.Errorf("minting recorded %v", ms)
+	for name, m := range rd.Collect(t, scopeName) {
+		if name != metricWaits && name != metricRefusals || m.Sum() != 0 {
+			t.Errorf("minting recorded %s: %v", name, m.Points)
+		}
 	}
+}
+
+// A new generator's counters have a series at 0 for every reason, with
+// the attributes of the waits and refusals that follow: a refusal adds to
+// the series that was there.
+func TestMetricsStartAtZero(t *testing.T) {
+	rd := metrictest.New()
+	l := newFake(1, 1, 0)
+	g := mustNew(t, l, WithMeterProvider(rd.Provider))
+	type series struct{ name, reason string }
+	want := map[series]float64{
+		{metricWaits, "sequence_exhausted"}: 0, {metricWaits, "clock_behind"}: 0,
+		{metricRefusals, "lease_ended"}: 0, {metricRefusals, "beyond_horizon"}: 0,
+		{metricRefusals, "clock_behind"}: 0, {metricRefusals, "time_overflow"}: 0,
+	}
+	check := func() {
+		t.Helper()
+		got := map[series]float64{}
+		for name, m := range rd.Collect(t, scopeName) {
+			for _, p := range m.Points {
+				if len(p.Attrs) != 3 || p.Attrs[attrTable] != fakeTable || p.Attrs[attrNodeRange] != "0-1023" {
+					t.Errorf("%s point with attributes %v, want the lease's table and range and a reason", name, p.Attrs)
+				}
+				s := series{name, p.Attrs[attrReason]}
+				if _, dup := got[s]; dup {
+					t.Errorf("two series of %v", s)
+				}
+				got[s] = p.Value
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("series %v, want %v", got, want)
+		}
+	}
+	check()
+	l.lose(nodeid.ErrTakenOver)
+	if _, err := g.Generate(); !errors.Is(err, nodeid.ErrTakenOver) {
+		t.Fatalf("Generate on a lost lease = %v", err)
+	}
+	want[series{metricRefusals, "lease_ended"}] = 1
+	check()
 }
 
 // A scenario that records both instruments: the reader sees exactly the
@@ -220,10 +264,10 @@ func TestMetricsAttributesMatchTheRegistrys(t *testing.T) {
 	if _, err := g.Generate(); !errors.Is(err, nodeid.ErrReleased) {
 		t.Fatalf("Generate after Release = %v", err)
 	}
-	refusals := rd.Collect(t, scopeName)[metricRefusals].Points
-	lost := rd.Collect(t, "github.com/nodeid/nodeid")["nodeid.lease.lost"].Points
-	if len(refusals) != 1 || len(lost) != 1 {
-		t.Fatalf("refusals %v, losses %v; want one each", refusals, lost)
+	refusals := rd.Collect(t, scopeName)[metricRefusals].Select(attrReason, reasonLeaseEnded)
+	lost := rd.Collect(t, "github.com/nodeid/nodeid")["nodeid.lease.lost"].Select("nodeid.cause", "released")
+	if len(refusals) != 1 || refusals[0].Value != 1 || len(lost) != 1 || lost[0].Value != 1 {
+		t.Fatalf("refusals %v, releases %v; want one each", refusals, lost)
 	}
 	for _, k := range []string{attrTable, attrNodeRange} {
 		if a, b := refusals[0].Attrs[k], lost[0].Attrs[k]; a != b || a == "" {

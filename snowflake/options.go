@@ -103,6 +103,10 @@ func WithMaxWait(d time.Duration) Option {
 //     beyond_horizon (nodeid.ErrClockAhead), clock_behind
 //     (nodeid.ErrClockBehind), time_overflow
 //     (nodeid.ErrTimeOverflow).
+//
+// Both start at 0 for every reason when the Generator is made, with the
+// attributes of the counts that follow, so that a query of their increase
+// sees the first wait or refusal.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) error {
 		if mp == nil {

@@ -116,7 +116,7 @@ var rows = []row{
 		},
 		{
 			title:       "Generator waits and refusals by reason",
-			description: "Generate calls per second that waited for the clock (sequence_exhausted, clock_behind) or minted nothing (lease_lost, beyond_horizon, clock_behind, time_overflow).",
+			description: "Generate calls per second that waited for the clock (sequence_exhausted, clock_behind) or minted nothing (lease_ended, beyond_horizon, clock_behind, time_overflow).",
 			unit:        "ops",
 			queries: []query{
 				{`sum by (namespace, nodeid_table, nodeid_reason) (rate(nodeid_generator_waits_total{nodeid_table=~"$table"}[$__rate_interval]))`,

@@ -140,7 +140,7 @@ var series = func() []map[string]string {
 	for _, reason := range []string{"sequence_exhausted", "clock_behind"} {
 		add(`nodeid_generator_waits_total{`+serve+generator+`, nodeid_reason="`+reason+`"}`, `0x10`)
 	}
-	for _, reason := range []string{"lease_lost", "beyond_horizon", "clock_behind", "time_overflow"} {
+	for _, reason := range []string{"lease_ended", "beyond_horizon", "clock_behind", "time_overflow"} {
 		add(`nodeid_generator_refusals_total{`+serve+generator+`, nodeid_reason="`+reason+`"}`, `0x10`)
 	}
 	add(`nodeid_serve_ids_total{`+serve+`, otel_scope_name="github.com/nodeid/nodeid/cmd/nodeid"}`, `0+6000x10`)

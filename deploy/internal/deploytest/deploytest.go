@@ -74,13 +74,9 @@ var Labels = []string{
 }
 
 // New are the metrics that the rules and the dashboard use and that the
-// instruments table of docs/metrics.md does not list, by Prometheus name,
-// with what each is.
+// instruments tables of docs/metrics.md do not list by a nodeid.* name, by
+// Prometheus name, with what each is.
 var New = map[string]string{
-	"nodeid_lease_ttl_seconds":                    "Gauge (observable), s, per held lease as nodeid.lease.time_left: the lease's TTL",
-	"nodeid_range_size":                           "Gauge (observable), {node_id}, nodeid.table and nodeid.node_range: the node IDs of the Registry's range",
-	"nodeid_quarantine_until_seconds":             "Gauge, s, nodeid.table and nodeid.node_range: unix time at which the quarantine that refused the latest claim ends; 0 before",
-	"nodeid_serve_ids_total":                      "Counter, {id}, nodeid.table and nodeid.node_range: IDs nodeid serve wrote in answers to /id and /ids",
 	"http_server_request_duration_seconds_bucket": "Histogram http.server.request.duration of nodeid serve, s, http.request.method, http.route, http.response.status_code",
 	"http_server_request_duration_seconds_count":  "(the same histogram)",
 	"http_server_request_duration_seconds_sum":    "(the same histogram)",

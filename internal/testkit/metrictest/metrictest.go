@@ -77,6 +77,11 @@ func (r *Reader) Collect(t testing.TB, scope string) map[string]Metric {
 				for _, p := range d.DataPoints {
 					got.Points = append(got.Points, Point{Attrs: attrs(p.Attributes), Value: p.Value})
 				}
+			case metricdata.Gauge[int64]:
+				got.Kind = "Gauge"
+				for _, p := range d.DataPoints {
+					got.Points = append(got.Points, Point{Attrs: attrs(p.Attributes), Value: float64(p.Value)})
+				}
 			case metricdata.Histogram[float64]:
 				got.Kind = "Histogram"
 				for _, p := range d.DataPoints {

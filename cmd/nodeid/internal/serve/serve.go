@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
@@ -85,7 +86,10 @@ language:
   GET /healthz         200 "ok" while the lease is held and its deadline is
                        more than the grace away; 503 and the reason otherwise
   GET /metrics         the lease's and the process's metrics, in Prometheus's
-                       text format (as "nodeid run --metrics-addr")
+                       text format (as "nodeid run --metrics-addr"), and
+                       serve's own: the duration of each request by method,
+                       route and status (http_server_request_duration_seconds)
+                       and the IDs served (nodeid_serve_ids_total)
 
 With "Accept: application/json", /id answers {"id":"...","node":N,
 "epoch":E,"owner":"..."} and /ids {"ids":["...",...],"node":...}: the IDs
@@ -185,8 +189,7 @@ func serve(ctx context.Context, o *Options) error {
 	if err != nil {
 		return cli.Usagef("--listen %s: %v", o.Listen, err)
 	}
-	s := &idServer{metrics: metrics, numbers: l.Width() <= snowflake.JSSafeBits}
-	s.state.Store(&serveState{err: errors.New("no lease yet: claiming a node ID")})
+	s := newIDServer(metrics, m.Provider, l.Width() <= snowflake.JSSafeBits)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
 	served := make(chan struct{})
 	go func() {
@@ -282,7 +285,7 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 			continue
 		}
 		first = false
-		h.s.state.Store(&serveState{gen: gen, hdr: hdr})
+		h.s.state.Store(h.s.minting(lease, gen))
 		h.m.SetHealth(holder.LeaseHealth(lease, h.grace))
 		after := ""
 		if prev := lease.PreviousHorizon(); prev > 0 {
@@ -338,15 +341,31 @@ type serveState struct {
 	gen *snowflake.Generator // nil: err says why
 	err error
 	hdr serveHeader
+	ids metric.AddOption // the attributes of the IDs gen mints (instruments.leaseIDs)
 }
 
 // idServer is the HTTP handler of serve.
 type idServer struct {
 	state   atomic.Pointer[serveState]
 	metrics http.Handler // /metrics and /healthz of holder.Metrics
+	instr   *instruments
 	// numbers writes the IDs in JSON as numbers, not strings: for a layout
 	// whose IDs are below 2^53, which every JSON parser reads exactly.
 	numbers bool
+}
+
+// newIDServer returns the handler of serve, answering 503 until it is
+// given a generator: metrics serves /metrics and /healthz, mp records the
+// requests and the IDs served.
+func newIDServer(metrics http.Handler, mp metric.MeterProvider, numbers bool) *idServer {
+	s := &idServer{metrics: metrics, instr: newInstruments(mp), numbers: numbers}
+	s.state.Store(&serveState{err: errors.New("no lease yet: claiming a node ID")})
+	return s
+}
+
+// minting returns the state of a server that mints with gen, under lease.
+func (s *idServer) minting(lease *nodeid.Lease, gen *snowflake.Generator) *serveState {
+	return &serveState{gen: gen, hdr: newServeHeader(lease), ids: s.instr.leaseIDs(lease)}
 }
 
 var (
@@ -364,41 +383,49 @@ const (
 	hdrOwner = "X-Nodeid-Owner"
 )
 
+// ServeHTTP answers a request, and records its duration with its method,
+// route and status.
 func (s *idServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	route, status := s.handle(w, r)
+	s.instr.request(r.Method, route, status, time.Since(start))
+}
+
+// handle answers a request, and returns its route ("" for none) and the
+// status of the answer.
+func (s *idServer) handle(w http.ResponseWriter, r *http.Request) (route string, status int) {
 	st := s.state.Load()
 	h := w.Header()
 	if st.hdr.node != nil {
 		h[hdrNode], h[hdrEpoch], h[hdrOwner] = st.hdr.node, st.hdr.epoch, st.hdr.owner
 	}
 	asJSON := wantsJSON(r)
-	switch r.URL.Path {
-	case "/id", "/ids":
+	switch route = r.URL.Path; route {
+	case routeID, routeIDs:
 		if r.Method != http.MethodGet {
 			h["Allow"] = allowGet
-			s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET only", cli.Printable(r.Method), r.URL.Path)
-			return
+			return route, s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET only", cli.Printable(r.Method), route)
 		}
 		count := 1
-		if r.URL.Path == "/ids" {
+		if route == routeIDs {
 			var err error
 			if count, err = parseCount(r); err != nil {
-				s.fail(w, asJSON, http.StatusBadRequest, "%v", err)
-				return
+				return route, s.fail(w, asJSON, http.StatusBadRequest, "%v", err)
 			}
 		} else if r.URL.RawQuery != "" {
-			s.fail(w, asJSON, http.StatusBadRequest, "/id takes no query (/ids?count=N returns N IDs)")
-			return
+			return route, s.fail(w, asJSON, http.StatusBadRequest, "/id takes no query (/ids?count=N returns N IDs)")
 		}
-		s.mint(w, st, count, r.URL.Path == "/ids", asJSON)
-	case "/healthz", "/metrics":
+		return route, s.mint(w, st, count, route == routeIDs, asJSON)
+	case routeHealthz, routeMetrics:
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h["Allow"] = allowRead
-			s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET or HEAD", cli.Printable(r.Method), r.URL.Path)
-			return
+			return route, s.fail(w, asJSON, http.StatusMethodNotAllowed, "method %s: %s takes GET or HEAD", cli.Printable(r.Method), route)
 		}
-		s.metrics.ServeHTTP(w, r)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		s.metrics.ServeHTTP(sw, r)
+		return route, sw.status
 	default:
-		s.fail(w, asJSON, http.StatusNotFound, "no such path %q: the paths are /id, /ids?count=N, /healthz and /metrics", cli.Printable(r.URL.Path))
+		return "", s.fail(w, asJSON, http.StatusNotFound, "no such path %q: the paths are /id, /ids?count=N, /healthz and /metrics", cli.Printable(r.URL.Path))
 	}
 }
 
@@ -441,11 +468,11 @@ func parseCount(r *http.Request) (int, error) {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
 
 // mint writes count IDs, or 503 if the generator refuses one: the IDs
-// minted before the refusal are dropped (they are unique still).
-func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, asJSON bool) {
+// minted before the refusal are dropped (they are unique still). It
+// returns the status of the answer, and counts the IDs it wrote.
+func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, asJSON bool) int {
 	if st.gen == nil {
-		s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", st.err)
-		return
+		return s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", st.err)
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := (*bp)[:0]
@@ -460,8 +487,7 @@ func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, 
 		if err != nil {
 			*bp = b
 			bufPool.Put(bp)
-			s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", err)
-			return
+			return s.fail(w, asJSON, http.StatusServiceUnavailable, "%v", err)
 		}
 		if asJSON {
 			if i > 0 {
@@ -495,10 +521,12 @@ func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, 
 		*bp = b
 		bufPool.Put(bp)
 	}
+	s.instr.served(count, st.ids)
+	return http.StatusOK
 }
 
-// fail answers with status and a one-line reason.
-func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format string, args ...any) {
+// fail answers with status and a one-line reason, and returns status.
+func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format string, args ...any) int {
 	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
 	h := w.Header()
 	h["X-Content-Type-Options"] = noSniff
@@ -506,11 +534,12 @@ func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format s
 		h["Content-Type"] = appJSON
 		w.WriteHeader(status)
 		fmt.Fprintf(w, "{\"error\":%s}\n", jsonString(msg))
-		return
+		return status
 	}
 	h["Content-Type"] = textPlain
 	w.WriteHeader(status)
 	fmt.Fprintln(w, msg)
+	return status
 }
 
 // jsonString quotes s as a JSON string.

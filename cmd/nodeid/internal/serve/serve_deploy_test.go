@@ -57,7 +57,27 @@ func TestServeDeployManifest(t *testing.T) {
 	if got := clitest.ContainerPort(t, c, svc.Get("spec", "ports", 0, "targetPort")); got != p {
 		t.Errorf("the Service targets port %d, serve listens on %d", got, p)
 	}
-	if got, _ := kinds["NetworkPolicy"].Get("spec", "ingress", 0, "ports", 0, "port").(int); got != p {
-		t.Errorf("the NetworkPolicy admits port %d, serve listens on %d", got, p)
+	// Two rules on serve's port: the clients, and Prometheus, whose peer
+	// has both selectors (as two peers they would admit either).
+	np := kinds["NetworkPolicy"]
+	rules, _ := np.Get("spec", "ingress").([]any)
+	if len(rules) != 2 {
+		t.Fatalf("the NetworkPolicy has %d ingress rules, want 2: the clients and Prometheus", len(rules))
+	}
+	for i := range rules {
+		if got, _ := np.Get("spec", "ingress", i, "ports", 0, "port").(int); got != p {
+			t.Errorf("rule %d of the NetworkPolicy admits port %d, serve listens on %d", i, got, p)
+		}
+		if peers, _ := np.Get("spec", "ingress", i, "from").([]any); len(peers) != 1 {
+			t.Errorf("rule %d of the NetworkPolicy has %d peers, want 1", i, len(peers))
+		}
+	}
+	if v := np.Str("spec", "ingress", 0, "from", 0, "podSelector", "matchLabels", "nodeid-client"); v != "true" {
+		t.Errorf("the first rule admits nodeid-client=%q, want the clients' label", v)
+	}
+	prom := []any{"spec", "ingress", 1, "from", 0}
+	if ns, pod := np.Str(append(prom, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name")...),
+		np.Str(append(prom, "podSelector", "matchLabels", "app.kubernetes.io/name")...); ns != "monitoring" || pod != "prometheus" {
+		t.Errorf("the second rule admits pods %q of namespace %q, want Prometheus's pods of monitoring in one peer", pod, ns)
 	}
 }

@@ -188,8 +188,7 @@ func TestServeRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &idServer{metrics: metrics}
-	s.state.Store(&serveState{err: fmt.Errorf("no lease yet: claiming a node ID")})
+	s := newIDServer(metrics, m.Provider, false)
 	do := func(method, target, accept string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, target, nil)
 		if accept != "" {
@@ -202,7 +201,7 @@ func TestServeRequests(t *testing.T) {
 	if w := do("GET", "/id", ""); w.Code != 503 || !strings.Contains(w.Body.String(), "no lease yet") {
 		t.Errorf("/id before the lease: %d %q", w.Code, w.Body.String())
 	}
-	s.state.Store(&serveState{gen: gen, hdr: newServeHeader(lease)})
+	s.state.Store(s.minting(lease, gen))
 	m.SetHealth(holder.LeaseHealth(lease, time.Second))
 
 	one := func() int64 {
