@@ -374,17 +374,19 @@ func (fl *floorRun) autovacuumOff(ctx context.Context, st *store.Store) error {
 	return nil
 }
 
+// fillChunk is how many claims of a fill run on one pool: each chunk opens
+// connections of its own, which plan the claim for the table's size at
+// their start. A connection that prepared the claim on the empty table
+// would keep the plan made for it, which reads every open history row
+// while the range fills (see FloorPlan), and make the fill quadratic.
+const fillChunk = 4096
+
 // fill claims every node ID of st's range through the store, each for an
-// owner of its own, leaving live leases with open history rows, and then
-// releases floorFree of them, spread over the range, so that they are
-// claimable at once.
+// owner of its own and with the horizon a holder records (its deadline),
+// leaving live leases with open history rows; then it releases floorFree
+// of them, spread over the range, so that they are claimable at once. It
+// never analyses the tables.
 func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
-	db := fl.r.openDB(4, report.ModeCache, nil)
-	defer db.Close()
-	s, err := store.New(db, st.Config())
-	if err != nil {
-		return err
-	}
 	n := int(st.Config().MaxNode + 1)
 	free := map[int64]bool{}
 	for k := range floorFree {
@@ -392,21 +394,37 @@ func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 	}
 	var mu sync.Mutex
 	var keep []store.ClaimResult
-	err = parallel(ctx, n, 4, func(ctx context.Context, i int) error {
-		c, err := s.Claim(ctx, 0, int64(n-1), fmt.Sprintf("bench-floor-holder-%d", i), floorHold, 0)
+	var s *store.Store
+	for lo := 0; lo < n; lo += fillChunk {
+		db := fl.r.openDB(8, report.ModeCache, nil)
+		var err error
+		if s, err = store.New(db, st.Config()); err != nil {
+			db.Close()
+			return err
+		}
+		err = parallel(ctx, min(fillChunk, n-lo), 8, func(ctx context.Context, i int) error {
+			c, err := s.Claim(ctx, 0, int64(n-1), fmt.Sprintf("bench-floor-holder-%d", lo+i), floorHold, time.Now().Add(floorHold).UnixMilli())
+			if err != nil {
+				return err
+			}
+			if !c.OK {
+				return fmt.Errorf("fill %s: no node ID was claimable after %d claims", st.Config().Table, lo+i)
+			}
+			if free[c.Key.NodeID] {
+				mu.Lock()
+				keep = append(keep, c)
+				mu.Unlock()
+			}
+			return nil
+		})
+		db.Close()
 		if err != nil {
 			return err
 		}
-		if !c.OK {
-			return fmt.Errorf("fill %s: no node ID was claimable after %d claims", st.Config().Table, i)
-		}
-		if free[c.Key.NodeID] {
-			mu.Lock()
-			keep = append(keep, c)
-			mu.Unlock()
-		}
-		return nil
-	})
+	}
+	db := fl.r.openDB(1, report.ModeCache, nil)
+	defer db.Close()
+	s, err := store.New(db, st.Config())
 	if err != nil {
 		return err
 	}
