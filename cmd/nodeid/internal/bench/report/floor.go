@@ -301,9 +301,9 @@ func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
 	}
 	if d := s.Drift; d != nil && d.First.N > 0 && d.Last.N > 0 {
 		r := FloorRow{Key: "drift", Label: fmt.Sprintf("Registry.Acquire of one node ID, claims %s–%s of %s on one connection, autovacuum off",
-			thousands(d.Claims-d.Last.N+1), thousands(d.Claims), thousands(d.Claims)),
+			thousands(d.Claims-d.Window+1), thousands(d.Claims), thousands(d.Claims)),
 			P50: Millis(d.Last.P50), P99: Millis(d.Last.P99), RoundTrips: -1,
-			Ratio: ratio(Millis(d.Last.P50), Millis(d.First.P50)), Base: fmt.Sprintf("claims 1–%s", thousands(d.First.N)), BaseP50: Millis(d.First.P50)}
+			Ratio: ratio(Millis(d.Last.P50), Millis(d.First.P50)), Base: fmt.Sprintf("claims 1–%s", thousands(d.Window)), BaseP50: Millis(d.First.P50)}
 		r = bound(r, TargetDrift)
 		r.Note = fmt.Sprintf("Release %.2f×, the floor in the same turns %.2f×", ratio(float64(d.ReleaseLast.P50), float64(d.ReleaseFirst.P50)),
 			ratio(float64(d.FloorLast.P50), float64(d.FloorFirst.P50)))
