@@ -33,6 +33,11 @@ type floorSection struct {
 	Sent       []string       // the statements of a new process's first Acquire (first server)
 	First      *floorFirstSum // nil when not measured
 	Failed     []string       // servers whose measurement failed, with why
+	// Plans are the claim's plans at the large range on the first server
+	// that has them (PlansOn names it), their Text without trailing
+	// newlines.
+	Plans   []bench.Plan
+	PlansOn string
 }
 
 // floorServer describes one server of the run.
@@ -162,6 +167,16 @@ func newFloor(res *bench.Results) *floorSection {
 		}
 		if any {
 			v.Checks = append(v.Checks, c)
+		}
+	}
+	for i := range f.Servers {
+		if len(f.Servers[i].Plans) > 0 {
+			v.PlansOn = f.Servers[i].Label()
+			for _, p := range f.Servers[i].Plans {
+				p.Text = strings.TrimRight(p.Text, "\n")
+				v.Plans = append(v.Plans, p)
+			}
+			break
 		}
 	}
 	for i := range f.Servers {

@@ -114,9 +114,14 @@ func TestRunFloorTiny(t *testing.T) {
 		t.Fatalf("plan: %+v", p)
 	}
 	for i, state := range []string{PlanInitial, PlanStale, PlanFresh} {
-		if c := p.Checks[i]; c.State != state || c.Error != "" || !strings.HasPrefix(c.Verdict, map[bool]string{true: "yes", false: "no"}[c.OnlyPrimaryKey]) {
+		if c := p.Checks[i]; c.State != state || c.Error != "" || !strings.HasPrefix(c.Verdict, map[bool]string{true: "yes", false: "no"}[c.OnlyPrimaryKey]) ||
+			strings.Contains(c.Verdict, "nodeid_bench_") {
 			t.Errorf("plan check %d: %+v", i, c)
 		}
+	}
+	if len(s.Plans) != 2 || s.Plans[0].Kind != "custom" || s.Plans[1].Kind != "generic" || s.Plans[0].IDs != cfg.LargeIDs ||
+		!strings.Contains(s.Plans[0].Text, "<table>") || strings.Contains(s.Plans[0].Text, "nodeid_bench_") {
+		t.Errorf("plans: %+v", s.Plans)
 	}
 	if d := s.Drift; d == nil || d.NodeIDs != 1 || d.Window != cfg.driftWindow() || d.First.N != d.Window || d.Last.N != d.Window || d.FloorLast.N != d.Window {
 		t.Errorf("drift: %+v", d)

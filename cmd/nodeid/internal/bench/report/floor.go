@@ -87,6 +87,10 @@ type FloorServer struct {
 	Elapsed           Duration  `json:"elapsed"`
 	// Items are the loop's items, in the order of the loop.
 	Items []FloorItem `json:"items"`
+	// Plans are the claim's EXPLAIN (ANALYZE, BUFFERS) on the large range
+	// after the loop, custom and generic, run in a transaction that is
+	// rolled back; the scratch table's name reads <table>.
+	Plans []Plan      `json:"plans,omitempty"`
 	Plan  *FloorPlan  `json:"plan,omitempty"`
 	Drift *FloorDrift `json:"drift,omitempty"`
 	First *FloorFirst `json:"first,omitempty"`
