@@ -389,14 +389,18 @@ func (fl *floorRun) autovacuumOff(ctx context.Context, st *store.Store) error {
 // connections of its own, which plan the claim for the table's size at
 // their start. A connection that prepared the claim on the empty table
 // would keep the plan made for it, which reads every open history row
-// while the range fills (see FloorPlan), and make the fill quadratic.
+// while the range fills (see FloorPlan).
 const fillChunk = 4096
 
 // fill claims every node ID of st's range through the store, each for an
 // owner of its own and with the horizon a holder records (its deadline),
 // leaving live leases with open history rows; then it releases floorFree
 // of them, spread over the range, so that they are claimable at once. It
-// never analyses the tables.
+// never analyses or vacuums the tables. Each claim is of a range of one
+// node ID, its own: on a table that autovacuum leaves alone, a claim of
+// the lowest free node ID of the whole range would step over the dead
+// index entries of every node ID claimed before it, and the fill would
+// take time quadratic in the range.
 func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 	n := int(st.Config().MaxNode + 1)
 	free := map[int64]bool{}
@@ -414,12 +418,13 @@ func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 			return err
 		}
 		err = parallel(ctx, min(fillChunk, n-lo), 8, func(ctx context.Context, i int) error {
-			c, err := s.Claim(ctx, 0, int64(n-1), fmt.Sprintf("bench-floor-holder-%d", lo+i), floorHold, time.Now().Add(floorHold).UnixMilli())
+			node := int64(lo + i)
+			c, err := s.Claim(ctx, node, node, fmt.Sprintf("bench-floor-holder-%d", node), floorHold, time.Now().Add(floorHold).UnixMilli())
 			if err != nil {
 				return err
 			}
 			if !c.OK {
-				return fmt.Errorf("fill %s: no node ID was claimable after %d claims", st.Config().Table, lo+i)
+				return fmt.Errorf("fill %s: node ID %d was not claimable", st.Config().Table, node)
 			}
 			if free[c.Key.NodeID] {
 				mu.Lock()
