@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,16 @@ var benchFlagNames = map[string]string{
 	"Duration": "--duration", "Concurrency": "--concurrency", "ExecModes": "--exec-modes", "Pgbench": "--pgbench",
 	"ScaleIDs": "--scale-ids", "Held": "--held", "Samples": "--samples", "Ops": "--ops",
 	"RenewWorkers": "--renew-workers", "RenewIDs": "--renew-ids",
+	"Iterations": "--iterations", "LargeIDs": "--large-ids", "Drift": "--drift",
 }
+
+// scenarioFlags are the flags of the scenarios, which --floor does not run;
+// floorFlags those of --floor alone.
+var (
+	scenarioFlags = []string{"only", "repeat", "herd", "herd-ids", "herd-variants", "concurrency", "duration", "exec-modes", "pgbench",
+		"scale-ids", "held", "samples", "ops", "renew-workers", "renew-ids"}
+	floorFlags = []string{"quick", "iterations", "large-ids", "drift"}
+)
 
 // Options are the flags of bench: the engine's Config, and where its
 // results go.
@@ -43,7 +53,15 @@ type Options struct {
 	Quiet      bool
 	TableGiven bool // --table was given, which bench refuses
 
-	line string // the command line the results record
+	// Floor runs the claim at the floor (measure.RunFloor) instead of the
+	// scenarios, with FloorConfig; Quick selects the smoke run's sizes
+	// for the FloorConfig fields whose flags were not given.
+	Floor       bool
+	Quick       bool
+	FloorConfig measure.FloorConfig
+
+	line    string   // the command line the results record
+	changed []string // the flags given
 }
 
 // Validate refuses --table and checks the engine's configuration, naming
@@ -52,7 +70,22 @@ func (o *Options) Validate() error {
 	if o.TableGiven {
 		return cli.Usagef("--table %s: nodeid bench works only in scratch tables of its own (nodeid_bench_*) and never on a lease table; leave --table out", o.Conn.Table())
 	}
-	if err := o.Config.Validate(); err != nil {
+	validate := o.Config.Validate
+	if o.Floor {
+		for _, name := range scenarioFlags {
+			if slices.Contains(o.changed, name) {
+				return cli.Usagef("--%s: not with --floor, which measures the claim at the floor and nothing else; leave one of them out", name)
+			}
+		}
+		validate = o.FloorConfig.Validate
+	} else {
+		for _, name := range floorFlags {
+			if slices.Contains(o.changed, name) {
+				return cli.Usagef("--%s: only with --floor", name)
+			}
+		}
+	}
+	if err := validate(); err != nil {
 		var fe *measure.FieldError
 		if errors.As(err, &fe) {
 			if fe.Value == "" {
@@ -68,8 +101,8 @@ func (o *Options) Validate() error {
 // NewCmdBench returns "nodeid bench". runF, if not nil, runs instead of the
 // command's own work once the options are valid.
 func NewCmdBench(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{Env: env, Config: measure.DefaultConfig()}
-	cfg := &o.Config
+	o := &Options{Env: env, Config: measure.DefaultConfig(), FloorConfig: measure.DefaultFloorConfig()}
+	cfg, fcfg := &o.Config, &o.FloorConfig
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure claims, renewals and releases on a database, in scratch tables of its own",
@@ -80,6 +113,22 @@ rate against pgbench running the same statements, the claim's latency as the
 node range fills up, the statements and round trips of each operation
 (counted on the server with pg_stat_statements when the database has it),
 and the renewals per second the server sustains.
+
+With --floor it measures instead the claim at the floor (issue 26), side by
+side in one loop whose items take turns: the round-trip floor (SELECT 1), the
+floor of a durable write (a one-row UPDATE ... RETURNING with
+synchronous_commit on, on a table with the lease table's row width), and
+Registry.Acquire and Lease.Release at 1,024 and --large-ids node IDs held by
+live leases of other owners, in pgx's default exec mode (against targets:
+claim 3×, release 2.5× the floor) and in exec mode (PgBouncer, unbound); then
+the claim with statistics never gathered after a fill against the same after
+ANALYZE (target 1.5×), the drift of one node ID claimed --drift times on one
+connection (last twelfth over first, target 1.2×), and a new process's first
+Acquire on an open pool (target 3 round trips and 2× a steady claim), with
+what the claim's generic plan does with the history. Targets are printed,
+never enforced. Without a database it starts two throwaway servers, one with
+fsync on and one with fsync off, and measures both; --quick is the smoke run
+(300 turns, 4,096 node IDs, 1,200 claims of drift; nothing judged).
 
 It works only in scratch tables it creates (nodeid_bench_<random>_*) and drops
 at the end, also on Ctrl-C; it never touches the lease table of --table.
@@ -93,10 +142,26 @@ The text report goes to stdout, progress to stderr; --json writes every
 measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 		Example: `  nodeid bench                                   # everything, on a throwaway PostgreSQL (about 12 minutes)
   nodeid bench --only herd,scale --repeat 3
-  DATABASE_URL=postgres://me@db.internal/scratch nodeid bench --herd 64 --only herd,renewal`,
+  DATABASE_URL=postgres://me@db.internal/scratch nodeid bench --herd 64 --only herd,renewal
+  nodeid bench --floor                           # the claim at the floor, fsync on and off (about 6 minutes)
+  nodeid bench --floor --quick                   # its smoke run (under a minute)`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn, o.TableGiven, o.line = c, cmd.Flags().Changed("table"), benchCommandLine(cmd)
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.changed = append(o.changed, f.Name) })
+			if o.Quick {
+				q := measure.QuickFloorConfig()
+				for name, set := range map[string]func(){
+					"iterations": func() { fcfg.Iterations = q.Iterations },
+					"large-ids":  func() { fcfg.LargeIDs = q.LargeIDs },
+					"drift":      func() { fcfg.Drift = q.Drift },
+				} {
+					if !cmd.Flags().Changed(name) {
+						set()
+					}
+				}
+				fcfg.Quick = true
+			}
 			return cli.Run(cmd.Context(), o, runF, benchRun)
 		}),
 	}
@@ -116,6 +181,11 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 	f.IntVar(&cfg.Ops, "ops", cfg.Ops, "Acquires, Releases and renewals whose statements are counted")
 	f.IntSliceVar(&cfg.RenewWorkers, "renew-workers", cfg.RenewWorkers, "goroutines (each with a connection) renewing in the renewal-load runs")
 	f.IntVar(&cfg.RenewIDs, "renew-ids", cfg.RenewIDs, "live leases renewed in turn in the renewal-load runs")
+	f.BoolVar(&o.Floor, "floor", false, "measure the claim at the floor (issue 26) instead of the scenarios")
+	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 1200, nothing judged")
+	f.IntVar(&fcfg.Iterations, "iterations", fcfg.Iterations, "with --floor: timed turns of the loop, each item once per turn")
+	f.IntVar(&fcfg.LargeIDs, "large-ids", fcfg.LargeIDs, "with --floor: node IDs of the large range (the small one holds 1024)")
+	f.IntVar(&fcfg.Drift, "drift", fcfg.Drift, "with --floor: claims and releases of one node ID on one connection, whose last twelfth is compared with its first")
 	f.StringVar(&o.JSON, "json", "", "also write every measurement as JSON to this file")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print no progress on stderr")
 	return cmd
@@ -123,6 +193,9 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 
 // benchRun runs the benchmarks.
 func benchRun(ctx context.Context, o *Options) error {
+	if o.Floor {
+		return floorRun(ctx, o)
+	}
 	env, cfg := o.Env, o.Config
 	if !o.Quiet {
 		cfg.Progress = env.Err
@@ -135,6 +208,30 @@ func benchRun(ctx context.Context, o *Options) error {
 	}
 	defer cleanup()
 	res, err := measure.Run(ictx, target, cfg)
+	return o.finish(ctx, ictx, res, err)
+}
+
+// floorRun measures the claim at the floor.
+func floorRun(ctx context.Context, o *Options) error {
+	env, cfg := o.Env, o.FloorConfig
+	if !o.Quiet {
+		cfg.Progress = env.Err
+	}
+	ictx, stop := env.Interrupted(ctx)
+	defer stop()
+	targets, cleanup, err := floorTargets(ictx, env, o.Conn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	res, err := measure.RunFloor(ictx, targets, cfg)
+	return o.finish(ctx, ictx, res, err)
+}
+
+// finish writes the results of a run, as JSON if asked and as text, and
+// returns the run's error, or the exit of an interrupted run.
+func (o *Options) finish(ctx, ictx context.Context, res *report.Results, err error) error {
+	env := o.Env
 	if res != nil {
 		res.Command = o.line
 		if o.JSON != "" {
@@ -164,7 +261,34 @@ func benchTarget(ctx context.Context, env *cli.Env, c *cli.Conn) (measure.Target
 		return measure.Target{Conn: cfg, Where: env.Redact.String(c.Where() + " (from " + c.Source() + ")")}, func() {}, nil
 	}
 	fmt.Fprintln(env.Err, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
-	srv, err := pgserver.StartLocal(ctx, benchSettings...)
+	return throwaway(ctx, env, benchSettings...)
+}
+
+// floorTargets returns the database of --dsn or DATABASE_URL, or else
+// two throwaway servers, one with fsync (and full_page_writes) on and one
+// with both off, and what removes them.
+func floorTargets(ctx context.Context, env *cli.Env, c *cli.Conn) ([]measure.Target, func(), error) {
+	if dsn, _ := c.DSNSource(); dsn != "" {
+		t, cleanup, err := benchTarget(ctx, env, c)
+		return []measure.Target{t}, cleanup, err
+	}
+	fmt.Fprintln(env.Err, "nodeid bench: starting two throwaway PostgreSQL servers, fsync on and fsync off (no --dsn or DATABASE_URL given)")
+	on, stopOn, err := throwaway(ctx, env, "fsync=on", "full_page_writes=on")
+	if err != nil {
+		return nil, nil, err
+	}
+	off, stopOff, err := throwaway(ctx, env) // pgserver's defaults: fsync and full_page_writes off
+	if err != nil {
+		stopOn()
+		return nil, nil, err
+	}
+	return []measure.Target{on, off}, func() { stopOff(); stopOn() }, nil
+}
+
+// throwaway starts a throwaway server with settings on top of pgserver's,
+// and returns a fresh database on it and what removes both.
+func throwaway(ctx context.Context, env *cli.Env, settings ...string) (measure.Target, func(), error) {
+	srv, err := pgserver.StartLocal(ctx, settings...)
 	if err != nil {
 		return measure.Target{}, nil, fmt.Errorf("cannot start a throwaway PostgreSQL: %w; or give a database with --dsn or DATABASE_URL", err)
 	}
@@ -199,6 +323,10 @@ func benchCommandLine(cmd *cobra.Command) string {
 			return
 		}
 		v := f.Value.String()
+		if f.Value.Type() == "bool" && v == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
+		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
 			vals := sv.GetSlice()
 			for i, x := range vals {

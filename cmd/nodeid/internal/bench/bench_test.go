@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
@@ -37,6 +41,13 @@ func TestBenchBadInput(t *testing.T) {
 		{[]string{"--table", "snowflake_nodes"}, []string{"--table snowflake_nodes:", "scratch tables of its own"}},
 		{[]string{"extra"}, []string{"no arguments"}},
 		{[]string{"--held", "half"}, []string{"--held", "half"}},
+		{[]string{"--floor", "--herd", "3"}, []string{"--herd: not with --floor"}},
+		{[]string{"--floor", "--only", "herd"}, []string{"--only: not with --floor"}},
+		{[]string{"--quick"}, []string{"--quick: only with --floor"}},
+		{[]string{"--drift", "200"}, []string{"--drift: only with --floor"}},
+		{[]string{"--floor", "--iterations", "5"}, []string{"--iterations 5:", "100 to 1000000"}},
+		{[]string{"--floor", "--quick", "--large-ids", "3"}, []string{"--large-ids 3:", "16 to 1048576"}},
+		{[]string{"--floor", "--drift", "10"}, []string{"--drift 10:", "120 to"}},
 	} {
 		r := harness.Run(t, append([]string{"bench", "--dsn", "postgres://nobody@127.0.0.1:1/none"}, c.args...)...)
 		clitest.WantExit(t, r, cli.ExitUsage, c.wants...)
@@ -110,5 +121,96 @@ func TestBenchThrowawayServer(t *testing.T) {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("the report lacks %q", want)
 		}
+	}
+}
+
+// TestBenchFloorSizes: --floor measures at the issue's sizes, --quick at
+// the smoke run's, and a size given beside --quick wins.
+func TestBenchFloorSizes(t *testing.T) {
+	t.Parallel()
+	var got []measure.FloorConfig
+	h := clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
+		return []*cobra.Command{NewCmdBench(env, func(_ context.Context, o *Options) error {
+			if !o.Floor {
+				t.Error("not a floor run")
+			}
+			got = append(got, o.FloorConfig)
+			return nil
+		})}
+	}}
+	dsn := []string{"--dsn", "postgres://nobody@127.0.0.1:1/none"}
+	h.Must(t, append([]string{"bench", "--floor"}, dsn...)...)
+	h.Must(t, append([]string{"bench", "--floor", "--quick"}, dsn...)...)
+	h.Must(t, append([]string{"bench", "--floor", "--quick", "--iterations", "150"}, dsn...)...)
+	want := []measure.FloorConfig{measure.DefaultFloorConfig(), measure.QuickFloorConfig(), measure.QuickFloorConfig()}
+	want[2].Iterations = 150
+	if len(got) != len(want) {
+		t.Fatalf("%d runs", len(got))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("run %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// floorArgs is the smallest floor run.
+var floorArgs = []string{"bench", "-q", "--floor", "--iterations", "100", "--large-ids", "64", "--drift", "120"}
+
+// TestBenchFloorRun runs the smallest floor benchmark on a database given
+// by --dsn and checks the report, the JSON and that the scratch tables
+// are gone.
+func TestBenchFloorRun(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	out := filepath.Join(t.TempDir(), "floor.json")
+	r := harness.Run(t, append(floorArgs, "--dsn", dsn, "--json", out)...)
+	if r.Code != 0 {
+		t.Fatalf("exit code %d: %s", r.Code, r.Stderr)
+	}
+	for _, want := range []string{"command:    nodeid bench --drift=120 --floor --iterations=100 --large-ids=64", "elapsed:",
+		"The claim at the floor: 100 turns", "THE FLOOR", "Registry.Acquire, 1,024 node IDs", "Lease.Release, 64 node IDs, exec mode (PgBouncer)",
+		"statistics never gathered after the fill", "a new process's first Registry.Acquire", "the claim's generic plan", "(dropped)"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res report.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Floor == nil || len(res.Floor.Servers) != 1 || res.Floor.Servers[0].Error != "" || res.Herd != nil || !res.Env.Dropped {
+		t.Errorf("results: %+v", res.Floor)
+	}
+	var left int
+	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT count(*) FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d scratch relations left behind (%v)", left, err)
+	}
+}
+
+// TestBenchFloorThrowawayServers: without a database, --floor measures two
+// throwaway servers, one with fsync on and one with fsync off.
+func TestBenchFloorThrowawayServers(t *testing.T) {
+	t.Parallel()
+	pgtest.Shared(t) // skips, or fails under NODEID_TEST_REQUIRE_DB=1, without PostgreSQL
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		t.Skipf("%s is set: the throwaway server would be that one", pgtest.EnvDSN)
+	}
+	r := harness.Run(t, floorArgs...)
+	if r.Code != 0 {
+		t.Fatalf("exit code %d: %s", r.Code, r.Stderr)
+	}
+	for _, want := range []string{"fsync on: throwaway PostgreSQL", "fsync=on, synchronous_commit=on, full_page_writes=on",
+		"fsync off: throwaway PostgreSQL", "fsync=off, synchronous_commit=on, full_page_writes=off", "(dropped)"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	if strings.Contains(r.Stdout, "FAILED") {
+		t.Errorf("a server failed:\n%s", r.Stdout)
 	}
 }

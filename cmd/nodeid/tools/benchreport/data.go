@@ -31,8 +31,9 @@ type report struct {
 	RoundTrips *roundTrips
 	Renewal    *renewal
 	Generation generation
-	Statements *statements // nil when the statement layer's benchmarks did not run
-	Missed     []missed    // the targets missed, in the order of Targets
+	Statements *statements   // nil when the statement layer's benchmarks did not run
+	Floor      *floorSection // nil without the results of a floor run
+	Missed     []missed      // the targets missed, in the order of Targets
 
 	Summary summary // the three lines at the top, also for the README
 }
@@ -294,6 +295,9 @@ func newReport(in *inputs) *report {
 	r.Renewal = newRenewal(res)
 	r.Generation = newGeneration(in)
 	r.Statements = newStatements(in)
+	if in.floor != nil {
+		r.Floor = newFloor(in.floor)
+	}
 	for _, v := range res.Verdicts() {
 		if !v.Met {
 			r.Missed = append(r.Missed, newMissed(in, v))

@@ -26,6 +26,7 @@ type goldenCase struct {
 	snowflakeCmd, statementsCmd, lockCmd string
 	benchstatCmd, script                 string
 	elapsed                              time.Duration
+	floor                                *bench.Results // a floor run's, or nil
 }
 
 // TestGolden renders every fixture and compares the report with its golden
@@ -73,13 +74,21 @@ func renderCase(t *testing.T, c goldenCase) []byte {
 		return p
 	}
 	results := file("bench.json", string(b))
+	floor := ""
+	if c.floor != nil {
+		fb, err := json.Marshal(c.floor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		floor = file("floor.json", string(fb))
+	}
 	out := filepath.Join(dir, "docs", "BENCHMARKS.md")
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	err = run(results, file("snowflake.txt", c.snowflake), file("snowflake.stat", c.snowflakeStat), c.snowflakeCmd,
 		file("statements.txt", c.statements), file("statements.stat", c.statementsStat), c.statementsCmd,
-		c.benchstatCmd, file("lockwaits.txt", c.lockWaits), c.lockCmd, c.script, c.elapsed, out, filepath.Dir(out))
+		c.benchstatCmd, file("lockwaits.txt", c.lockWaits), c.lockCmd, c.script, c.elapsed, out, filepath.Dir(out), floor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +132,7 @@ func goldenCases() []goldenCase {
 		{name: "full", res: fullFixture(), snowflake: fullSnowflake, snowflakeStat: fullSnowflakeStat,
 			statements: fullStatements, statementsStat: fullStatementsStat, lockWaits: fullLockWaits,
 			snowflakeCmd: fixSnowflakeCmd, statementsCmd: fixStatementsCmd, lockCmd: fixLockCmd, benchstatCmd: fixBenchstatCmd,
-			script: "scripts/bench.sh", elapsed: 19*time.Minute + 40*time.Second},
+			script: "scripts/bench.sh", elapsed: 19*time.Minute + 40*time.Second, floor: floorFixture()},
 		{name: "partial", res: partialFixture(), snowflakeCmd: fixSnowflakeCmd, statementsCmd: fixStatementsCmd,
 			benchstatCmd: fixBenchstatCmd, script: "scripts/bench.sh"},
 		{name: "small", res: fixture(), snowflake: snowflakeOut, snowflakeCmd: "go test ./snowflake",
@@ -292,6 +301,61 @@ func partialFixture() *bench.Results {
 	res.RoundTrips = &bench.RoundTripResult{ServerNote: "pg_stat_statements is not loaded (shared_preload_libraries)", ExecMode: bench.ModeExec,
 		First: bench.OpCount{Op: "first acquire", N: 1, Client: 6, Writes: 6},
 		Ops:   []bench.OpCount{{Op: "acquire", N: 100, Client: 100, Writes: 100}}}
+	return res
+}
+
+// floorFixture is a floor run on two servers, fsync on and off: the
+// claim misses its target on the first and meets it on the second; the
+// stale-statistics claim misses through the connection from before the
+// fill; the second server has no drift, having failed.
+func floorFixture() *bench.Results {
+	res := &bench.Results{Command: "nodeid bench --floor"}
+	e := &res.Env
+	e.CPU, e.Cores, e.GOMAXPROCS, e.OS, e.GoVersion = "Test EPYC", 2, 2, "linux/amd64", "go1.26.8"
+	e.LoadStart, e.LoadEnd = "0.40 0.50 0.60", "1.10 0.90 0.70"
+	e.Started = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	e.Elapsed = bench.Duration(6*time.Minute + 12*time.Second)
+	f := &bench.FloorResult{Iterations: 2000, SmallIDs: 1024, LargeIDs: 65536, Free: 4, PlanSamples: 200, FirstSamples: 50, Drift: 12000, DriftWindow: 1000}
+	res.Floor = f
+	server := func(fsync string, floor float64, drift bool) bench.FloorServer {
+		item := func(op, mode string, ids int, p50 float64) bench.FloorItem {
+			return bench.FloorItem{Op: op, Mode: mode, IDs: ids, Latency: dist(p50, 3*p50), Statements: 500, RoundTrips: 500}
+		}
+		s := bench.FloorServer{Where: "throwaway PostgreSQL (local) at 127.0.0.1:5999, database nodeid_1_1", Server: "PostgreSQL 15.18",
+			Fsync: fsync, SynchronousCommit: "on", FullPageWrites: fsync, Elapsed: bench.Duration(3 * time.Minute),
+			Items: []bench.FloorItem{
+				item(bench.FloorSelect1, bench.ModeCache, 0, 0.02),
+				item(bench.FloorUpdate, bench.ModeCache, 0, floor),
+				item(bench.FloorUpdate, bench.ModeExec, 0, floor+0.03),
+				item(bench.FloorAcquire, bench.ModeCache, 1024, 0.5),
+				item(bench.FloorRelease, bench.ModeCache, 1024, 0.3),
+				item(bench.FloorAcquire, bench.ModeCache, 65536, 0.55),
+				item(bench.FloorRelease, bench.ModeCache, 65536, 0.3),
+				item(bench.FloorAcquire, bench.ModeExec, 1024, 1.3),
+				item(bench.FloorRelease, bench.ModeExec, 1024, 0.4),
+				item(bench.FloorAcquire, bench.ModeExec, 65536, 1.35),
+				item(bench.FloorRelease, bench.ModeExec, 65536, 0.4),
+			},
+			Plan: &bench.FloorPlan{IDs: 65536, Stale: dist(40, 60), Analyzed: dist(0.55, 1), StaleNew: dist(0.6, 1), AnalyzedNew: dist(0.55, 1),
+				ControlStale: dist(0.56, 1), ControlAnalyzed: dist(0.55, 1),
+				Checks: []bench.FloorPlanCheck{
+					{State: "initial", Verdict: "no: Bitmap Heap Scan using t_history_ended_idx"},
+					{State: "stale", OnlyPrimaryKey: true, Verdict: "yes: ModifyTable (write), Index Scan using t_history_pkey"},
+					{State: "fresh", OnlyPrimaryKey: true, Verdict: "yes: ModifyTable (write), Index Scan using t_history_pkey"}}},
+			Plans: []bench.Plan{{IDs: 65536, Fraction: 0.9999, State: bench.StateHeld, Kind: "custom",
+				Text: "Append  (actual time=20.1..20.2 rows=1 loops=1)\n  CTE lo\n    ->  Index Scan using <table>_pkey on <table> t_1\n          Rows Removed by Filter: 65536\n"}},
+			First: &bench.FloorFirst{Samples: 50, Setup: dist(3, 6), SetupRoundTrips: 100, Acquire: dist(5, 9), RoundTrips: 350, Statements: 150, MaxRoundTrips: 7,
+				Sent: []string{"SELECT min_node, max_node, max_ttl_ms, replication, generation, generation_at,", "-- nodeid claim"}},
+		}
+		if drift {
+			s.Drift = &bench.FloorDrift{IDs: 1024, Claims: 12000, Window: 1000, First: dist(0.45, 0.8), Last: dist(1.1, 1.6),
+				ReleaseFirst: dist(0.3, 0.5), ReleaseLast: dist(0.33, 0.5), FloorFirst: dist(floor, 0.3), FloorLast: dist(floor, 0.3), NodeIDs: 1}
+		} else {
+			s.Error = "drift: acquire: context deadline exceeded"
+		}
+		return s
+	}
+	f.Servers = []bench.FloorServer{server("on", 0.115, true), server("off", 0.2, false)}
 	return res
 }
 

@@ -1,6 +1,9 @@
 // Command benchreport renders docs/BENCHMARKS.md and its plots from the
 // JSON results of `nodeid bench --json` and the outputs of the Go
-// benchmarks (go test -bench, and benchstat's summary of them).
+// benchmarks (go test -bench, and benchstat's summary of them), and from
+// the JSON of `nodeid bench --floor --json` (-floor) its section "The
+// claim at the floor"; -floor-only puts that section alone into the
+// existing report, leaving every other section as it is.
 // scripts/bench.sh runs it; run that script, not this command, to
 // regenerate the report. It lives in the nested module tools/, so that the
 // library's module does not depend on its plotting packages.
@@ -35,6 +38,7 @@ type inputs struct {
 	lockWaits string        // the herd's lock-wait diagnosis, if run
 	lockCmd   string
 	plots     map[string]string // plot name -> path relative to the report
+	floor     *bench.Results    // the floor run's, or nil
 }
 
 func main() {
@@ -53,17 +57,26 @@ func main() {
 		elapsed        = flag.Duration("elapsed", 0, "how long the whole script took")
 		out            = flag.String("out", "docs/BENCHMARKS.md", "the report to write")
 		plots          = flag.String("plots", "docs", "directory of the PNG plots")
+		floor          = flag.String("floor", "", "JSON results of nodeid bench --floor --json")
+		floorOnly      = flag.Bool("floor-only", false, "put only the section of -floor into the existing -out, replacing its own")
 	)
 	flag.Parse()
+	if *floorOnly {
+		if err := runFloorOnly(*floor, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*results, *snowflake, *snowflakeStat, *snowflakeCmd, *statements, *statementsStat, *statementsCmd,
-		*benchstatCmd, *lockWaits, *lockCmd, *script, *elapsed, *out, *plots); err != nil {
+		*benchstatCmd, *lockWaits, *lockCmd, *script, *elapsed, *out, *plots, *floor); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
 }
 
 func run(results, snowflake, snowflakeStat, snowflakeCmd, statements, statementsStat, statementsCmd,
-	benchstatCmd, lockWaits, lockCmd, script string, elapsed time.Duration, out, plotDir string) error {
+	benchstatCmd, lockWaits, lockCmd, script string, elapsed time.Duration, out, plotDir, floor string) error {
 	if results == "" {
 		return errors.New("-results is required")
 	}
@@ -109,6 +122,11 @@ func run(results, snowflake, snowflakeStat, snowflakeCmd, statements, statements
 	if in.lockWaits, err = read(lockWaits); err != nil {
 		return err
 	}
+	if floor != "" {
+		if in.floor, err = readFloor(floor); err != nil {
+			return err
+		}
+	}
 	rel := func(p string) string {
 		r, err := filepath.Rel(filepath.Dir(out), p)
 		if err != nil {
@@ -135,4 +153,45 @@ func run(results, snowflake, snowflakeStat, snowflakeCmd, statements, statements
 		return fmt.Errorf("render: %w", err)
 	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
+}
+
+// readFloor reads the results of a floor run.
+func readFloor(path string) (*bench.Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	res := &bench.Results{}
+	if err := json.Unmarshal(b, res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if res.Floor == nil {
+		return nil, fmt.Errorf("%s holds no floor results (of nodeid bench --floor --json)", path)
+	}
+	return res, nil
+}
+
+// runFloorOnly renders the floor section of the results in floor and puts
+// it into the report at out, in place of its own if it has one.
+func runFloorOnly(floor, out string) error {
+	if floor == "" {
+		return errors.New("-floor-only needs -floor")
+	}
+	res, err := readFloor(floor)
+	if err != nil {
+		return err
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	t, err := parseTemplate()
+	if err != nil {
+		return err
+	}
+	var sec bytes.Buffer
+	if err := t.ExecuteTemplate(&sec, "floor", newFloor(res)); err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	return os.WriteFile(out, []byte(spliceFloor(string(page), sec.String())), 0o644)
 }

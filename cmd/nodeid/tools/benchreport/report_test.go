@@ -71,7 +71,7 @@ func TestReport(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(results, sf, "", "go test ./snowflake", "", "", "", "benchstat", "", "", "scripts/bench.sh", time.Minute, out, filepath.Dir(out)); err != nil {
+	if err := run(results, sf, "", "go test ./snowflake", "", "", "", "benchstat", "", "", "scripts/bench.sh", time.Minute, out, filepath.Dir(out), ""); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(out)

@@ -119,6 +119,7 @@ var fieldLabels = map[string]string{
 	"Duration": "duration", "Concurrency": "concurrency", "ExecModes": "exec mode", "Pgbench": "pgbench program",
 	"ScaleIDs": "scale node IDs", "Held": "held fraction", "Samples": "samples", "Ops": "operations",
 	"RenewWorkers": "renewal workers", "RenewIDs": "renewal node IDs",
+	"Iterations": "floor iterations", "LargeIDs": "floor large range", "Drift": "drift claims",
 }
 
 func bad(field string, value any, format string, args ...any) error {

@@ -48,17 +48,20 @@ type counter struct {
 	stmts  atomic.Int64
 	writes atomic.Int64
 
-	mu       sync.Mutex
-	captured []string // statement texts, if capturing
-	capture  bool
+	mu           sync.Mutex
+	captured     []string // statement texts, if capturing
+	capturedArgs [][]any  // and their arguments
+	capture      bool
 }
 
-// TraceQueryStart counts a statement, and records its text if capturing.
+// TraceQueryStart counts a statement, and records its text and arguments
+// if capturing.
 func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	c.stmts.Add(1)
 	if c.capture {
 		c.mu.Lock()
 		c.captured = append(c.captured, data.SQL)
+		c.capturedArgs = append(c.capturedArgs, data.Args)
 		c.mu.Unlock()
 	}
 	return ctx
@@ -84,10 +87,19 @@ func (cc countingConn) Write(p []byte) (int, error) {
 // openDB returns a handle with at most conns connections in the given exec
 // mode, counting into ctr if not nil. Connections are kept open.
 func (r *runner) openDB(conns int, mode string, ctr *counter) *sql.DB {
+	return r.openDBWith(conns, mode, ctr, nil)
+}
+
+// openDBWith is openDB with run-time parameters (name: value) that every
+// connection sets at its start, at no cost of a statement.
+func (r *runner) openDBWith(conns int, mode string, ctr *counter, params map[string]string) *sql.DB {
 	cfg := r.target.Conn.Copy()
 	cfg.DefaultQueryExecMode = execModes[mode]
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range params {
+		cfg.RuntimeParams[k] = v
 	}
 	cfg.RuntimeParams["application_name"] = "nodeid-bench"
 	if ctr != nil {
@@ -201,9 +213,11 @@ func (r *runner) dropTables() error {
 }
 
 // statements are the texts of the library's statements on one table, as
-// store.Store sends them: captured from the wire, not copied.
+// store.Store sends them: captured from the wire, not copied; claimArgs
+// are the claim's arguments.
 type statements struct {
 	claim, renew, release string
+	claimArgs             []any
 }
 
 // captureSQL runs a claim, a renewal and a release through store.Store
@@ -221,7 +235,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 		return statements{}, err
 	}
 	ctr.mu.Lock()
-	ctr.captured = nil
+	ctr.captured, ctr.capturedArgs = nil, nil
 	ctr.mu.Unlock()
 	c, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
 	ok := c.OK
@@ -242,7 +256,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	if len(ctr.captured) != 3 {
 		return statements{}, fmt.Errorf("capture: a claim, a renewal and a release sent %d statements, not 3", len(ctr.captured))
 	}
-	return statements{claim: ctr.captured[0], renew: ctr.captured[1], release: ctr.captured[2]}, nil
+	return statements{claim: ctr.captured[0], renew: ctr.captured[1], release: ctr.captured[2], claimArgs: ctr.capturedArgs[0]}, nil
 }
 
 // reset frees every node ID of st's table, as if never claimed, empties

@@ -11,5 +11,6 @@ type Results struct {
 	Scale      *ScaleResult      `json:"scale,omitempty"`
 	RoundTrips *RoundTripResult  `json:"round_trips,omitempty"`
 	Renewal    *RenewalResult    `json:"renewal,omitempty"`
+	Floor      *FloorResult      `json:"floor,omitempty"`  // nodeid bench --floor, which runs nothing else
 	Failed     map[string]string `json:"failed,omitempty"` // scenario: error
 }

@@ -17,10 +17,13 @@ func WriteText(w io.Writer, res *Results) error {
 	ew.printf("command:    %s\n", res.Command)
 	ew.printf("machine:    %s, %d cores (GOMAXPROCS %d), %s, %s\n", e.CPU, e.Cores, e.GOMAXPROCS, e.OS, e.GoVersion)
 	ew.printf("load:       %s at the start, %s at the end (1, 5, 15 min)\n", e.LoadStart, e.LoadEnd)
-	ew.printf("server:     %s\n", e.Server)
-	ew.printf("where:      %s\n", e.Where)
-	ew.printf("pgbench:    %s\n", orDash(e.Pgbench))
-	ew.printf("settings:   %s\n", settingsLine(e.Settings))
+	ew.printf("elapsed:    %s\n", time.Duration(e.Elapsed))
+	if res.Floor == nil { // the floor's servers are described with their tables
+		ew.printf("server:     %s\n", e.Server)
+		ew.printf("where:      %s\n", e.Where)
+		ew.printf("pgbench:    %s\n", orDash(e.Pgbench))
+		ew.printf("settings:   %s\n", settingsLine(e.Settings))
+	}
 	ew.printf("scratch:    %s (%s)\n", strings.Join(e.Tables, ", "), map[bool]string{true: "dropped", false: "NOT dropped"}[e.Dropped])
 	for _, n := range e.Notes {
 		ew.printf("note:       %s\n", n)
@@ -85,6 +88,9 @@ func WriteText(w io.Writer, res *Results) error {
 			ew.printf("  capacity %.0f renewals/s (%d workers): a fleet of %d holders at TTL 10s, %d at TTL 60s (renewal every TTL/3)\n",
 				c.Median, w, Fleet(c.Median, 10*time.Second), Fleet(c.Median, time.Minute))
 		}
+	}
+	if f := res.Floor; f != nil {
+		writeFloor(ew, f)
 	}
 	if len(res.Failed) > 0 {
 		ew.printf("\nFailed scenarios:\n")

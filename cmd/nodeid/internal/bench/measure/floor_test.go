@@ -1,0 +1,155 @@
+package measure
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+)
+
+func TestFloorConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []FloorConfig{DefaultFloorConfig(), QuickFloorConfig()} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	if q := QuickFloorConfig(); !q.Quick || q.LargeIDs != 4096 || q.Iterations >= DefaultFloorConfig().Iterations {
+		t.Errorf("the quick config: %+v", q)
+	}
+	for _, c := range []struct {
+		field, value string
+		change       func(*FloorConfig)
+	}{
+		{"Iterations", "99", func(c *FloorConfig) { c.Iterations = 99 }},
+		{"LargeIDs", "15", func(c *FloorConfig) { c.LargeIDs = 15 }},
+		{"LargeIDs", "1048577", func(c *FloorConfig) { c.LargeIDs = 1<<20 + 1 }},
+		{"Drift", "119", func(c *FloorConfig) { c.Drift = 119 }},
+	} {
+		cfg := DefaultFloorConfig()
+		c.change(&cfg)
+		err := cfg.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value || fe.Rule == "" || !strings.Contains(err.Error(), fieldLabels[c.field]) {
+			t.Errorf("%s %s: got %#v (%v)", c.field, c.value, fe, err)
+		}
+	}
+	if c := DefaultFloorConfig(); c.planSamples() != 200 || c.firstSamples() != 50 || c.driftWindow() != 1000 {
+		t.Errorf("derived sizes: %d plan samples, %d first Acquires, drift window %d", c.planSamples(), c.firstSamples(), c.driftWindow())
+	}
+}
+
+// TestCounterCountsRoundTrips: the counter sees one statement and one
+// socket write per round trip. In cache_statement mode a statement's first
+// execution on a connection also prepares it, one round trip more; and the
+// first reuse of a new pooled connection pings it first (pgx's stdlib
+// driver pings in ResetSession a connection whose last reset was more than
+// a second ago, and a new connection was never reset), one more again.
+func TestCounterCountsRoundTrips(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	r := &runner{target: target(t, dsn)}
+	for _, c := range []struct {
+		mode          string
+		first, second int64
+	}{{report.ModeCache, 3, 1}, {report.ModeExec, 2, 1}} {
+		ctr := &counter{}
+		db := r.openDB(1, c.mode, ctr)
+		if err := db.PingContext(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []int64{c.first, c.second, c.second} {
+			s0, w0 := ctr.snapshot()
+			var n int
+			if err := db.QueryRowContext(t.Context(), "SELECT $1::integer + 1", i).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			s1, w1 := ctr.snapshot()
+			if s1-s0 != 1 || w1-w0 != want {
+				t.Errorf("%s, execution %d: %d statements, %d round trips; want 1, %d", c.mode, i+1, s1-s0, w1-w0, want)
+			}
+		}
+		db.Close()
+	}
+}
+
+// TestRunFloorTiny runs the floor benchmark at its smallest on the test
+// database and checks what it recorded: every item timed, the claim and
+// the release one statement and one round trip each, the plan states, a
+// drift on one node ID, the first Acquires counted, and the scratch tables
+// gone.
+func TestRunFloorTiny(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	cfg := FloorConfig{Iterations: MinIterations, LargeIDs: 64, Drift: MinDrift, Progress: tlog{t}}
+	res, err := RunFloor(t.Context(), []Target{target(t, dsn)}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Floor
+	if f == nil || len(f.Servers) != 1 || f.SmallIDs != 1024 || f.LargeIDs != 64 || f.Iterations != MinIterations {
+		t.Fatalf("results: %+v", f)
+	}
+	s := f.Servers[0]
+	if s.Error != "" || s.Fsync == "" || s.Server == "" || s.Where != "the test database" {
+		t.Fatalf("server: %+v", s)
+	}
+	if len(s.Items) != 11 {
+		t.Errorf("%d items: %+v", len(s.Items), s.Items)
+	}
+	for _, it := range s.Items {
+		if it.Latency.N != MinIterations || it.Latency.P50 <= 0 {
+			t.Errorf("%s %s %d: %+v", it.Op, it.Mode, it.IDs, it.Latency)
+		}
+		// Each operation is one statement in one round trip, once its
+		// statement is prepared (cache mode) during the warm-up.
+		if it.Statements != int64(it.Latency.N) || it.RoundTrips != int64(it.Latency.N) {
+			t.Errorf("%s %s %d: %d statements and %d round trips in %d operations", it.Op, it.Mode, it.IDs, it.Statements, it.RoundTrips, it.Latency.N)
+		}
+	}
+	p := s.Plan
+	if p == nil || p.Stale.N != cfg.planSamples() || p.AnalyzedNew.N != cfg.planSamples() || p.ControlAnalyzed.N != cfg.planSamples() || len(p.Checks) != 3 {
+		t.Fatalf("plan: %+v", p)
+	}
+	for i, state := range []string{PlanInitial, PlanStale, PlanFresh} {
+		if c := p.Checks[i]; c.State != state || c.Error != "" || !strings.HasPrefix(c.Verdict, map[bool]string{true: "yes", false: "no"}[c.OnlyPrimaryKey]) ||
+			strings.Contains(c.Verdict, "nodeid_bench_") {
+			t.Errorf("plan check %d: %+v", i, c)
+		}
+	}
+	if len(s.Plans) != 2 || s.Plans[0].Kind != "custom" || s.Plans[1].Kind != "generic" || s.Plans[0].IDs != cfg.LargeIDs ||
+		!strings.Contains(s.Plans[0].Text, "<table>") || strings.Contains(s.Plans[0].Text, "nodeid_bench_") {
+		t.Errorf("plans: %+v", s.Plans)
+	}
+	if d := s.Drift; d == nil || d.NodeIDs != 1 || d.Window != cfg.driftWindow() || d.First.N != d.Window || d.Last.N != d.Window || d.FloorLast.N != d.Window {
+		t.Errorf("drift: %+v", d)
+	}
+	fa := s.First
+	if fa == nil || fa.Samples != cfg.firstSamples() || fa.Acquire.N != fa.Samples || fa.Setup.N != fa.Samples ||
+		fa.Statements < int64(fa.Samples) || fa.RoundTrips < fa.Statements || fa.SetupRoundTrips < int64(fa.Samples) || len(fa.Sent) == 0 {
+		t.Errorf("first Acquire: %+v", fa)
+	}
+	if rows := s.Rows(f); len(rows) != 17 {
+		t.Errorf("%d rows", len(rows))
+	}
+	assertDropped(t, db, res)
+}
+
+func TestRunFloorRefuses(t *testing.T) {
+	t.Parallel()
+	if _, err := RunFloor(t.Context(), nil, DefaultFloorConfig()); err == nil {
+		t.Error("no target")
+	}
+	if _, err := RunFloor(t.Context(), []Target{{}}, DefaultFloorConfig()); err == nil {
+		t.Error("a target without a connection")
+	}
+	tg := Target{Conn: target(t, "postgres://nobody@127.0.0.1:1/none").Conn, Where: "nowhere"}
+	cfg := DefaultFloorConfig()
+	cfg.Drift = 1
+	var fe *FieldError
+	if _, err := RunFloor(t.Context(), []Target{tg}, cfg); !errors.As(err, &fe) || fe.Field != "Drift" {
+		t.Errorf("a bad config: %v", err)
+	}
+}
