@@ -178,7 +178,9 @@ type holder struct {
 	// the stamp checker: the holder and how many leases it has had.
 	has              bool
 	rel              bool // a release to send or retry: its generator is sealed
-	tx               bool // a verified transaction holds its row (Verify)
+	// tx: a verified transaction (Verify) holds row tx-1 until it ends,
+	// whatever the holder does meanwhile (0: none).
+	tx               int8
 	node, lease, nth int8
 	epoch            int32
 	prev, hloc       tick
@@ -293,7 +295,7 @@ func (m *model) quarantine(c *config) tick {
 func (m *model) claimable(s *mstate, n int) (bool, tick) {
 	r, c, now := s.db.rows[n], &s.db.cfg, s.now()
 	for i := range s.hold {
-		if s.hold[i].tx && int(s.hold[i].node) == n && m.mut != "verify-without-lock" {
+		if int(s.hold[i].tx)-1 == n && m.mut != "verify-without-lock" {
 			return false, 0 // FOR UPDATE SKIP LOCKED passes over a row Verify holds
 		}
 	}
@@ -339,7 +341,7 @@ func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev ti
 			return false, 0, row{}, 0, &violation{"1", fmt.Sprintf("node %d claimed while its lease expires at %d, now %d", n, old.expires, now)}
 		}
 		for i := range s.hold {
-			if i != h && s.hold[i].tx && int(s.hold[i].node) == n {
+			if i != h && int(s.hold[i].tx)-1 == n {
 				return false, 0, row{}, 0, &violation{"Verify", fmt.Sprintf("node %d claimed while holder %d's verified transaction holds it", n, i)}
 			}
 		}
@@ -422,7 +424,7 @@ func (m *model) evict(s *mstate, n int) bool {
 		return false
 	}
 	for i := range s.hold {
-		if s.hold[i].tx && int(s.hold[i].node) == n {
+		if int(s.hold[i].tx)-1 == n {
 			return false // lock_timeout: the verified transaction holds the row
 		}
 	}
@@ -609,10 +611,10 @@ func (m *model) enabled(s *mstate, out []act) []act {
 			out = append(out, act{kind: aExecOrphan, who: w})
 		}
 		if f&famVerify != 0 {
-			if hd.has && !hd.tx {
+			if hd.has && hd.tx == 0 {
 				out = append(out, act{kind: aVerify, who: w})
 			}
-			if hd.tx {
+			if hd.tx != 0 {
 				out = append(out, act{kind: aEndTx, who: w})
 			}
 		}
@@ -721,12 +723,12 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aVerify:
 		hd := &s.hold[h]
 		if m.verify(s, h) {
-			hd.tx = true
+			hd.tx = hd.node + 1
 		} else {
 			hd.has = false // Verify ends the lease it finds lost
 		}
 	case aEndTx:
-		s.hold[h].tx = false
+		s.hold[h].tx = 0
 	case aEvict:
 		if !m.evict(s, h) {
 			return false, nil
@@ -791,7 +793,7 @@ func (m *model) send(s *mstate, h int, kind int8) {
 
 func (m *model) abortTx(s *mstate) {
 	for i := range s.hold {
-		s.hold[i].tx = false
+		s.hold[i].tx = 0
 	}
 }
 

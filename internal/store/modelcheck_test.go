@@ -302,8 +302,8 @@ func (m *model) describe(s *mstate) string {
 		if hd.has {
 			fmt.Fprintf(&b, " holds n%d e%s after %d to %d, until %d", hd.node, epochStr(hd.epoch), hd.prev, hd.hloc, hd.dl)
 		}
-		if hd.tx {
-			b.WriteString(" tx")
+		if hd.tx != 0 {
+			fmt.Fprintf(&b, " tx on n%d", hd.tx-1)
 		}
 		b.WriteString(")")
 	}

@@ -445,7 +445,7 @@ func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 		return err
 	}
 	for _, c := range keep {
-		o, err := s.Release(ctx, c.Key, c.PrevHorizon, true)
+		o, err := s.Release(ctx, c.Key, c.PrevHorizon)
 		if err != nil {
 			return err
 		}
