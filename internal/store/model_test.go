@@ -176,8 +176,8 @@ type holder struct {
 	// t < dl) and the latest millisecond it stamped. They stay after the
 	// lease ends, for a release still to send. lease names the lease for
 	// the stamp checker: the holder and how many leases it has had.
-	has              bool
-	rel              bool // a release to send or retry: its generator is sealed
+	has bool
+	rel bool // a release to send or retry: its generator is sealed
 	// tx: a verified transaction (Verify) holds row tx-1 until it ends,
 	// whatever the holder does meanwhile (0: none).
 	tx               int8
