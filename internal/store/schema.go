@@ -145,8 +145,11 @@ BEGIN
     IF to_regclass('{ix}_lapse_idx') IS NULL THEN
         CREATE INDEX {b}_lapse_idx ON {t} (expires_at) WHERE expires_at > '-infinity';
     END IF;
-    IF to_regclass('{ix}_history_ended_idx') IS NULL THEN
-        CREATE INDEX {b}_history_ended_idx ON {h} (ended_at);
+    -- Earlier versions indexed the history's ended_at, which let the
+    -- planner end a claim by scanning it: the claims now reach the history
+    -- only through its primary key.
+    IF to_regclass('{ix}_history_ended_idx') IS NOT NULL THEN
+        DROP INDEX {ix}_history_ended_idx;
     END IF;
 
     SELECT replication INTO cur FROM {c} FOR UPDATE;

@@ -328,12 +328,24 @@ const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon
 // lapsedRow is the claim's read of the lowest claimable lapsed row (a lease
 // that expired, or that an operator evicted and that has expired since),
 // which it tries before the free rows (lapsed) or after them (again).
-const lapsedRow = `    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
+const lapsedRow = `    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE t.expires_at > '-infinity' AND t.expires_at < now()
       AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 `
+
+// closeClaim ends the history row of a claim: the statements that end a
+// claim insert its row, which conflicts with the row its claim recorded, and
+// update that one. A conflict reaches the row through the history's primary
+// key, whatever the planner's statistics (an UPDATE ... WHERE on the key is
+// a plan, and one made while the history was small scans it). The row that
+// the insert stands for is written only if the claim's own is missing, a
+// history that lost it: it is rebuilt from the lease row, and from_ms, which
+// the lease row does not keep, is 0 (any millisecond), so that Who still
+// finds the claim.
+const closeClaim = `ON CONFLICT (node_id, epoch) DO UPDATE
+    SET ended_at = excluded.ended_at, end_reason = excluded.end_reason, horizon_ms = excluded.horizon_ms`
 
 // EraOrigin is the origin of the eras of epochs, in unix seconds
 // (2020-01-01T00:00:00Z): the first claim of a row after its generation
@@ -385,13 +397,13 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
 ), lapsed AS (
 ` + lapsedRow + `), free AS (
-    SELECT t.node_id, t.epoch, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
+    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 ), again AS (
 ` + lapsedRow + `), pick AS (
-    SELECT p.node_id, p.epoch, p.expires_at, p.claim_generation,
+    SELECT p.node_id, p.epoch, p.owner, p.acquired_at, p.expires_at, p.claim_generation,
         CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.fence) ELSE p.horizon_ms END AS prev_ms
     FROM (
         (SELECT * FROM lapsed WHERE (SELECT lapsed_first FROM lo))
@@ -411,10 +423,11 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     FROM pick, q WHERE t.node_id = pick.node_id
     RETURNING t.node_id, t.epoch, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation
 ), ended AS (
-    UPDATE {h} AS h
-    SET ended_at = LEAST(pick.expires_at, now()), end_reason = 'expired', horizon_ms = pick.prev_ms
-    FROM pick
-    WHERE h.node_id = pick.node_id AND h.epoch = pick.epoch AND h.ended_at IS NULL
+    INSERT INTO {h} AS h (node_id, epoch, owner, acquired_at, from_ms, generation, ended_at, end_reason, horizon_ms)
+    SELECT pick.node_id, pick.epoch, pick.owner, COALESCE(pick.acquired_at, now()), 0, pick.claim_generation,
+        LEAST(pick.expires_at, now()), 'expired', pick.prev_ms
+    FROM pick WHERE pick.owner <> ''
+    ` + closeClaim + ` WHERE h.ended_at IS NULL
 ), started AS (
     INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms, generation)
     SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.claim_generation FROM claimed c, pick
@@ -523,7 +536,7 @@ const renewTemplate = "-- nodeid renew\n{head}" + `, cur AS (
     RETURNING t.expires_at, t.horizon_ms
 )
 SELECT r.expires_at, r.horizon_ms, cur.owner, cur.epoch, now(),
-    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint)
+    CASE WHEN r.expires_at IS NULL THEN (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint) END
 FROM cur LEFT JOIN renewed AS r ON true`
 
 // Renew extends the lease k by ttl from the server's now() and raises its
@@ -578,15 +591,15 @@ const releaseTemplate = "-- nodeid release\n{head}" + `, cur AS (
     SET owner = '', expires_at = '-infinity', horizon_ms = COALESCE($4::bigint, t.horizon_ms)
     FROM cur, q
     WHERE t.node_id = cur.node_id AND cur.owner = $2::text AND cur.epoch = $3::bigint AND cur.expires_at >= now()
-    RETURNING t.node_id, t.epoch, t.horizon_ms
+    RETURNING t.node_id, t.epoch, t.horizon_ms, t.acquired_at, t.claim_generation
 ), ended AS (
-    UPDATE {h} AS h
-    SET ended_at = now(), end_reason = 'released', horizon_ms = r.horizon_ms
+    INSERT INTO {h} AS h (node_id, epoch, owner, acquired_at, from_ms, generation, ended_at, end_reason, horizon_ms)
+    SELECT r.node_id, r.epoch, $2::text, COALESCE(r.acquired_at, now()), 0, r.claim_generation, now(), 'released', r.horizon_ms
     FROM released r
-    WHERE h.node_id = r.node_id AND h.epoch = r.epoch
+    ` + closeClaim + `
 )
 SELECT r.horizon_ms, cur.owner, cur.epoch, now(),
-    (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint)
+    CASE WHEN r.node_id IS NULL THEN (SELECT end_reason FROM {h} WHERE node_id = $1::integer AND epoch = $3::bigint) END
 FROM cur LEFT JOIN released AS r ON true`
 
 // NoHorizon is the exact horizon of a release that has none: the row keeps
@@ -638,21 +651,20 @@ WITH q AS (
     SELECT set_config('synchronous_commit', 'on', true) AS durable,
         set_config('lock_timeout', $3::bigint || 'ms', true) AS lock_timeout
 ), old AS (
-    SELECT node_id, epoch, expires_at FROM {t}
+    SELECT node_id, epoch, owner, expires_at FROM {t}
     WHERE node_id = $1::integer AND epoch = $2::bigint AND owner <> ''
       AND (SELECT durable IS NOT NULL AND lock_timeout IS NOT NULL FROM q)
     FOR UPDATE
 ), evicted AS (
     UPDATE {t} AS t SET owner = ''
     FROM old WHERE t.node_id = old.node_id
-    RETURNING t.node_id, t.epoch, t.horizon_ms, t.expires_at
+    RETURNING t.node_id, t.epoch, t.horizon_ms, t.expires_at, t.acquired_at, t.claim_generation
 ), ended AS (
-    UPDATE {h} AS h
-    SET ended_at = LEAST(now(), old.expires_at),
-        end_reason = CASE WHEN old.expires_at < now() THEN 'expired' ELSE 'evicted' END,
-        horizon_ms = e.horizon_ms
+    INSERT INTO {h} AS h (node_id, epoch, owner, acquired_at, from_ms, generation, ended_at, end_reason, horizon_ms)
+    SELECT e.node_id, e.epoch, old.owner, COALESCE(e.acquired_at, now()), 0, e.claim_generation, LEAST(now(), old.expires_at),
+        CASE WHEN old.expires_at < now() THEN 'expired' ELSE 'evicted' END, e.horizon_ms
     FROM evicted e, old
-    WHERE h.node_id = e.node_id AND h.epoch = e.epoch AND h.ended_at IS NULL
+    ` + closeClaim + ` WHERE h.ended_at IS NULL
 )
 SELECT count(*), COALESCE(max(horizon_ms), 0), max(expires_at), now() FROM evicted`
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -326,7 +327,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fl.check(ctx, plan, PlanInitial, stmts, stale)
+	fl.check(ctx, plan, plancheck.PlanInitial, stmts, stale)
 	// A process that claimed before the fill: its connection keeps the
 	// claim prepared, with the plan PostgreSQL cached for it.
 	before, err := fl.registry(stale, report.ModeCache, "bench-floor-stale")
@@ -636,7 +637,7 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 	if err != nil {
 		return err
 	}
-	fl.check(ctx, p, PlanStale, stmts, stale)
+	fl.check(ctx, p, plancheck.PlanStale, stmts, stale)
 	// measure times claims through the three, taking turns, after untimed
 	// ones.
 	measure := func(state string) (old, young, ctl report.Dist, err error) {
@@ -668,7 +669,7 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 	if _, err := r.admin.ExecContext(ctx, "ANALYZE "+t+", "+postgres.HistoryTable(t)); err != nil {
 		return err
 	}
-	fl.check(ctx, p, PlanFresh, stmts, stale)
+	fl.check(ctx, p, plancheck.PlanFresh, stmts, stale)
 	if p.Analyzed, p.AnalyzedNew, p.ControlAnalyzed, err = measure("fresh"); err != nil {
 		return err
 	}
@@ -682,8 +683,8 @@ func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string
 	c := report.FloorPlanCheck{State: state}
 	conn, err := fl.r.admin.Conn(ctx)
 	if err == nil {
-		var in PlanInspection
-		in, err = InspectGenericPlan(ctx, conn, stmts.claim, nil, stmts.claimArgs, postgres.HistoryTable(st.Config().Table))
+		var in plancheck.PlanInspection
+		in, err = plancheck.InspectGenericPlan(ctx, conn, stmts.claim, nil, stmts.claimArgs, postgres.HistoryTable(st.Config().Table))
 		conn.Close()
 		// The scratch table's name says nothing: <table> stands for it.
 		c.OnlyPrimaryKey, c.Verdict = in.OnlyPrimaryKey, strings.ReplaceAll(in.String(), st.Config().Table, "<table>")

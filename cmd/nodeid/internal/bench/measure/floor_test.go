@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -113,7 +114,7 @@ func TestRunFloorTiny(t *testing.T) {
 	if p == nil || p.Stale.N != cfg.planSamples() || p.AnalyzedNew.N != cfg.planSamples() || p.ControlAnalyzed.N != cfg.planSamples() || len(p.Checks) != 3 {
 		t.Fatalf("plan: %+v", p)
 	}
-	for i, state := range []string{PlanInitial, PlanStale, PlanFresh} {
+	for i, state := range []string{plancheck.PlanInitial, plancheck.PlanStale, plancheck.PlanFresh} {
 		if c := p.Checks[i]; c.State != state || c.Error != "" || !strings.HasPrefix(c.Verdict, map[bool]string{true: "yes", false: "no"}[c.OnlyPrimaryKey]) ||
 			strings.Contains(c.Verdict, "nodeid_bench_") {
 			t.Errorf("plan check %d: %+v", i, c)

@@ -143,7 +143,7 @@ type FloorPlan struct {
 }
 
 // FloorPlanCheck is the verdict on the claim's generic plan in one state
-// of the history (measure.PlanInitial, PlanStale, PlanFresh): whether it
+// of the history (plancheck.PlanInitial, PlanStale, PlanFresh): whether it
 // reaches the history only through its primary key.
 type FloorPlanCheck struct {
 	State          string `json:"state"`
