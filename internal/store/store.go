@@ -325,15 +325,23 @@ const syncHead = `WITH g AS (
 // it was last claimed in an earlier generation, the quarantine too.
 const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms`
 
-// lapsedRow is the claim's read of the lowest claimable lapsed row (a lease
-// that expired, or that an operator evicted and that has expired since),
-// which it tries before the free rows (lapsed) or after them (again).
-const lapsedRow = `    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
-    WHERE t.expires_at > '-infinity' AND t.expires_at < now()
-      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+// lapsedRows are the claimable lapsed rows of the range (a lease that
+// expired, or that an operator evicted and that has expired since), found
+// through the partial index on expires_at.
+const lapsedRows = `t.expires_at > '-infinity' AND t.expires_at < now()
+      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable
+
+// freeRow and freeTail are the claim's read of the lowest claimable free
+// row (never claimed, or released) of $1 to an upper bound written
+// between them, in the order of the partial index on node_id.
+const (
+	freeRow = `    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
+    WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND `
+	freeTail = ` AND ` + claimable + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 `
+)
 
 // closeClaim ends the history row of a claim: the statements that end a
 // claim insert its row, which conflicts with the row its claim recorded, and
@@ -354,12 +362,13 @@ const EraOrigin = 1577836800
 
 // The claim takes the lowest claimable node ID of the range and locks no
 // other row. The free rows (never claimed or released) and the lapsed rows
-// are each found through their own partial index; lo reads, without
-// locking, which of the two has the lower claimable node ID, and that
-// source is tried first: each is read with FOR UPDATE SKIP LOCKED LIMIT 1,
-// and the second is read only if the first yields nothing, so concurrent
-// claimers never wait on each other, never get the same row, and never
-// find nothing while a node ID is claimable. A row whose horizon has not
+// are each found through their own partial index. lo reads, without
+// locking, the lowest claimable lapsed node ID (none, at once, on a table
+// without lapsed rows); then each source is read with FOR UPDATE SKIP
+// LOCKED LIMIT 1, a later one only if the ones before yield nothing: the
+// free rows below it (free), the lapsed rows (lapsed), the free rows above
+// it (above). So concurrent claimers never wait on each other, never get
+// the same row, and never find nothing while a node ID is claimable. A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
 // clock. No row is claimable while a restore is not declared (q.pending).
 // The statement ends the lapsed holder's history row and starts the new
@@ -388,27 +397,22 @@ const EraOrigin = 1577836800
 //
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
-    SELECT (SELECT min(t.node_id) FROM {t} AS t
-            WHERE t.expires_at > '-infinity' AND t.expires_at < now()
-              AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `)
-         < COALESCE((SELECT min(t.node_id) FROM {t} AS t
-            WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `),
-            $2::integer + 1) AS lapsed_first
+    SELECT (SELECT min(t.node_id) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
-), lapsed AS (
-` + lapsedRow + `), free AS (
+), free AS (
+` + freeRow + `LEAST($2::integer, (SELECT lapsed_min - 1 FROM lo))` + freeTail + `), lapsed AS (
     SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
-    WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+    WHERE ` + lapsedRows + `
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
-), again AS (
-` + lapsedRow + `), pick AS (
+), above AS (
+` + freeRow + `$2::integer` + freeTail + `), pick AS (
     SELECT p.node_id, p.epoch, p.owner, p.acquired_at, p.expires_at, p.claim_generation,
         CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.fence) ELSE p.horizon_ms END AS prev_ms
     FROM (
-        (SELECT * FROM lapsed WHERE (SELECT lapsed_first FROM lo))
-        UNION ALL (SELECT * FROM free WHERE (SELECT true FROM lo))
-        UNION ALL (SELECT * FROM again WHERE NOT (SELECT lapsed_first FROM lo))
+        (SELECT * FROM free WHERE EXISTS (SELECT FROM lo))
+        UNION ALL (SELECT * FROM lapsed WHERE (SELECT lapsed_min FROM lo) IS NOT NULL)
+        UNION ALL (SELECT * FROM above WHERE (SELECT lapsed_min FROM lo) IS NOT NULL)
         LIMIT 1
     ) AS p, q
 ), claimed AS (

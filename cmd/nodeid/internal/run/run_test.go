@@ -480,7 +480,7 @@ func TestRunTableRange(t *testing.T) {
 func TestRunNodeBits(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
-	harness.Must(t, "init", "--dsn", dsn, "--range", "0-4095")
+	harness.Must(t, "init", "--dsn", dsn, "--range", "0-4095", "--node-bits", "12")
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), cli.ExitUsage, "0-4095 does not fit 10 node bits")
 	var claims int
 	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT count(*) FROM snowflake_nodes_history`).Scan(&claims); err != nil || claims != 0 {
