@@ -31,6 +31,9 @@ const (
 	// EnvServeBenchLoad picks the load generator: wrk (the default when it
 	// is installed) or go (a keep-alive client in this process).
 	EnvServeBenchLoad = "NODEID_SERVE_BENCH_LOAD"
+	// EnvServeBenchLayout is the --layout preset serve mints in (default
+	// bwmarrin; js53 for IDs below 2^53, whose cap is 4 IDs a millisecond).
+	EnvServeBenchLayout = "NODEID_SERVE_BENCH_LAYOUT"
 )
 
 // serveBenchConns is the number of keep-alive connections of the load.
@@ -66,13 +69,23 @@ func BenchmarkServe(b *testing.B) {
 	if load != "wrk" && load != "go" {
 		b.Fatalf("%s=%q: it must be wrk or go", EnvServeBenchLoad, load)
 	}
+	layout := os.Getenv(EnvServeBenchLayout)
+	if layout == "" {
+		layout = "bwmarrin"
+	}
+	// A request of /ids asks for a millisecond's cap of IDs at most: js53
+	// mints 4 a millisecond, where bwmarrin's 4,096 allow 1,000.
+	count, ok := map[string]int{"bwmarrin": 1000, "js53": 4}[layout]
+	if !ok {
+		b.Fatalf("%s=%q: it must be bwmarrin or js53", EnvServeBenchLayout, layout)
+	}
 	_, dsn := pgtest.NewDB(b)
 	dir := b.TempDir()
 	nodeidBin, bareBin := clitest.BuildBinary(b), filepath.Join(dir, "bare")
 	goBuild(b, bareBin, "./testdata/servebench/bare")
 
 	bare := startBenchServer(b, regexp.MustCompile(`listening on (http://\S+)`), true, bareBin)
-	serve := startBenchServer(b, servingOn, false, nodeidBin, "serve", "--dsn", dsn, "--create", "--listen", "127.0.0.1:0")
+	serve := startBenchServer(b, servingOn, false, nodeidBin, "serve", "--dsn", dsn, "--create", "--listen", "127.0.0.1:0", "--layout", layout)
 	clitest.PollUntil(b, 60*time.Second, "nodeid serve healthy", func() bool {
 		r, err := http.Get(serve.base + "/healthz")
 		if err != nil {
@@ -81,7 +94,7 @@ func BenchmarkServe(b *testing.B) {
 		r.Body.Close()
 		return r.StatusCode == 200
 	})
-	b.Logf("load: %s, %d connections, %ds each, GOMAXPROCS %d, %d CPUs", load, serveBenchConns, secs, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	b.Logf("load: %s, %d connections, %ds each, GOMAXPROCS %d, %d CPUs; serve --layout %s", load, serveBenchConns, secs, runtime.GOMAXPROCS(0), runtime.NumCPU(), layout)
 	for _, c := range []struct {
 		name string
 		srv  *benchServer
@@ -90,7 +103,7 @@ func BenchmarkServe(b *testing.B) {
 	}{
 		{"bare", bare, "/id", 1},
 		{"id", serve, "/id", 1},
-		{"ids1000", serve, "/ids?count=1000", 1000},
+		{fmt.Sprintf("ids%d", count), serve, fmt.Sprintf("/ids?count=%d", count), count},
 	} {
 		b.Run(c.name+"/"+load, func(b *testing.B) {
 			cpu0 := procCPU(b, c.srv.cmd.Process.Pid)
