@@ -114,7 +114,7 @@ node range fills up, the statements and round trips of each operation
 (counted on the server with pg_stat_statements when the database has it),
 and the renewals per second the server sustains.
 
-With --floor it measures instead the claim at the floor (issue 26), side by
+With --floor it measures instead the claim at the floor, side by
 side in one loop whose items take turns: the round-trip floor (SELECT 1), the
 floor of a durable write (a one-row UPDATE ... RETURNING with
 synchronous_commit on, on a table with the lease table's row width), and
@@ -181,7 +181,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 	f.IntVar(&cfg.Ops, "ops", cfg.Ops, "Acquires, Releases and renewals whose statements are counted")
 	f.IntSliceVar(&cfg.RenewWorkers, "renew-workers", cfg.RenewWorkers, "goroutines (each with a connection) renewing in the renewal-load runs")
 	f.IntVar(&cfg.RenewIDs, "renew-ids", cfg.RenewIDs, "live leases renewed in turn in the renewal-load runs")
-	f.BoolVar(&o.Floor, "floor", false, "measure the claim at the floor (issue 26) instead of the scenarios")
+	f.BoolVar(&o.Floor, "floor", false, "measure the claim at the floor instead of the scenarios")
 	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 1200, nothing judged")
 	f.IntVar(&fcfg.Iterations, "iterations", fcfg.Iterations, "with --floor: timed turns of the loop, each item once per turn")
 	f.IntVar(&fcfg.LargeIDs, "large-ids", fcfg.LargeIDs, "with --floor: node IDs of the large range (the small one holds 1024)")

@@ -41,7 +41,7 @@ var unreadableDSNs = []struct{ name, dsn string }{
 
 // TestUnreadableDSNNeverPrinted: a connection string that cannot be read
 // whole is not printed, whichever command reads it and wherever it comes
-// from (issue 25, F4: "password=top secret" printed "password=xxxxx
+// from ("password=top secret" once printed "password=xxxxx
 // secret"); no word of its password appears in any output.
 func TestUnreadableDSNNeverPrinted(t *testing.T) {
 	t.Parallel()

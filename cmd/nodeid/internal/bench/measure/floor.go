@@ -17,8 +17,8 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 )
 
-// FloorConfig selects how hard RunFloor measures: the claim at the floor
-// of issue 26. DefaultFloorConfig gives the issue's settings,
+// FloorConfig selects how hard RunFloor measures the claim at the floor
+// of a durable write. DefaultFloorConfig gives the full settings,
 // QuickFloorConfig the smoke run's.
 type FloorConfig struct {
 	// Iterations is the number of timed turns of the loop in which every
@@ -38,7 +38,7 @@ type FloorConfig struct {
 	Progress io.Writer
 }
 
-// DefaultFloorConfig returns the settings of issue 26: 2,000 turns, 1,024
+// DefaultFloorConfig returns the full settings: 2,000 turns, 1,024
 // and 65,536 node IDs, 12,000 claims for the drift.
 func DefaultFloorConfig() FloorConfig {
 	return FloorConfig{Iterations: 2000, LargeIDs: 65536, Drift: 12000}

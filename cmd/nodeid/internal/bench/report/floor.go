@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FloorResult is the claim at the floor (issue 26), `nodeid bench
+// FloorResult is the claim at the floor, `nodeid bench
 // --floor`: on each server, the round-trip floor (SELECT 1), the floor of
 // a durable write (a one-row UPDATE ... RETURNING with synchronous_commit
 // on, on a table of its own with the lease table's row width), and the
@@ -55,7 +55,7 @@ const (
 	FloorRelease = "release"
 )
 
-// Targets of issue 26: reported beside the figures, never enforced.
+// Targets of the claim at the floor: reported beside the figures, never enforced.
 const (
 	// TargetFloorClaim bounds Acquire's p50 over the floor's.
 	TargetFloorClaim = 3.0
