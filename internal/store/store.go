@@ -395,6 +395,21 @@ const EraOrigin = 1577836800
 // the row lock (clock_timestamp()), so that it never precedes the end of the
 // release that freed the row.
 //
+// What a claim of a free row costs, and what for: one round trip (one
+// statement, its own transaction) and one WAL flush at commit (a claim
+// that returned survives a crash: the durability rule). It reads the
+// configuration row and, in asynchronous mode, the server's system
+// identifier and timeline (the generation and its quarantine: failovers
+// and restores); the range of the lapsed-row index below now (empty on a
+// table without lapsed rows; the lowest-claimable rule); one entry of the
+// free-row index and its row. It writes the lease row (a new row version:
+// an entry in the primary key and one in the lapsed-row index, as its
+// expiry is now finite) and inserts the claim's history row (an entry in
+// the history's primary key: Who, audit and the end reason a failed
+// renewal reports). A lapsed row also ends its claim's history row, through
+// the history's primary key (closeClaim). The configuration row is written
+// only by the first statement on a new server (a new generation).
+//
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     SELECT (SELECT min(t.node_id) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
