@@ -174,6 +174,9 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if l, err := r.claimFirst(ctx); l != nil || err != nil {
+		return l, err
+	}
 	if err := r.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -197,6 +200,58 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 			return nil, fmt.Errorf("%w: stopped waiting: %w", err, context.Cause(ctx))
 		}
 	}
+}
+
+// firstClaimer is a store that can make a first claim in one statement
+// (*store.Store; a store in memory has no round trips to save).
+type firstClaimer interface {
+	ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (store.FirstClaim, error)
+	Replication() store.Replication
+}
+
+// claimFirst is the first claim of a Registry that has not read the
+// table's configuration, made in one statement with the checks that
+// ensure makes (store.ClaimFirst), so that a new process's first Acquire
+// is one statement. It returns no lease and no error when that statement
+// claimed nothing or failed: ensure then reads the configuration, which
+// says why, and the claim is made as every later one. Only an error of the
+// lease itself (the claim took longer than its TTL) is returned.
+func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
+	st, ok := r.st.(firstClaimer)
+	if !ok {
+		return nil, nil
+	}
+	r.ensureMu.Lock()
+	defer r.ensureMu.Unlock()
+	if r.ensured || r.cfg.create || r.isClosed() || st.Replication() != "" {
+		return nil, nil
+	}
+	var lo, hi *int64
+	if r.cfg.rangeSet {
+		lo, hi = &r.cfg.table.MinNode, &r.cfg.table.MaxNode
+	}
+	t0 := time.Now()
+	res, err := bounded(r, ctx, func(ctx context.Context) (store.FirstClaim, error) {
+		return st.ClaimFirst(ctx, lo, hi, int64(1)<<r.cfg.nodeBits-1, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
+	}, func(res store.FirstClaim, err error) {
+		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
+			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+			defer cancel()
+			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
+		}
+	})
+	if err != nil || !res.OK {
+		if err != nil {
+			r.cfg.logger.Debug("nodeid: the first claim reads the table's configuration first", "error", err)
+		}
+		return nil, nil
+	}
+	r.tableLo, r.tableHi = res.TableMinNode, res.TableMaxNode
+	r.lo, r.hi, r.ensured = res.Lo, res.Hi, true
+	r.ranged.Store(true)
+	r.startAtZero()
+	r.recordClaim(res.ClaimResult)
+	return r.lease(ctx, res.ClaimResult, t0)
 }
 
 // ensure reads the table's configuration once and settles the node range.
@@ -284,6 +339,11 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	if !res.OK {
 		return nil, r.refusal(res.Refusal)
 	}
+	return r.lease(ctx, res, t0)
+}
+
+// lease starts the lease of res, a claim sent at t0, and registers it.
+func (r *Registry) lease(ctx context.Context, res store.ClaimResult, t0 time.Time) (*Lease, error) {
 	l := newLease(r, res.Claim, t0)
 	r.metrics.held.Add(ctx, 1, r.attrs()) // until the lease ends (recordEnd)
 	l.start(t0)

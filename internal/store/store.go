@@ -105,6 +105,7 @@ type Store struct {
 
 	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, confirmRaiseSQL string
 	probeSQL                                                               string // of asynchronous replication only
+	firstSQL                                                               string // ClaimFirst's
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -147,6 +148,7 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
 	s.probeSQL = expand(probeTemplate, cfg, Async)
+	s.firstSQL = expand(firstClaimTemplate(), cfg, Async)
 	return s, nil
 }
 
@@ -287,13 +289,13 @@ const asyncHead = `WITH id AS (
     SELECT {sid} AS sid, {tl} AS tli
 ), c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-        (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
+        c.replication = 'async' AND (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
         c.fence_ms IS NULL OR c.server_id <> id.sid AS moved,
         id.sid, id.tli
     FROM {c} AS c, id
     LIMIT 1
 ), g AS (
-    SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms,
+    SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at,
         CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN c.now_ms + ` + quarantine + ` END AS fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM c
@@ -312,7 +314,7 @@ const quarantine = `GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 1
 
 const syncHead = `WITH g AS (
     SELECT c.max_ttl_ms, c.replication AS mode, false AS changed, c.generation AS gen,
-        (extract(epoch FROM now()) * 1000)::bigint AS now_ms, c.fence_ms,
+        (extract(epoch FROM now()) * 1000)::bigint AS now_ms, now() AS now_at, c.fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM {c} AS c
     LIMIT 1
@@ -327,8 +329,14 @@ const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon
 
 // lapsedRows are the claimable lapsed rows of the range (a lease that
 // expired, or that an operator evicted and that has expired since), found
-// through the partial index on expires_at.
-const lapsedRows = `t.expires_at > '-infinity' AND t.expires_at < now()
+// through the partial index on expires_at. They are compared with q.now_at,
+// not now(): the planner cannot estimate a value from another CTE from the
+// table's statistics, so that statistics older than the leases' expiries
+// (which make every row look lapsed) cannot turn the read into a scan of
+// the table; and the lowest of them is min(node_id + 0), which no plan can
+// read from the primary key's order, a scan of every held row when none
+// has lapsed.
+const lapsedRows = `t.expires_at > '-infinity' AND t.expires_at < q.now_at
       AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable
 
 // freeRow and freeTail are the claim's read of the lowest claimable free
@@ -412,12 +420,12 @@ const EraOrigin = 1577836800
 //
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
-    SELECT (SELECT min(t.node_id) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
+    SELECT (SELECT min(t.node_id + 0) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
 ), free AS (
 ` + freeRow + `LEAST($2::integer, (SELECT lapsed_min - 1 FROM lo))` + freeTail + `), lapsed AS (
     SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
-    WHERE ` + lapsedRows + `
+    WHERE ` + lapsedRows + ` AND t.node_id >= (SELECT lapsed_min FROM lo)
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 ), above AS (
@@ -451,7 +459,10 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     INSERT INTO {h} (node_id, epoch, owner, acquired_at, from_ms, generation)
     SELECT c.node_id, c.epoch, $3::text, c.acquired_at, pick.prev_ms, c.claim_generation FROM claimed c, pick
 )
-SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.claim_generation, now(),
+` + claimResult
+
+// claimResult is the claim's answer: the claim, or why there was none.
+const claimResult = `SELECT c.node_id, c.epoch, c.expires_at, pick.prev_ms, c.horizon_ms, c.claim_generation, now(),
     NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::timestamptz, NULL::boolean, NULL::boolean,
     NULL::bigint, NULL::text, NULL::boolean
 FROM claimed c, pick
@@ -526,6 +537,83 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		why.ModeChanged = true
 	}
 	return ClaimResult{Refusal: why}, nil
+}
+
+// firstClaimTemplate is the claim of a Store that has not read the table's
+// configuration (ClaimFirst): the claim of asynchronous replication, which
+// also checks what ReadConfig and CheckReplication check before a first
+// claim, so that a new process's first claim is one statement. It claims
+// only when the table records asynchronous replication and its tables are
+// logged, when the range ($1 to $2, each the table's when NULL) is within
+// the table's, and when the range's highest node ID is at most $6 (the
+// node IDs the caller's layout holds); rng is then the range and the
+// table's, which the answer carries in two more columns. Otherwise it
+// claims nothing, and the caller reads the configuration as before, which
+// says why. A table or server that refuses the statement (no such table,
+// an earlier version's columns, the identity functions denied) fails it
+// the same way.
+func firstClaimTemplate() string {
+	const rng = `, rng AS (
+    SELECT COALESCE($1::integer, c.min_node) AS lo, COALESCE($2::integer, c.max_node) AS hi, c.min_node, c.max_node
+    FROM {c} AS c
+    WHERE COALESCE($1::integer, c.min_node) >= c.min_node AND COALESCE($2::integer, c.max_node) <= LEAST(c.max_node, $6::integer)
+      AND NOT EXISTS (SELECT FROM pg_class WHERE oid IN ('{t}'::regclass, '{h}'::regclass, '{c}'::regclass) AND relpersistence <> 'p')
+)`
+	body, _, _ := strings.Cut(claimTemplate, claimResult)
+	body = strings.NewReplacer("$1::integer", "(SELECT lo FROM rng)", "$2::integer", "(SELECT hi FROM rng)",
+		"AND NOT q.pending\n", "AND NOT q.pending AND EXISTS (SELECT FROM rng)\n").Replace(body)
+	body = strings.Replace(body, ", lo AS (", rng+", lo AS (", 1)
+	answer := strings.NewReplacer("$1::integer", "(SELECT lo FROM rng)", "$2::integer", "(SELECT hi FROM rng)").Replace(claimResult)
+	return body + "SELECT u.*, (SELECT min_node FROM rng), (SELECT max_node FROM rng) FROM (\n" + answer + "\n) AS u"
+}
+
+// FirstClaim is the result of ClaimFirst: when OK, the claim, and the
+// range it was made in and the table's.
+type FirstClaim struct {
+	ClaimResult
+	Lo, Hi                     int64 // the range claimed from
+	TableMinNode, TableMaxNode int64 // the table's recorded range
+}
+
+// ClaimFirst claims as Claim does, for a Store that has not read the
+// table's configuration, in one statement that also checks what a first
+// claim needs (see firstClaimTemplate): lo and hi are the range, or
+// nil for the table's, maxNode the highest node ID the caller's IDs hold.
+// It is not OK, and the caller reads the configuration (ReadConfig,
+// CheckReplication) before claiming with Claim, whenever it claimed
+// nothing or failed: those say why. Once OK, the Store runs the statements
+// of asynchronous replication.
+func (s *Store) ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (FirstClaim, error) {
+	var (
+		c                               Claim
+		node, epoch, prev, horizon, gen sql.NullInt64
+		expires                         sql.NullTime
+		skip                            [10]any // the refusal's columns
+		tlo, thi                        sql.NullInt64
+	)
+	dest := []any{&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now}
+	for i := range skip {
+		dest = append(dest, &skip[i])
+	}
+	dest = append(dest, &tlo, &thi)
+	if err := s.queryRow(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode}, dest...); err != nil {
+		return FirstClaim{}, s.wrapErr("claim", err)
+	}
+	if !node.Valid || !tlo.Valid || !thi.Valid {
+		return FirstClaim{}, nil
+	}
+	c.Key = Key{NodeID: node.Int64, Owner: owner, Epoch: epoch.Int64}
+	c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
+	m := Async
+	s.mode.Store(&m)
+	f := FirstClaim{ClaimResult: ClaimResult{Claim: c, OK: true}, TableMinNode: tlo.Int64, TableMaxNode: thi.Int64, Lo: tlo.Int64, Hi: thi.Int64}
+	if lo != nil {
+		f.Lo = *lo
+	}
+	if hi != nil {
+		f.Hi = *hi
+	}
+	return f, nil
 }
 
 // The renewal extends only a live lease of this owner and epoch: a lapsed
