@@ -3,14 +3,13 @@ package pgtest
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // EnvRequire set to 1 turns "no database available" from a skip into a
@@ -26,17 +25,11 @@ var shared struct {
 // Main runs the tests of a package, stops the server they shared, and fails
 // the run if any goroutine outlives the tests: call it from TestMain.
 func Main(m *testing.M) {
-	code := m.Run()
-	if shared.srv != nil {
-		_ = shared.srv.Close()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
-			code = 1
+	testkit.Main(m, func() {
+		if shared.srv != nil {
+			_ = shared.srv.Close()
 		}
-	}
-	os.Exit(code)
+	})
 }
 
 // Unavailable skips the test because no database could be had, or fails it
