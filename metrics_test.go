@@ -2,7 +2,7 @@ package nodeid
 
 // Tests of the metrics: each instrument moves in the scenario that should
 // move it, on the fake store where timing matters and against a real
-// PostgreSQL otherwise, read with the OpenTelemetry SDK's manual reader.
+// PostgreSQL otherwise, read with metrictest's recording MeterProvider.
 
 import (
 	"context"

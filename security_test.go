@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgerrcode"
 
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
@@ -97,7 +98,7 @@ func TestLeastPrivilegeLifecycle(t *testing.T) {
 		}
 		l := acquire(t, r)
 		d0 := l.Deadline()
-		waitFor(t, l, "a renewal as the app role", func() bool { return l.Deadline().After(d0) })
+		testkit.Until(t, 2*time.Minute, "a renewal as the app role", heldUntil(l, func() bool { return l.Deadline().After(d0) }))
 		unused(t, l)
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("create=%v: release: %v", create, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -161,21 +162,16 @@ func TestVerifyFencesWrites(t *testing.T) {
 	}
 }
 
-// waitFor waits until cond holds or the lease is lost, checking every few
-// milliseconds, for at most the test's context.
-func waitFor(t *testing.T, l *Lease, what string, cond func() bool) {
-	t.Helper()
-	ctx := testContext(t)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
+// heldUntil is cond for testkit.Until, which stops waiting if the lease is
+// lost first.
+func heldUntil(l *Lease, cond func() bool) func() error {
+	return func() error {
 		select {
 		case <-l.Lost():
-			t.Fatalf("the lease was lost (%v) waiting for %s", l.Err(), what)
-		case <-ctx.Done():
-			t.Fatalf("gave up waiting for %s", what)
-		case <-tick.C:
+			return testkit.Stop(fmt.Errorf("the lease was lost (%v)", l.Err()))
+		default:
 		}
+		return testkit.True(cond)()
 	}
 }
 
@@ -219,7 +215,7 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				// Phase 1: renewals are not held up by the transaction.
 				d0 := l.Deadline()
 				for i := range 2 {
-					waitFor(t, l, fmt.Sprintf("renewal %d past deadline %s", i+1, d0), func() bool { return l.Deadline().After(d0) })
+					testkit.Until(t, 2*time.Minute, fmt.Sprintf("renewal %d past deadline %s", i+1, d0), heldUntil(l, func() bool { return l.Deadline().After(d0) }))
 					d0 = l.Deadline()
 					if err := l.Verify(ctx, tx); err != nil {
 						t.Fatalf("Verify again in the transaction after renewal %d: %v", i+1, err)
@@ -251,7 +247,7 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 					t.Fatalf("the claim after the transaction got node %d epoch %d, want node 0 epoch %d", o.NodeID(), o.Epoch(), l.Epoch()+1)
 				}
 				if ending == "lapsed" { // its next renewal finds it lapsed, or taken over
-					waitFor(t, o, "the lapsed lease to be lost", func() bool { return l.Err() != nil })
+					testkit.Until(t, 2*time.Minute, "the lapsed lease to be lost", heldUntil(o, func() bool { return l.Err() != nil }))
 					if err := l.Err(); !errors.Is(err, ErrExpired) && !errors.Is(err, ErrTakenOver) {
 						t.Fatalf("the lapsed lease ended with %v", err)
 					}

@@ -1,8 +1,8 @@
 package snowflake
 
-// Tests of a Generator's metrics, read with the OpenTelemetry SDK's manual
-// reader: each wait and refusal is counted with its reason, and a minted ID
-// records nothing.
+// Tests of a Generator's metrics, read with metrictest's recording
+// MeterProvider: each wait and refusal is counted with its reason, and a
+// minted ID records nothing.
 
 import (
 	"context"

@@ -12,11 +12,10 @@ import (
 
 // harnessPackages are what the shipped binary must not link: the test
 // harness and what only it needs.
-var harnessPackages = []string{"testing", "github.com/ory/dockertest/v3", "go.uber.org/goleak", "github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"}
+var harnessPackages = []string{"testing", "github.com/nodeid/nodeid/internal/testkit", "github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"}
 
 // TestBinaryLinksNoHarness: the command, built for Linux, macOS or Windows,
-// depends on no test harness (internal/testkit, testing, dockertest,
-// goleak).
+// depends on no test harness (internal/testkit, testing, clitest).
 func TestBinaryLinksNoHarness(t *testing.T) {
 	goTool := clitest.GoTool()
 	for _, target := range [][2]string{{runtime.GOOS, runtime.GOARCH}, {"darwin", "arm64"}, {"darwin", "amd64"}, {"windows", "amd64"}} {

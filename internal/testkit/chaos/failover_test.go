@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -116,38 +117,31 @@ func provision(ctx context.Context, c *pgtest.Cluster, dbname string) error {
 			return err
 		}
 		query := fmt.Sprintf(`SELECT count(*) FROM %s`, postgres.ConfigTable(table))
-		if err := poll(ctx, dsn, query, 1); err != nil {
+		if err := countReaches(ctx, dsn, query, 1); err != nil {
 			return fmt.Errorf("the lease table did not reach node%d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// poll runs query, which returns a count, on dsn until the count is at
-// least want or ctx ends.
-func poll(ctx context.Context, dsn, query string, want int64, args ...any) error {
+// countReaches runs query, which returns a count, on dsn until the count
+// is at least want or ctx ends.
+func countReaches(ctx context.Context, dsn, query string, want int64, args ...any) error {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	for {
+	return testkit.Wait(ctx, func() error {
 		var got int64
-		err := db.QueryRowContext(ctx, query, args...).Scan(&got)
-		if err == nil && got >= want {
-			return nil
+		if err := db.QueryRowContext(ctx, query, args...).Scan(&got); err != nil {
+			return err
 		}
-		if err == nil {
-			err = fmt.Errorf("%d rows, want %d", got, want)
+		if got < want {
+			return fmt.Errorf("%d rows, want %d", got, want)
 		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
-	}
+		return nil
+	})
 }
 
 // terminateOn ends every client connection to database db on the server
@@ -173,7 +167,7 @@ func (r *run) runFailovers(ctx context.Context, steps []FailoverStep, began time
 		sleepUntil(last.Add(s.After), nil)
 		if i == 0 {
 			wctx, cancel := context.WithTimeout(ctx, recoverWithin)
-			err := poll(wctx, r.cluster.DSN(r.dbname), `SELECT count(DISTINCT node_id) FROM `+postgres.HistoryTable(table),
+			err := countReaches(wctx, r.cluster.DSN(r.dbname), `SELECT count(DISTINCT node_id) FROM `+postgres.HistoryTable(table),
 				maxNode-minNode+1)
 			cancel()
 			if err != nil {
@@ -247,7 +241,7 @@ func (r *run) failover(ctx context.Context, s FailoverStep) error {
 		return err
 	}
 	// The table's generation counts the timelines (see Check).
-	if err := poll(ctx, r.cluster.DSN(r.dbname), `SELECT count(*) FROM `+postgres.HistoryTable(table)+` WHERE generation >= $1`, 1, tl); err != nil {
+	if err := countReaches(ctx, r.cluster.DSN(r.dbname), `SELECT count(*) FROM `+postgres.HistoryTable(table)+` WHERE generation >= $1`, 1, tl); err != nil {
 		return fmt.Errorf("no claim on the new primary of timeline %d: %w", tl, err)
 	}
 	return nil

@@ -193,6 +193,7 @@ func (c *Cluster) logTails() string {
 // start.
 func NewCluster(t testing.TB, nodes int) *Cluster {
 	t.Helper()
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c, err := StartCluster(ctx, nodes)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // countOn returns the rows of table t where v = value on the named node.
@@ -47,15 +49,13 @@ func TestStallReplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range c.nodes { // every standby has the first write
-		if err := eventually(ctx, func() error {
+		testkit.Until(t, 2*time.Minute, "the first write on "+c.nodes[i].name, func() error {
 			n, err := countOn(ctx, c, c.nodes[i].name, name, 1)
 			if err == nil && n != 1 {
 				err = fmt.Errorf("%s has %d rows of v = 1", c.nodes[i].name, n)
 			}
 			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 
 	crash, err := c.StallReplication(ctx)
@@ -72,9 +72,7 @@ func TestStallReplication(t *testing.T) {
 	if err := crash(); err != nil {
 		t.Fatal(err)
 	}
-	if err := eventually(ctx, func() error { return execOnce(ctx, c.DSN(name), `INSERT INTO t VALUES (3)`) }); err != nil {
-		t.Fatalf("no write through the cluster's DSN after the crash: %v", err)
-	}
+	testkit.Until(t, 2*time.Minute, "a write through the cluster's DSN after the crash", func() error { return execOnce(ctx, c.DSN(name), `INSERT INTO t VALUES (3)`) })
 	leader, err := c.Leader(ctx)
 	if err != nil || leader == old {
 		t.Fatalf("leader %s (%v); want another than %s", leader, err, old)

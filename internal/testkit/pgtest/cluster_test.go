@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 func TestStartClusterRejectsSize(t *testing.T) {
@@ -36,22 +38,6 @@ func execOnce(ctx context.Context, dsn, query string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, query)
 	return err
-}
-
-// eventually calls f until it succeeds or ctx ends, and returns its last
-// error then.
-func eventually(ctx context.Context, f func() error) error {
-	for {
-		err := f()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%v)", err, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // queryNode scans the one row of query on the named node into dst.
@@ -82,7 +68,7 @@ func checkStreaming(ctx context.Context, t *testing.T, c *Cluster, leader string
 		}
 		// A receiver that has just (re)connected reports "waiting" for a
 		// moment before it streams.
-		if err := eventually(ctx, func() error {
+		testkit.Until(t, 2*time.Minute, leader+" streaming to "+n.name, func() error {
 			var status string
 			var port int
 			if err := queryNode(ctx, c, n.name, `SELECT status, sender_port FROM pg_stat_wal_receiver`, &status, &port); err != nil {
@@ -92,9 +78,7 @@ func checkStreaming(ctx context.Context, t *testing.T, c *Cluster, leader string
 				return fmt.Errorf("%s's WAL receiver is %s from port %d, want streaming from leader %s's %d", n.name, status, port, leader, l.pgPort)
 			}
 			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 }
 
@@ -139,14 +123,9 @@ func TestClusterFailovers(t *testing.T) {
 		// Measured here: about a second after a kill, a few after a
 		// switchover or failover; the bound is generous for a loaded
 		// machine.
-		wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
-		err := eventually(wctx, func() error {
-			return execOnce(wctx, dsn, fmt.Sprintf(`INSERT INTO t VALUES (%d)`, i+2))
+		testkit.Until(t, 2*time.Minute, step.name+": a write through the cluster's DSN", func() error {
+			return execOnce(ctx, dsn, fmt.Sprintf(`INSERT INTO t VALUES (%d)`, i+2))
 		})
-		wcancel()
-		if err != nil {
-			t.Fatalf("%s: no write through the cluster's DSN went through: %v", step.name, err)
-		}
 		t.Logf("%s: a write went through %v after it began", step.name, time.Since(start).Round(time.Millisecond))
 		if leader, err = c.Leader(ctx); err != nil || leader == old {
 			t.Fatalf("%s: leader %s (%v); want another than %s", step.name, leader, err, old)
@@ -200,9 +179,7 @@ func BenchmarkCluster(b *testing.B) {
 		if err := do(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := eventually(ctx, func() error { return execOnce(ctx, c.DSN("postgres"), `SELECT txid_current()`) }); err != nil {
-			b.Fatal(err)
-		}
+		testkit.Until(b, 5*time.Minute, "a write through the cluster's DSN", func() error { return execOnce(ctx, c.DSN("postgres"), `SELECT txid_current()`) })
 		return time.Since(t0)
 	}
 	for b.Loop() {

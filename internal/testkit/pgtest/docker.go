@@ -1,62 +1,70 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
-	"time"
-
-	"github.com/ory/dockertest/v3"
-	dc "github.com/ory/dockertest/v3/docker"
+	"strings"
 
 	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // dockerImage is the image a Docker-backed server runs.
-const dockerImage, dockerTag = "postgres", "15"
+const dockerImage = "postgres:15"
 
+// dockerServer is a container run with the docker command: the harness
+// needs no Docker client library, only the command and an engine that
+// answers it.
 type dockerServer struct {
-	pool *dockertest.Pool
-	res  *dockertest.Resource
+	id string
 }
 
-// startDocker runs PostgreSQL in a container if a Docker engine answers. The
-// host port is fixed when the container is created, so that it survives
-// Stop and Start.
-func startDocker(ctx context.Context, settings []string) (*pgserver.Server, error) {
-	pool, err := dockertest.NewPool("")
-	if err != nil {
-		return nil, err
+// docker runs the docker command and returns its standard output, or an
+// error with its standard error.
+func docker(ctx context.Context, args ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("docker %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
-	if err := pool.Client.Ping(); err != nil {
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// startDocker runs PostgreSQL in a container if the docker command is
+// installed and an engine answers it. The host port is fixed when the
+// container is created, so that it survives Stop and Start.
+func startDocker(ctx context.Context, settings []string) (*pgserver.Server, error) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return nil, errors.New("no docker command")
+	}
+	if _, err := docker(ctx, "version", "--format", "{{.Server.Version}}"); err != nil {
 		return nil, fmt.Errorf("no Docker engine: %w", err)
 	}
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := []string{"postgres"}
+	args := []string{"run", "--detach",
+		"--label", "nodeid-pgtest=1", // docker rm -f $(docker ps -aq -f label=nodeid-pgtest) removes what a crashed run left
+		"--env", "POSTGRES_HOST_AUTH_METHOD=trust",
+		"--publish", "127.0.0.1:" + strconv.Itoa(port) + ":5432",
+		dockerImage, "postgres"}
 	for _, s := range append(pgserver.DefaultSettings(), settings...) {
 		if s == "listen_addresses=127.0.0.1" {
 			s = "listen_addresses=*" // inside the container
 		}
-		cmd = append(cmd, "-c", s)
+		args = append(args, "-c", s)
 	}
-	res, err := pool.RunWithOptions(&dockertest.RunOptions{
-		Repository: dockerImage,
-		Tag:        dockerTag,
-		Env:        []string{"POSTGRES_HOST_AUTH_METHOD=trust"},
-		Cmd:        cmd,
-		PortBindings: map[dc.Port][]dc.PortBinding{
-			"5432/tcp": {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}},
-		},
-	}, func(hc *dc.HostConfig) { hc.AutoRemove = false })
+	id, err := docker(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("docker run %s:%s: %w", dockerImage, dockerTag, err)
+		return nil, err
 	}
-	_ = res.Expire(3600) // a crashed test run leaves no container behind for long
-	d := &dockerServer{pool: pool, res: res}
+	d := &dockerServer{id: id}
 	s := pgserver.New("docker", port, d)
 	if err := s.WaitReady(ctx, nil); err != nil {
 		_ = d.Close()
@@ -65,10 +73,10 @@ func startDocker(ctx context.Context, settings []string) (*pgserver.Server, erro
 	return s, nil
 }
 
-var dockerSignal = map[StopMode]dc.Signal{
-	Smart:     dc.SIGTERM,
-	Fast:      dc.SIGINT,
-	Immediate: dc.SIGQUIT,
+var dockerSignal = map[StopMode]string{
+	Smart:     "SIGTERM",
+	Fast:      "SIGINT",
+	Immediate: "SIGQUIT",
 }
 
 // Stop sends the container the signal of mode and waits until it stops.
@@ -77,33 +85,35 @@ func (d *dockerServer) Stop(ctx context.Context, mode StopMode) error {
 	if !ok {
 		return fmt.Errorf("pgtest: unknown stop mode %q", mode)
 	}
-	id := d.res.Container.ID
-	if err := d.pool.Client.KillContainer(dc.KillContainerOptions{ID: id, Signal: sig, Context: ctx}); err != nil {
-		var notRunning *dc.ContainerNotRunning
-		if !errors.As(err, &notRunning) {
-			return err
-		}
+	if _, err := docker(ctx, "kill", "--signal", sig, d.id); err != nil && d.running(ctx) {
+		return err
 	}
-	for ctx.Err() == nil {
-		c, err := d.pool.Client.InspectContainerWithContext(id, ctx)
-		if err != nil {
-			return err
+	return testkit.Wait(ctx, func() error {
+		if d.running(ctx) {
+			return errors.New("the container still runs")
 		}
-		if !c.State.Running {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return ctx.Err()
+		return nil
+	})
+}
+
+// running reports whether the container runs (true when that is not
+// known).
+func (d *dockerServer) running(ctx context.Context) bool {
+	out, err := docker(ctx, "inspect", "--format", "{{.State.Running}}", d.id)
+	return err != nil || out != "false"
 }
 
 // Start starts the stopped container.
 func (d *dockerServer) Start(ctx context.Context) error {
-	return d.pool.Client.StartContainerWithContext(d.res.Container.ID, nil, ctx)
+	_, err := docker(ctx, "start", d.id)
+	return err
 }
 
 // Exited is nil: the container's exit is not watched.
 func (d *dockerServer) Exited() <-chan struct{} { return nil }
 
 // Close removes the container.
-func (d *dockerServer) Close() error { return d.pool.Purge(d.res) }
+func (d *dockerServer) Close() error {
+	_, err := docker(context.Background(), "rm", "--force", "--volumes", d.id)
+	return err
+}

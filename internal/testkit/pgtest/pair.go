@@ -43,6 +43,7 @@ func (p *Pair) Close() error {
 // test if they do not start.
 func NewPair(t testing.TB, settings ...string) *Pair {
 	t.Helper()
+	SkipShort(t)
 	if _, err := pgserver.FindBinaries(); err != nil {
 		Unavailable(t, err)
 	}

@@ -3,8 +3,8 @@
 //
 //  1. the server named by NODEID_TEST_DSN (it must allow CREATE DATABASE;
 //     it cannot be stopped or restarted);
-//  2. a Docker engine, through github.com/ory/dockertest/v3 (image
-//     postgres:15);
+//  2. a Docker engine, through the docker command (image postgres:15; no
+//     Docker client library, so that the module requires none);
 //  3. local PostgreSQL binaries, through internal/pgserver (the package of
 //     the throwaway servers `nodeid demo` and `nodeid bench` start).
 //

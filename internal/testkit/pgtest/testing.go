@@ -3,14 +3,16 @@ package pgtest
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // EnvRequire set to 1 turns "no database available" from a skip into a
@@ -25,18 +27,42 @@ var shared struct {
 
 // Main runs the tests of a package, stops the server they shared, and fails
 // the run if any goroutine outlives the tests: call it from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	if shared.srv != nil {
-		_ = shared.srv.Close()
+// dbExamples names the package's Example functions that use ExampleDSN:
+// under -short they are skipped (an Example cannot skip itself), as the
+// tests that ask for a database are.
+func Main(m *testing.M, dbExamples ...string) {
+	if !flag.Parsed() {
+		flag.Parse()
 	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goroutines outlived the tests: %v\n", err)
-			code = 1
+	if testing.Short() && len(dbExamples) > 0 {
+		skip := "^(" + strings.Join(dbExamples, "|") + ")$"
+		if f := flag.Lookup("test.skip"); f != nil {
+			if prev := f.Value.String(); prev != "" {
+				skip = prev + "|" + skip
+			}
+			_ = f.Value.Set(skip)
 		}
+		shortExamples = dbExamples
 	}
-	os.Exit(code)
+	testkit.Main(m, func() {
+		if shared.srv != nil {
+			_ = shared.srv.Close()
+		}
+	})
+}
+
+// shortExamples are the Examples Main skips under -short.
+var shortExamples []string
+
+// SkipShort skips the test under -short, which runs only what needs no
+// database, cluster or server: the harness calls it wherever it hands one
+// out (Shared, NewDB, NewServer, NewPair, NewCluster), so that a test that
+// asks for one is skipped there.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: skipped under -short (go test without -short runs it)")
+	}
 }
 
 // Unavailable skips the test because no database could be had, or fails it
@@ -53,6 +79,7 @@ func Unavailable(t testing.TB, err error) {
 // on first use. Tests must not stop or restart it: see NewServer.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	SkipShort(t)
 	srv, err := sharedServer()
 	if err != nil {
 		Unavailable(t, err)
@@ -72,6 +99,9 @@ func sharedServer() (*Server, error) {
 // ExampleDSN returns the DSN of a fresh database on the shared server, for
 // Example functions, which have no testing.T, and a function that drops it.
 func ExampleDSN() (dsn string, drop func(), err error) {
+	if testing.Short() {
+		return "", nil, fmt.Errorf("pgtest: an Example asked for a database under -short: name it in the package's pgtest.Main (it skips %v)", shortExamples)
+	}
 	srv, err := sharedServer()
 	if err != nil {
 		return "", nil, err
@@ -93,6 +123,7 @@ func ExampleDSN() (dsn string, drop func(), err error) {
 // and kill; it is closed when the test ends.
 func NewServer(t testing.TB, settings ...string) *Server {
 	t.Helper()
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := StartOwn(ctx, settings...)
@@ -125,6 +156,7 @@ func NewDB(t testing.TB) (*sql.DB, string) {
 // returns a handle to it and its DSN, as the package function NewDB does.
 func (s *Server) NewDB(t testing.TB) (*sql.DB, string) {
 	t.Helper()
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name, err := s.CreateDatabase(ctx)

@@ -221,19 +221,6 @@ func ExecSQL(t testing.TB, db *sql.DB, q string, args ...any) {
 	}
 }
 
-// PollUntil checks cond every few milliseconds until it holds, or fails
-// the test after within, saying what did not happen.
-func PollUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Background is a command running in-process in a goroutine, with an empty
 // stdin and environment.
 type Background struct {

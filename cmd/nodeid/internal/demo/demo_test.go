@@ -50,6 +50,7 @@ func TestDemoWithDSN(t *testing.T) {
 // node ID is quarantined, then claimed on the new timeline.
 func TestDemoFailover(t *testing.T) {
 	t.Parallel()
+	pgtest.SkipShort(t) // the demo starts a primary and a standby
 	r := harness.Run(t, "demo", "--failover")
 	if r.Code != 0 {
 		t.Fatalf("demo --failover: exit code %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
@@ -89,7 +90,7 @@ while :; do sleep 0.05; done
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(dir, "done"), nil, 0o644) }) // before run is stopped
 	runAddr := run.waitFor(t, regexp.MustCompile(`metrics on http://([^/]+)/metrics`))
 	var runNode, runEpoch string
-	clitest.PollUntil(t, 2*time.Minute, "nodeid run's command started", func() bool {
+	testkit.Until(t, 2*time.Minute, "nodeid run's command started", testkit.True(func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "started"))
 		f := strings.Fields(string(b))
 		if len(f) == 2 {
@@ -97,7 +98,7 @@ while :; do sleep 0.05; done
 		}
 		run.failIfExited(t)
 		return runNode != ""
-	})
+	}))
 	servingOn := regexp.MustCompile(`serving IDs on http://([^/]+:\d+):`)
 	a := start(t, "nodeid serve a", bin, env, "serve", "--listen", "127.0.0.1:0", "--ttl", serveTTL.String())
 	aAddr := a.waitFor(t, servingOn)
@@ -224,13 +225,13 @@ func (p *proc) failIfExited(t *testing.T) {
 func (p *proc) waitFor(t *testing.T, re *regexp.Regexp) string {
 	t.Helper()
 	var got string
-	clitest.PollUntil(t, 2*time.Minute, p.name+" printing "+re.String(), func() bool {
+	testkit.Until(t, 2*time.Minute, p.name+" printing "+re.String(), testkit.True(func() bool {
 		p.failIfExited(t)
 		if m := re.FindStringSubmatch(p.out.String()); m != nil {
 			got = m[1]
 		}
 		return got != ""
-	})
+	}))
 	return got
 }
 
@@ -239,7 +240,7 @@ func (p *proc) waitFor(t *testing.T, re *regexp.Regexp) string {
 func waitServing(t *testing.T, p *proc, addr string) (node, epoch string) {
 	t.Helper()
 	c := &http.Client{Timeout: 5 * time.Second}
-	clitest.PollUntil(t, 2*time.Minute, p.name+" serving IDs", func() bool {
+	testkit.Until(t, 2*time.Minute, p.name+" serving IDs", testkit.True(func() bool {
 		p.failIfExited(t)
 		r, err := c.Get("http://" + addr + "/id")
 		if err != nil {
@@ -249,7 +250,7 @@ func waitServing(t *testing.T, p *proc, addr string) (node, epoch string) {
 		r.Body.Close()
 		node, epoch = r.Header.Get("X-Nodeid-Node"), r.Header.Get("X-Nodeid-Epoch")
 		return r.StatusCode == http.StatusOK
-	})
+	}))
 	return node, epoch
 }
 
@@ -330,7 +331,7 @@ func startPrometheus(t *testing.T, bin string, jobs map[string][]string) *prom {
 		p.proc = start(t, "prometheus", bin, os.Environ(), "--config.file="+config,
 			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprint("data", attempt)), "--web.listen-address="+addr)
 		ready := false
-		clitest.PollUntil(t, 2*time.Minute, "prometheus ready", func() bool {
+		testkit.Until(t, 2*time.Minute, "prometheus ready", testkit.True(func() bool {
 			select {
 			case <-p.done:
 				return true
@@ -344,7 +345,7 @@ func startPrometheus(t *testing.T, bin string, jobs map[string][]string) *prom {
 			r.Body.Close()
 			ready = r.StatusCode == http.StatusOK
 			return ready
-		})
+		}))
 		if ready {
 			return p
 		}
@@ -593,11 +594,11 @@ func checkPanels(t *testing.T, p *prom) {
 			t.Fatalf("variable %s: %q is not label_values(METRIC, LABEL), the only variable query this test knows", name, def)
 		}
 		var values []string
-		clitest.PollUntil(t, time.Minute, "values of $"+name, func() bool {
+		testkit.Until(t, time.Minute, "values of $"+name, testkit.True(func() bool {
 			values = nil
 			err := p.get("/api/v1/label/"+m[2]+"/values", url.Values{"match[]": {m[1]}}, &values)
 			return err == nil && len(values) > 0
-		})
+		}))
 		t.Logf("$%s = %v", name, values)
 		for i, v := range values {
 			values[i] = regexp.QuoteMeta(v)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -259,7 +260,7 @@ func stampOf(id int64) int64 { return id>>22 + 1288834974657 }
 // waitMinting waits until the generator of h has minted for 300ms.
 func waitMinting(t *testing.T, h *genHolder) {
 	t.Helper()
-	clitest.PollUntil(t, 90*time.Second, h.lang+" minting into "+h.dir, func() bool {
+	testkit.Until(t, 90*time.Second, h.lang+" minting into "+h.dir, testkit.True(func() bool {
 		if h.run.exited() {
 			t.Fatalf("nodeid run of the %s generator exited; stderr: %s", h.lang, h.run.stderr.String())
 		}
@@ -269,7 +270,7 @@ func waitMinting(t *testing.T, h *genHolder) {
 		}
 		lo, hi := slices.Min(ids), slices.Max(ids)
 		return stampOf(hi)-stampOf(lo) >= 300
-	})
+	}))
 }
 
 // checkIDs is the checker over the holders' outputs, in order of their
@@ -400,13 +401,13 @@ func TestExportTakeover(t *testing.T) {
 		h2 := &genHolder{lang: "node (clock set back)", dir: t.TempDir()}
 		command := append([]string{"env", EnvTestClockFile + "=" + back}, genCommand(t, "node", "5+5", h2.dir)...)
 		h2.run = startHolder(t, s.clock, args(command...)...)
-		clitest.PollUntil(t, 60*time.Second, "the second generator stamping into the first's milliseconds", func() bool {
+		testkit.Until(t, 60*time.Second, "the second generator stamping into the first's milliseconds", testkit.True(func() bool {
 			if h2.run.exited() {
 				t.Fatalf("the second nodeid run exited; stderr: %s", h2.run.stderr.String())
 			}
 			ids := readGenIDs(t, h2.dir)
 			return len(ids) > 0 && stampOf(slices.Max(ids)) >= first+200
-		})
+		}))
 		if err := os.WriteFile(filepath.Join(h2.dir, "stop"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}

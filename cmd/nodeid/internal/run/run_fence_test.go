@@ -21,6 +21,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 )
@@ -277,14 +278,14 @@ func (s *fenceSetup) holderArgs(ttl string, wait bool, command ...string) []stri
 // waitStamping waits until a stamper of dir has stamped for 300ms.
 func (s *fenceSetup) waitStamping(t *testing.T, dir string, h *runProc) {
 	t.Helper()
-	clitest.PollUntil(t, 60*time.Second, "stamping into "+dir, func() bool {
+	testkit.Until(t, 60*time.Second, "stamping into "+dir, testkit.True(func() bool {
 		if h.exited() {
 			t.Fatalf("nodeid run exited before its command stamped; stderr: %s", h.stderr.String())
 		}
 		ms, _ := readStamps(t, dir)
 		first, last := stampSpan(ms)
 		return len(ms) > 0 && last-first >= 300
-	})
+	}))
 }
 
 // takeOver starts a second holder with --wait, waits until it has stamped
@@ -292,7 +293,7 @@ func (s *fenceSetup) waitStamping(t *testing.T, dir string, h *runProc) {
 // checks the fencing.
 func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 	t.Helper()
-	clitest.PollUntil(t, 90*time.Second, "the second holder stamping past the first's last stamp", func() bool {
+	testkit.Until(t, 90*time.Second, "the second holder stamping past the first's last stamp", testkit.True(func() bool {
 		if h2.exited() {
 			t.Fatalf("the second nodeid run exited; stderr: %s\nthe server's sessions:\n%s", h2.stderr.String(), s.serverSessions())
 		}
@@ -301,7 +302,7 @@ func (s *fenceSetup) takeOver(t *testing.T, h2 *runProc, first *runProc) {
 		_, l1 := stampSpan(s1)
 		f2, l2 := stampSpan(s2)
 		return len(s2) > 0 && l2 > l1 && l2-f2 >= 300
-	})
+	}))
 	if first != nil && !first.exited() {
 		_ = syscall.Kill(-first.pid(), syscall.SIGCONT)
 	}
@@ -360,7 +361,7 @@ func (s *fenceSetup) ctrlZ(t *testing.T) (*runProc, []int) {
 	if err := syscall.Kill(-h1.pid(), syscall.SIGTSTP); err != nil {
 		t.Fatal(err)
 	}
-	clitest.PollUntil(t, 10*time.Second, "nodeid run and its command stopped", func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' })
+	testkit.Until(t, 10*time.Second, "nodeid run and its command stopped", testkit.True(func() bool { return procState(pids[0]) == 'T' && procState(h1.pid()) == 'T' }))
 	return h1, pids
 }
 
@@ -416,7 +417,7 @@ func TestRunFenceJobControl(t *testing.T) {
 	if err := syscall.Kill(-h1.pid(), syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	clitest.PollUntil(t, 10*time.Second, "the command continued", func() bool { return procState(pids[0]) != 'T' && procState(h1.pid()) != 'T' })
+	testkit.Until(t, 10*time.Second, "the command continued", testkit.True(func() bool { return procState(pids[0]) != 'T' && procState(h1.pid()) != 'T' }))
 	if err := os.WriteFile(filepath.Join(s.dir1, "stop"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestRunWardenStopped(t *testing.T) {
 func childOf(t *testing.T, pid int, arg string) int {
 	t.Helper()
 	var found int
-	clitest.PollUntil(t, 10*time.Second, "the warden process", func() bool {
+	testkit.Until(t, 10*time.Second, "the warden process", testkit.True(func() bool {
 		procs, err := readProcessTable()
 		if err != nil {
 			t.Fatal(err)
@@ -518,7 +519,7 @@ func childOf(t *testing.T, pid int, arg string) int {
 			}
 		}
 		return false
-	})
+	}))
 	return found
 }
 
@@ -534,7 +535,7 @@ func TestRunFenceBackwardStep(t *testing.T) {
 	// stamp again what the first stamped before the step, were it not
 	// made to wait.
 	s.setClock(t, -10_000)
-	clitest.PollUntil(t, 30*time.Second, "the stamper seeing the step", func() bool {
+	testkit.Until(t, 30*time.Second, "the stamper seeing the step", testkit.True(func() bool {
 		_, pids := readStamps(t, s.dir1)
 		b, _ := os.ReadFile(filepath.Join(s.dir1, strconv.Itoa(pids[0])))
 		lines := strings.Fields(string(b))
@@ -544,7 +545,7 @@ func TestRunFenceBackwardStep(t *testing.T) {
 		last, _ := strconv.ParseInt(lines[len(lines)-2], 10, 64) // the last may be incomplete
 		ms, _ := readStamps(t, s.dir1)
 		return last < ms[len(ms)-1]-1000
-	})
+	}))
 	if err := os.WriteFile(filepath.Join(s.dir1, "stop"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -584,27 +585,27 @@ func TestRunFenceForwardStep(t *testing.T) {
 	// Step right after a renewal, so that the next one is TTL/3 away.
 	h0 := horizon()
 	var h int64
-	clitest.PollUntil(t, 60*time.Second, "a renewal", func() bool {
+	testkit.Until(t, 60*time.Second, "a renewal", testkit.True(func() bool {
 		if h1.exited() {
 			t.Fatalf("the first nodeid run exited; stderr: %s", h1.stderr.String())
 		}
 		h = horizon()
 		return h > h0
-	})
+	}))
 	s.setClock(t, h-time.Now().UnixMilli()-600)
 	// Unfenced, the command would stamp past the horizon 600ms after the
 	// step, and 1.5s past it a good second before the next renewal; by
 	// then a second holder, started when the lease lapses, stamps again.
-	clitest.PollUntil(t, 30*time.Second, "stamps 1.5s past the horizon, or the command killed", func() bool {
+	testkit.Until(t, 30*time.Second, "stamps 1.5s past the horizon, or the command killed", testkit.True(func() bool {
 		ms, _ := readStamps(t, s.dir1)
 		_, last := stampSpan(ms)
 		return last > horizon()+1500 || len(stampersAlive(t, s.dir1)) == 0
-	})
+	}))
 	if err := h1.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Fatal(err)
 	}
 	h1.wait(t, 60*time.Second)
-	clitest.PollUntil(t, 30*time.Second, "the first holder's stampers gone", func() bool { return len(stampersAlive(t, s.dir1)) == 0 })
+	testkit.Until(t, 30*time.Second, "the first holder's stampers gone", testkit.True(func() bool { return len(stampersAlive(t, s.dir1)) == 0 }))
 	// Released or lapsing, the node ID keeps a horizon past every stamp.
 	s1, _ := readStamps(t, s.dir1)
 	if _, l1 := stampSpan(s1); horizon() < l1 {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -86,14 +87,14 @@ func BenchmarkServe(b *testing.B) {
 
 	bare := startBenchServer(b, regexp.MustCompile(`listening on (http://\S+)`), true, bareBin)
 	serve := startBenchServer(b, servingOn, false, nodeidBin, "serve", "--dsn", dsn, "--create", "--listen", "127.0.0.1:0", "--layout", layout)
-	clitest.PollUntil(b, 60*time.Second, "nodeid serve healthy", func() bool {
+	testkit.Until(b, 60*time.Second, "nodeid serve healthy", testkit.True(func() bool {
 		r, err := http.Get(serve.base + "/healthz")
 		if err != nil {
 			return false
 		}
 		r.Body.Close()
 		return r.StatusCode == 200
-	})
+	}))
 	b.Logf("load: %s, %d connections, %ds each, GOMAXPROCS %d, %d CPUs; serve --layout %s", load, serveBenchConns, secs, runtime.GOMAXPROCS(0), runtime.NumCPU(), layout)
 	for _, c := range []struct {
 		name string

@@ -29,6 +29,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 	"github.com/nodeid/nodeid/snowflake"
@@ -67,7 +68,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 		_ = c.Process.Kill()
 		<-p.done
 	})
-	clitest.PollUntil(t, 60*time.Second, "nodeid serve listening", func() bool {
+	testkit.Until(t, 60*time.Second, "nodeid serve listening", testkit.True(func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
@@ -76,7 +77,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 			p.base = m[1]
 		}
 		return m != nil
-	})
+	}))
 	p.waitHealthy(t)
 	return p
 }
@@ -93,7 +94,7 @@ func (p *serveProc) exited() bool {
 // waitHealthy waits until /healthz answers 200.
 func (p *serveProc) waitHealthy(t *testing.T) {
 	t.Helper()
-	clitest.PollUntil(t, 60*time.Second, "nodeid serve healthy", func() bool {
+	testkit.Until(t, 60*time.Second, "nodeid serve healthy", testkit.True(func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
@@ -104,7 +105,7 @@ func (p *serveProc) waitHealthy(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		r.Body.Close()
 		return r.StatusCode == http.StatusOK
-	})
+	}))
 }
 
 // stop sends SIGTERM and fails the test unless serve exits with 0.
@@ -701,7 +702,7 @@ func TestServeLeaseLostEvicted(t *testing.T) {
 	// eviction, which would end it as expired.
 	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "6s")
 	l := startLossLoad(p.base, 2)
-	clitest.PollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
+	testkit.Until(t, 30*time.Second, "IDs under epoch 1", testkit.True(func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 }))
 	harness.Must(t, "evict", "0", "--epoch", "1", "--yes", "--dsn", dsn)
 	waitReclaimed(t, p, l)
 	l.finish(t)
@@ -713,12 +714,12 @@ func TestServeLeaseLostEvicted(t *testing.T) {
 // under the node ID's next claim, epoch 2.
 func waitReclaimed(t *testing.T, p *serveProc, l *lossLoad) {
 	t.Helper()
-	clitest.PollUntil(t, 60*time.Second, "IDs under epoch 2", func() bool {
+	testkit.Until(t, 60*time.Second, "IDs under epoch 2", testkit.True(func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
 		return l.count(func(r idsResp) bool { return r.status == 200 && r.epoch == 2 }) >= 10
-	})
+	}))
 }
 
 // TestServeLeaseLostPaused: under load, the database is paused (SIGSTOP)
@@ -730,7 +731,7 @@ func TestServeLeaseLostPaused(t *testing.T) {
 	db, dsn := srv.NewDB(t)
 	p := startServe(t, "--dsn", dsn, "--create", "--range", "0-0", "--ttl", "3s")
 	l := startLossLoad(p.base, 2)
-	clitest.PollUntil(t, 30*time.Second, "IDs under epoch 1", func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 })
+	testkit.Until(t, 30*time.Second, "IDs under epoch 1", testkit.True(func() bool { return l.count(func(r idsResp) bool { return r.status == 200 }) >= 10 }))
 	var expiry time.Time
 	if err := db.QueryRowContext(clitest.Ctx(t), `SELECT expires_at FROM snowflake_nodes WHERE node_id = 0`).Scan(&expiry); err != nil {
 		t.Fatal(err)
@@ -744,12 +745,12 @@ func TestServeLeaseLostPaused(t *testing.T) {
 			_ = srv.Resume()
 		}
 	}()
-	clitest.PollUntil(t, 30*time.Second, "503 from the paused lease", func() bool {
+	testkit.Until(t, 30*time.Second, "503 from the paused lease", testkit.True(func() bool {
 		return l.count(func(r idsResp) bool { return r.status == 503 }) > 0
-	})
+	}))
 	// The row expires at most a TTL after the pause (a renewal may have
 	// landed before it): from then on a claim is a new epoch.
-	clitest.PollUntil(t, 30*time.Second, "the TTL passing", func() bool { return time.Now().After(expiry.Add(3 * time.Second)) })
+	testkit.Until(t, 30*time.Second, "the TTL passing", testkit.True(func() bool { return time.Now().After(expiry.Add(3 * time.Second)) }))
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -789,13 +790,13 @@ func TestServeUnixSocket(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: time.Minute}
 	var r idsResp
-	clitest.PollUntil(t, 60*time.Second, "IDs on the socket", func() bool {
+	testkit.Until(t, 60*time.Second, "IDs on the socket", testkit.True(func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
 		r, err = getIDs(client, p.base, 3)
 		return err == nil && r.status == 200
-	})
+	}))
 	if len(r.ids) != 3 || bw.ID(r.ids[0]).Node() != r.node {
 		t.Errorf("IDs on the socket: %+v", r)
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // The tests run the warden, and for some the supervisor, as processes of
@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	case "supervisor":
 		os.Exit(superviseMain())
 	}
-	goleak.VerifyTestMain(m)
+	testkit.Main(m, nil)
 }
 
 // fileOffset is an Offset read from path (0 while it is missing or

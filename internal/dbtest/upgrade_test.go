@@ -1,4 +1,4 @@
-package nodeid_test
+package dbtest
 
 import (
 	"context"
@@ -34,6 +34,7 @@ type cluster struct {
 // pg_upgrade.
 func postgresBin(t *testing.T) string {
 	t.Helper()
+	pgtest.SkipShort(t)
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(dirs, func(a, b string) int {
 		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))

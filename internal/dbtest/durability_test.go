@@ -1,4 +1,4 @@
-package nodeid_test
+package dbtest
 
 import (
 	"context"
