@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -85,17 +86,7 @@ next:
 func TestServeRequestMetrics(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t)
-	m, metrics, err := holder.NewMetrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = m.Provider.Shutdown(context.Background()) }()
-	reg, err := nodeid.New(db, nodeid.WithMeterProvider(m.Provider), nodeid.WithCreateTable(true), nodeid.WithTTL(10*time.Second),
-		nodeid.WithNodeRange(3, 9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
+	m, metrics, reg := metricsRegistry(t, db, nodeid.WithNodeRange(3, 9))
 	s := newIDServer(metrics, m.Provider, false)
 	do := func(method, target string) int {
 		t.Helper()
@@ -196,4 +187,23 @@ func unusedLease(t *testing.T, lease *nodeid.Lease) {
 	if err := lease.Err(); err != nil {
 		t.Fatalf("the lease ended early: %v", err)
 	}
+}
+
+// metricsRegistry returns serve's metrics (the provider and the /metrics
+// handler) and a Registry on db that records into them, with a table it
+// creates and a TTL of 10 s, and opts; both end with the test.
+func metricsRegistry(t *testing.T, db *sql.DB, opts ...nodeid.Option) (*holder.Metrics, http.Handler, *nodeid.Registry) {
+	t.Helper()
+	m, metrics, err := holder.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Provider.Shutdown(context.Background()) })
+	reg, err := nodeid.New(db, append([]nodeid.Option{nodeid.WithMeterProvider(m.Provider), nodeid.WithCreateTable(true),
+		nodeid.WithTTL(10 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	return m, metrics, reg
 }

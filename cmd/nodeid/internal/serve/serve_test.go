@@ -170,16 +170,7 @@ func getIDs(c *http.Client, base string, count int) (idsResp, error) {
 func TestServeRequests(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t)
-	m, metrics, err := holder.NewMetrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = m.Provider.Shutdown(context.Background()) }()
-	reg, err := nodeid.New(db, nodeid.WithMeterProvider(m.Provider), nodeid.WithCreateTable(true), nodeid.WithTTL(10*time.Second), nodeid.WithOwner("owner \"q\""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
+	m, metrics, reg := metricsRegistry(t, db, nodeid.WithOwner("owner \"q\""))
 	lease, err := reg.Acquire(clitest.Ctx(t))
 	if err != nil {
 		t.Fatal(err)
