@@ -205,7 +205,7 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // firstClaimer is a store that can make a first claim in one statement
 // (*store.Store; a store in memory has no round trips to save).
 type firstClaimer interface {
-	ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (store.FirstClaim, error)
+	ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (store.FirstClaim, error)
 	Replication() store.Replication
 }
 
@@ -226,13 +226,10 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 	if r.ensured || r.cfg.create || r.isClosed() || st.Replication() != "" {
 		return nil, nil
 	}
-	var lo, hi *int64
-	if r.cfg.rangeSet {
-		lo, hi = &r.cfg.table.MinNode, &r.cfg.table.MaxNode
-	}
 	t0 := time.Now()
 	res, err := bounded(r, ctx, func(ctx context.Context) (store.FirstClaim, error) {
-		return st.ClaimFirst(ctx, lo, hi, int64(1)<<r.cfg.nodeBits-1, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
+		return st.ClaimFirst(ctx, r.cfg.table.MinNode, r.cfg.table.MaxNode, r.cfg.rangeSet, int64(1)<<r.cfg.nodeBits-1,
+			r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
 	}, func(res store.FirstClaim, err error) {
 		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
 			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
@@ -247,7 +244,11 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 		return nil, nil
 	}
 	r.tableLo, r.tableHi = res.TableMinNode, res.TableMaxNode
-	r.lo, r.hi, r.ensured = res.Lo, res.Hi, true
+	r.lo, r.hi = r.tableLo, r.tableHi
+	if r.cfg.rangeSet {
+		r.lo, r.hi = r.cfg.table.MinNode, r.cfg.table.MaxNode
+	}
+	r.ensured = true
 	r.ranged.Store(true)
 	r.startAtZero()
 	r.recordClaim(res.ClaimResult)

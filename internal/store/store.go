@@ -372,11 +372,15 @@ const EraOrigin = 1577836800
 // other row. The free rows (never claimed or released) and the lapsed rows
 // are each found through their own partial index. lo reads, without
 // locking, the lowest claimable lapsed node ID (none, at once, on a table
-// without lapsed rows); then each source is read with FOR UPDATE SKIP
-// LOCKED LIMIT 1, a later one only if the ones before yield nothing: the
-// free rows below it (free), the lapsed rows (lapsed), the free rows above
-// it (above). So concurrent claimers never wait on each other, never get
-// the same row, and never find nothing while a node ID is claimable. A row whose horizon has not
+// without lapsed rows) and, only if there is one, fmin the lowest
+// claimable free one: the source with the lower is tried first, each read
+// with FOR UPDATE SKIP LOCKED LIMIT 1, and the other only if the first
+// yields nothing. So concurrent claimers never wait on each other, never
+// get the same row, and never find nothing while a node ID is claimable.
+// The free rows are read between the range's bounds ($1, $2) alone, so
+// that the planner orders them by their partial index whatever its
+// statistics say (a bound it cannot estimate made it walk the primary key
+// over every held row). A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
 // clock. No row is claimable while a restore is not declared (q.pending).
 // The statement ends the lapsed holder's history row and starts the new
@@ -422,20 +426,25 @@ const EraOrigin = 1577836800
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     SELECT (SELECT min(t.node_id + 0) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
+), fmin AS (
+    SELECT t.node_id FROM {t} AS t, q
+    WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+    ORDER BY t.node_id LIMIT 1
+), free_first AS (
+    SELECT lapsed_min IS NULL OR COALESCE((SELECT node_id FROM fmin), $2::integer + 1) < lapsed_min AS yes FROM lo
 ), free AS (
-` + freeRow + `LEAST($2::integer, (SELECT lapsed_min - 1 FROM lo))` + freeTail + `), lapsed AS (
+` + freeRow + `$2::integer` + freeTail + `), lapsed AS (
     SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE ` + lapsedRows + ` AND t.node_id >= (SELECT lapsed_min FROM lo)
     ORDER BY t.node_id LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
-), above AS (
-` + freeRow + `$2::integer` + freeTail + `), pick AS (
+), pick AS (
     SELECT p.node_id, p.epoch, p.owner, p.acquired_at, p.expires_at, p.claim_generation,
         CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.fence) ELSE p.horizon_ms END AS prev_ms
     FROM (
-        (SELECT * FROM free WHERE EXISTS (SELECT FROM lo))
+        (SELECT * FROM free WHERE (SELECT yes FROM free_first))
         UNION ALL (SELECT * FROM lapsed WHERE (SELECT lapsed_min FROM lo) IS NOT NULL)
-        UNION ALL (SELECT * FROM above WHERE (SELECT lapsed_min FROM lo) IS NOT NULL)
+        UNION ALL (SELECT * FROM free WHERE NOT (SELECT yes FROM free_first))
         LIMIT 1
     ) AS p, q
 ), claimed AS (
@@ -544,46 +553,46 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 // also checks what ReadConfig and CheckReplication check before a first
 // claim, so that a new process's first claim is one statement. It claims
 // only when the table records asynchronous replication and its tables are
-// logged, when the range ($1 to $2, each the table's when NULL) is within
-// the table's, and when the range's highest node ID is at most $6 (the
-// node IDs the caller's layout holds); rng is then the range and the
-// table's, which the answer carries in two more columns. Otherwise it
-// claims nothing, and the caller reads the configuration as before, which
-// says why. A table or server that refuses the statement (no such table,
-// an earlier version's columns, the identity functions denied) fails it
-// the same way.
+// logged, and when the range is the caller's ($7) within the table's, or
+// else the table's within the node IDs the caller's layout holds ($1 is 0
+// and $2 is $6, the highest of them: the rows are the table's range). rng
+// is then the table's range, which the answer carries in two more
+// columns. Otherwise it claims nothing, and the caller reads the
+// configuration as before, which says why. A table or server that refuses
+// the statement (no such table, an earlier version's columns, the identity
+// functions denied) fails it the same way.
 func firstClaimTemplate() string {
 	const rng = `, rng AS (
-    SELECT COALESCE($1::integer, c.min_node) AS lo, COALESCE($2::integer, c.max_node) AS hi, c.min_node, c.max_node
-    FROM {c} AS c
-    WHERE COALESCE($1::integer, c.min_node) >= c.min_node AND COALESCE($2::integer, c.max_node) <= LEAST(c.max_node, $6::integer)
+    SELECT c.min_node, c.max_node FROM {c} AS c
+    WHERE CASE WHEN $7::boolean THEN $1::integer >= c.min_node AND $2::integer <= c.max_node ELSE c.max_node <= $6::integer END
       AND NOT EXISTS (SELECT FROM pg_class WHERE oid IN ('{t}'::regclass, '{h}'::regclass, '{c}'::regclass) AND relpersistence <> 'p')
 )`
 	body, _, _ := strings.Cut(claimTemplate, claimResult)
-	body = strings.NewReplacer("$1::integer", "(SELECT lo FROM rng)", "$2::integer", "(SELECT hi FROM rng)",
-		"AND NOT q.pending\n", "AND NOT q.pending AND EXISTS (SELECT FROM rng)\n").Replace(body)
+	body = strings.Replace(body, "AND NOT q.pending\n", "AND NOT q.pending AND EXISTS (SELECT FROM rng)\n", 1)
 	body = strings.Replace(body, ", lo AS (", rng+", lo AS (", 1)
-	answer := strings.NewReplacer("$1::integer", "(SELECT lo FROM rng)", "$2::integer", "(SELECT hi FROM rng)").Replace(claimResult)
-	return body + "SELECT u.*, (SELECT min_node FROM rng), (SELECT max_node FROM rng) FROM (\n" + answer + "\n) AS u"
+	return body + "SELECT u.*, (SELECT min_node FROM rng), (SELECT max_node FROM rng) FROM (\n" + claimResult + "\n) AS u"
 }
 
 // FirstClaim is the result of ClaimFirst: when OK, the claim, and the
-// range it was made in and the table's.
+// table's recorded range.
 type FirstClaim struct {
 	ClaimResult
-	Lo, Hi                     int64 // the range claimed from
-	TableMinNode, TableMaxNode int64 // the table's recorded range
+	TableMinNode, TableMaxNode int64
 }
 
 // ClaimFirst claims as Claim does, for a Store that has not read the
 // table's configuration, in one statement that also checks what a first
-// claim needs (see firstClaimTemplate): lo and hi are the range, or
-// nil for the table's, maxNode the highest node ID the caller's IDs hold.
-// It is not OK, and the caller reads the configuration (ReadConfig,
-// CheckReplication) before claiming with Claim, whenever it claimed
-// nothing or failed: those say why. Once OK, the Store runs the statements
-// of asynchronous replication.
-func (s *Store) ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (FirstClaim, error) {
+// claim needs (see firstClaimTemplate). With given, lo to hi is the range
+// to claim from, which must be within the table's; without, the table's
+// range, which must be within 0 to maxNode, the highest node ID the
+// caller's IDs hold. It is not OK, and the caller reads the configuration
+// (ReadConfig, CheckReplication) before claiming with Claim, whenever it
+// claimed nothing or failed: those say why. Once OK, the Store runs the
+// statements of asynchronous replication.
+func (s *Store) ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (FirstClaim, error) {
+	if !given {
+		lo, hi = 0, maxNode
+	}
 	var (
 		c                               Claim
 		node, epoch, prev, horizon, gen sql.NullInt64
@@ -596,7 +605,7 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, ow
 		dest = append(dest, &skip[i])
 	}
 	dest = append(dest, &tlo, &thi)
-	if err := s.queryRow(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode}, dest...); err != nil {
+	if err := s.queryRow(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode, given}, dest...); err != nil {
 		return FirstClaim{}, s.wrapErr("claim", err)
 	}
 	if !node.Valid || !tlo.Valid || !thi.Valid {
@@ -606,14 +615,7 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi *int64, maxNode int64, ow
 	c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
 	m := Async
 	s.mode.Store(&m)
-	f := FirstClaim{ClaimResult: ClaimResult{Claim: c, OK: true}, TableMinNode: tlo.Int64, TableMaxNode: thi.Int64, Lo: tlo.Int64, Hi: thi.Int64}
-	if lo != nil {
-		f.Lo = *lo
-	}
-	if hi != nil {
-		f.Hi = *hi
-	}
-	return f, nil
+	return FirstClaim{ClaimResult: ClaimResult{Claim: c, OK: true}, TableMinNode: tlo.Int64, TableMaxNode: thi.Int64}, nil
 }
 
 // The renewal extends only a live lease of this owner and epoch: a lapsed
