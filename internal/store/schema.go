@@ -139,8 +139,17 @@ BEGIN
         ALTER TABLE {c} ADD COLUMN fence_ms bigint, ADD COLUMN raise_ttl_ms bigint CHECK (raise_ttl_ms > 0);
         UPDATE {c} SET fence_ms = (extract(epoch FROM generation_at) * 1000)::bigint + max_ttl_ms * 11 / 10;
     END IF;
-    IF to_regclass('{ix}_free_idx') IS NULL THEN
-        CREATE INDEX {b}_free_idx ON {t} (node_id) WHERE expires_at = '-infinity';
+    -- The free rows in node ID order, by an expression no other index
+    -- orders (node_id + 0), so that the planner reads the lowest free row
+    -- from it whatever its statistics say: an index on node_id itself
+    -- costs the same as the primary key when the statistics say every row
+    -- is free, and the primary key then walks every held row. Earlier
+    -- versions' index on node_id goes.
+    IF to_regclass('{ix}_free_key_idx') IS NULL THEN
+        CREATE INDEX {b}_free_key_idx ON {t} ((node_id + 0)) WHERE expires_at = '-infinity';
+    END IF;
+    IF to_regclass('{ix}_free_idx') IS NOT NULL THEN
+        DROP INDEX {ix}_free_idx;
     END IF;
     IF to_regclass('{ix}_lapse_idx') IS NULL THEN
         CREATE INDEX {b}_lapse_idx ON {t} (expires_at) WHERE expires_at > '-infinity';

@@ -333,20 +333,20 @@ const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon
 // not now(): the planner cannot estimate a value from another CTE from the
 // table's statistics, so that statistics older than the leases' expiries
 // (which make every row look lapsed) cannot turn the read into a scan of
-// the table; and the lowest of them is min(node_id + 0), which no plan can
-// read from the primary key's order, a scan of every held row when none
-// has lapsed.
+// the table; and their range and the lowest of them are of node_id + 0,
+// which the primary key cannot serve (a walk over every held row when none
+// has lapsed).
 const lapsedRows = `t.expires_at > '-infinity' AND t.expires_at < q.now_at
-      AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable
+      AND t.node_id + 0 BETWEEN $1::integer AND $2::integer AND ` + claimable
 
 // freeRow and freeTail are the claim's read of the lowest claimable free
 // row (never claimed, or released) of $1 to an upper bound written
 // between them, in the order of the partial index on node_id.
 const (
 	freeRow = `    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
-    WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND `
+    WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN $1::integer AND `
 	freeTail = ` AND ` + claimable + `
-    ORDER BY t.node_id LIMIT 1
+    ORDER BY t.node_id + 0 LIMIT 1
     FOR UPDATE OF t SKIP LOCKED
 `
 )
@@ -377,10 +377,12 @@ const EraOrigin = 1577836800
 // with FOR UPDATE SKIP LOCKED LIMIT 1, and the other only if the first
 // yields nothing. So concurrent claimers never wait on each other, never
 // get the same row, and never find nothing while a node ID is claimable.
-// The free rows are read between the range's bounds ($1, $2) alone, so
-// that the planner orders them by their partial index whatever its
-// statistics say (a bound it cannot estimate made it walk the primary key
-// over every held row). A row whose horizon has not
+// The free and the lapsed rows are read by node_id + 0, which the primary
+// key cannot serve: in a generic plan the range's bounds are parameters,
+// which the planner takes for a narrow range, and with statistics older
+// than the leases it walked the primary key over every held row (19 ms a
+// claim at 65,536 node IDs); so each is read through its own partial
+// index, whatever the statistics say. A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
 // clock. No row is claimable while a restore is not declared (q.pending).
 // The statement ends the lapsed holder's history row and starts the new
@@ -428,8 +430,8 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
 ), fmin AS (
     SELECT t.node_id FROM {t} AS t, q
-    WHERE t.expires_at = '-infinity' AND t.node_id BETWEEN $1::integer AND $2::integer AND ` + claimable + `
-    ORDER BY t.node_id LIMIT 1
+    WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+    ORDER BY t.node_id + 0 LIMIT 1
 ), free_first AS (
     SELECT lapsed_min IS NULL OR COALESCE((SELECT node_id FROM fmin), $2::integer + 1) < lapsed_min AS yes FROM lo
 ), free AS (
