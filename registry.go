@@ -143,11 +143,13 @@ var errNilContext = errors.New("nodeid: nil context")
 // ID. A table waiting for a restore to be declared gives ErrRestorePending
 // at once.
 //
-// The first Acquire of a Registry reads the table's recorded configuration
-// (creating the tables first with WithCreateTable) and checks the
-// Registry's options against it: a range outside the table's, a TTL above
-// its maximum or a range wider than the node bits is an error before any
-// claim. Acquire may be called more than once: each lease is independent.
+// The first Acquire of a Registry checks the Registry's options against
+// the table's recorded configuration (creating the tables first with
+// WithCreateTable): a range outside the table's, a TTL above its maximum or
+// a range wider than the node bits is an error, and nothing is claimed. It
+// makes those checks in the statement of its claim, and reads the
+// configuration apart only when that claims nothing. Acquire may be called
+// more than once: each lease is independent.
 func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
 	return r.acquireTimed(ctx, r.cfg.wait)
 }
