@@ -232,13 +232,7 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 	res, err := bounded(r, ctx, func(ctx context.Context) (store.FirstClaim, error) {
 		return st.ClaimFirst(ctx, r.cfg.table.MinNode, r.cfg.table.MaxNode, r.cfg.rangeSet, int64(1)<<r.cfg.nodeBits-1,
 			r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
-	}, func(res store.FirstClaim, err error) {
-		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
-			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
-			defer cancel()
-			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
-		}
-	})
+	}, func(res store.FirstClaim, err error) { r.releaseLate(res.ClaimResult, err) })
 	if err != nil || !res.OK {
 		if err != nil {
 			r.cfg.logger.Debug("nodeid: the first claim reads the table's configuration first", "error", err)
@@ -319,13 +313,7 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	t0 := time.Now()
 	res, err := bounded(r, ctx, func(ctx context.Context) (store.ClaimResult, error) {
 		return r.st.Claim(ctx, r.lo, r.hi, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
-	}, func(res store.ClaimResult, err error) {
-		if err == nil && res.OK { // committed after Acquire gave up: nothing was stamped
-			ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
-			defer cancel()
-			_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
-		}
-	})
+	}, r.releaseLate)
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +331,16 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		return nil, r.refusal(res.Refusal)
 	}
 	return r.lease(ctx, res, t0)
+}
+
+// releaseLate releases the claim res that committed after Acquire gave up
+// on it: nothing was stamped under it.
+func (r *Registry) releaseLate(res store.ClaimResult, err error) {
+	if err == nil && res.OK {
+		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+		defer cancel()
+		_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
+	}
 }
 
 // lease starts the lease of res, a claim sent at t0, and registers it.

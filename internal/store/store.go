@@ -339,17 +339,10 @@ const claimable = `(CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon
 const lapsedRows = `t.expires_at > '-infinity' AND t.expires_at < q.now_at
       AND t.node_id + 0 BETWEEN $1::integer AND $2::integer AND ` + claimable
 
-// freeRow and freeTail are the claim's read of the lowest claimable free
-// row (never claimed, or released) of $1 to an upper bound written
-// between them, in the order of the partial index on node_id.
-const (
-	freeRow = `    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
-    WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN $1::integer AND `
-	freeTail = ` AND ` + claimable + `
-    ORDER BY t.node_id + 0 LIMIT 1
-    FOR UPDATE OF t SKIP LOCKED
-`
-)
+// freeRows are the claimable free rows of the range (never claimed, or
+// released), found in node ID order through the partial index on
+// node_id + 0.
+const freeRows = `t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN $1::integer AND $2::integer AND ` + claimable
 
 // closeClaim ends the history row of a claim: the statements that end a
 // claim insert its row, which conflicts with the row its claim recorded, and
@@ -429,13 +422,16 @@ const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     SELECT (SELECT min(t.node_id + 0) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
     FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
 ), fmin AS (
-    SELECT t.node_id FROM {t} AS t, q
-    WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN $1::integer AND $2::integer AND ` + claimable + `
+    SELECT t.node_id FROM {t} AS t, q WHERE ` + freeRows + `
     ORDER BY t.node_id + 0 LIMIT 1
 ), free_first AS (
     SELECT lapsed_min IS NULL OR COALESCE((SELECT node_id FROM fmin), $2::integer + 1) < lapsed_min AS yes FROM lo
 ), free AS (
-` + freeRow + `$2::integer` + freeTail + `), lapsed AS (
+    SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
+    WHERE ` + freeRows + `
+    ORDER BY t.node_id + 0 LIMIT 1
+    FOR UPDATE OF t SKIP LOCKED
+), lapsed AS (
     SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
     WHERE ` + lapsedRows + ` AND t.node_id >= (SELECT lapsed_min FROM lo)
     ORDER BY t.node_id LIMIT 1
@@ -513,8 +509,24 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	var c Claim
+	res, mode, err := s.claim(ctx, q.claim, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs}, owner, ttl)
+	if err != nil || res.OK {
+		return res, err
+	}
+	if mode != "" && mode != s.Replication() {
+		// The table's mode changed: the next claim uses the new one.
+		s.mode.Store(&mode)
+		res.Refusal.ModeChanged = true
+	}
+	return res, nil
+}
+
+// claim runs q, a claim statement of owner for ttl with args, and reads its
+// answer (claimResult's columns, then extra): the claim, or the refusal
+// and the table's replication mode ("" when it has no configuration).
+func (s *Store) claim(ctx context.Context, q string, args []any, owner string, ttl time.Duration, extra ...any) (ClaimResult, Replication, error) {
 	var (
+		c                               Claim
 		node, epoch, prev, horizon, gen sql.NullInt64
 		expires                         sql.NullTime
 		held, cooling, soonest, until   sql.NullInt64
@@ -523,16 +535,15 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		maxTTL                          sql.NullInt64
 		mode                            sql.NullString
 	)
-	err = s.queryRow(ctx, q.claim, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs},
-		&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now,
-		&held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending)
+	err := s.queryRow(ctx, q, args, append([]any{&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now,
+		&held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending}, extra...)...)
 	if err != nil {
-		return ClaimResult{}, s.wrapErr("claim", err)
+		return ClaimResult{}, "", s.wrapErr("claim", err)
 	}
 	if node.Valid {
 		c.Key = Key{NodeID: node.Int64, Owner: owner, Epoch: epoch.Int64}
 		c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
-		return ClaimResult{Claim: c, OK: true}, nil
+		return ClaimResult{Claim: c, OK: true}, "", nil
 	}
 	why := Refusal{
 		Held: held.Int64, Cooling: cooling.Int64, Soonest: soonest.Int64, Until: until.Int64,
@@ -541,13 +552,7 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		RestorePending: pending.Bool, Now: c.Now,
 	}
 	why.TTLAbove = maxTTL.Valid && ttl.Milliseconds() > maxTTL.Int64
-	if mode.Valid && Replication(mode.String) != s.Replication() {
-		// The table's mode changed: the next claim uses the new one.
-		m := Replication(mode.String)
-		s.mode.Store(&m)
-		why.ModeChanged = true
-	}
-	return ClaimResult{Refusal: why}, nil
+	return ClaimResult{Refusal: why}, Replication(mode.String), nil
 }
 
 // firstClaimTemplate is the claim of a Store that has not read the table's
@@ -595,29 +600,14 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNod
 	if !given {
 		lo, hi = 0, maxNode
 	}
-	var (
-		c                               Claim
-		node, epoch, prev, horizon, gen sql.NullInt64
-		expires                         sql.NullTime
-		skip                            [10]any // the refusal's columns
-		tlo, thi                        sql.NullInt64
-	)
-	dest := []any{&node, &epoch, &expires, &prev, &horizon, &gen, &c.Now}
-	for i := range skip {
-		dest = append(dest, &skip[i])
+	var tlo, thi sql.NullInt64
+	res, _, err := s.claim(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode, given}, owner, ttl, &tlo, &thi)
+	if err != nil || !res.OK || !tlo.Valid || !thi.Valid {
+		return FirstClaim{}, err
 	}
-	dest = append(dest, &tlo, &thi)
-	if err := s.queryRow(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode, given}, dest...); err != nil {
-		return FirstClaim{}, s.wrapErr("claim", err)
-	}
-	if !node.Valid || !tlo.Valid || !thi.Valid {
-		return FirstClaim{}, nil
-	}
-	c.Key = Key{NodeID: node.Int64, Owner: owner, Epoch: epoch.Int64}
-	c.Expires, c.PrevHorizon, c.Horizon, c.Generation = expires.Time, prev.Int64, horizon.Int64, gen.Int64
 	m := Async
 	s.mode.Store(&m)
-	return FirstClaim{ClaimResult: ClaimResult{Claim: c, OK: true}, TableMinNode: tlo.Int64, TableMaxNode: thi.Int64}, nil
+	return FirstClaim{ClaimResult: res, TableMinNode: tlo.Int64, TableMaxNode: thi.Int64}, nil
 }
 
 // The renewal extends only a live lease of this owner and epoch: a lapsed
