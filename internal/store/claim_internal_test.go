@@ -69,3 +69,45 @@ func TestPrivilegeErrorIsFatal(t *testing.T) {
 		t.Errorf("error %q does not name the privilege and the table", err)
 	}
 }
+
+// The asynchronous head on a table that records synchronous replication
+// (a first claim, which does not know the mode; a Store whose table
+// changed its mode) changes nothing there: the server's identity, which
+// that table does not record, starts no generation and no wait for a
+// restore's declaration. The claim finds nothing, and the statements of
+// the table's mode then claim.
+func TestAsyncHeadLeavesASyncTableAlone(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := ctxOf(t)
+	ddl, err := Schema{Table: "synct", MinNode: 0, MaxNode: 3, MaxTTL: time.Minute, Replication: Sync}.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	config := func() string {
+		var c string
+		if err := db.QueryRowContext(ctx, `SELECT concat_ws(' ', generation, fence_ms, server_id, wal_timeline) FROM synct_config`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before := config()
+	st, err := New(db, Config{Table: "synct", MinNode: 0, MaxNode: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.ClaimFirst(ctx, 0, 3, false, 1023, "a", 10*time.Second, time.Now().UnixMilli())
+	if err != nil || f.OK {
+		t.Fatalf("the asynchronous first claim on a synchronous table: %+v, %v; want nothing claimed", f, err)
+	}
+	if after := config(); after != before {
+		t.Fatalf("the asynchronous head changed the configuration of a synchronous table: %q, was %q", after, before)
+	}
+	c, err := st.Claim(ctx, 0, 3, "a", 10*time.Second, time.Now().UnixMilli())
+	if err != nil || !c.OK || c.Generation != 1 {
+		t.Fatalf("the claim after it: %+v, %v; want node ID 0 in generation 1", c, err)
+	}
+}
