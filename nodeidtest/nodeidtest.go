@@ -100,70 +100,46 @@ func (t *Table) Row(node int64) (Row, bool) {
 	return Row{NodeID: node, Owner: r.owner, Epoch: r.epoch, Expires: r.expires, Horizon: r.horizon}, true
 }
 
-// held returns node's row if it is held, for a fault to change.
-func (t *Table) held(node int64, what string) (*row, error) {
+// held applies change, a fault, to node's row under the table's lock if
+// the row is held; else it says why not, naming what the fault does.
+func (t *Table) held(node int64, what string, change func(r *row)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	r, ok := t.rows[node]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("nodeidtest: %s node ID %d: the table holds node IDs %d-%d", what, node, t.lo, t.hi)
+		return fmt.Errorf("nodeidtest: %s node ID %d: the table holds node IDs %d-%d", what, node, t.lo, t.hi)
 	case r.owner == "" || r.expires.Before(time.Now()):
-		return nil, fmt.Errorf("nodeidtest: %s node ID %d: it is not held", what, node)
+		return fmt.Errorf("nodeidtest: %s node ID %d: it is not held", what, node)
 	}
-	return r, nil
+	change(r)
+	return nil
 }
 
 // TakeOver makes another holder claim node at the next epoch, as after its
 // lease expired in the database: the holder's next renewal ends its lease
 // with nodeid.ErrTakenOver.
 func (t *Table) TakeOver(node int64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, err := t.held(node, "take over")
-	if err != nil {
-		return err
-	}
-	r.owner, r.epoch, r.ended = "nodeidtest-takeover", r.epoch+1, ""
-	return nil
+	return t.held(node, "take over", func(r *row) { r.owner, r.epoch, r.ended = "nodeidtest-takeover", r.epoch+1, "" })
 }
 
 // Evict evicts node's lease, as "nodeid evict" does: its holder's next
 // renewal ends its lease with nodeid.ErrEvicted; the row keeps its expiry.
 func (t *Table) Evict(node int64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, err := t.held(node, "evict")
-	if err != nil {
-		return err
-	}
-	r.owner, r.ended = "", store.EndEvicted
-	return nil
+	return t.held(node, "evict", func(r *row) { r.owner, r.ended = "", store.EndEvicted })
 }
 
 // Expire makes node's lease expire in the table, as when its holder paused
 // past its TTL: the holder's next renewal ends its lease with
 // nodeid.ErrExpired.
 func (t *Table) Expire(node int64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, err := t.held(node, "expire")
-	if err != nil {
-		return err
-	}
-	r.expires = time.Now().Add(-time.Millisecond)
-	return nil
+	return t.held(node, "expire", func(r *row) { r.expires = time.Now().Add(-time.Millisecond) })
 }
 
 // LoseClaim takes node's claim back, as a failover to a standby that lacked
 // it does: its holder's next renewal ends its lease with nodeid.ErrFailover.
 func (t *Table) LoseClaim(node int64) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	r, err := t.held(node, "lose the claim of")
-	if err != nil {
-		return err
-	}
-	r.owner, r.epoch, r.expires, r.ended = "", r.epoch-1, time.Time{}, ""
-	return nil
+	return t.held(node, "lose the claim of", func(r *row) { r.owner, r.epoch, r.expires, r.ended = "", r.epoch-1, time.Time{}, "" })
 }
 
 // Fail makes every statement fail with err until Fail(nil), as a database
