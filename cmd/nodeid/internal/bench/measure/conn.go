@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -47,6 +48,7 @@ var execModes = map[string]pgx.QueryExecMode{
 type counter struct {
 	stmts  atomic.Int64
 	writes atomic.Int64
+	pings  atomic.Int64 // of the writes, database/sql's liveness pings
 
 	mu           sync.Mutex
 	captured     []string // statement texts, if capturing
@@ -73,14 +75,25 @@ func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndDat
 // snapshot returns the statements and writes counted so far.
 func (c *counter) snapshot() (stmts, writes int64) { return c.stmts.Load(), c.writes.Load() }
 
+// operationWrites returns the writes counted so far but database/sql's
+// liveness pings: those an operation sends itself. A ping comes when the
+// connection idled over a second, which on a loaded machine a turn of the
+// loop may take.
+func (c *counter) operationWrites() int64 { return c.writes.Load() - c.pings.Load() }
+
 type countingConn struct {
 	net.Conn
 	c *counter
 }
 
-// Write counts one write: one flush of protocol messages.
+// Write counts one write: one flush of protocol messages; and, apart, the
+// ping that pgx's database/sql driver sends before it reuses a connection
+// idle for more than a second (a simple query "-- ping").
 func (cc countingConn) Write(p []byte) (int, error) {
 	cc.c.writes.Add(1)
+	if len(p) > 5 && p[0] == 'Q' && bytes.HasPrefix(p[5:], []byte("-- ping\x00")) {
+		cc.c.pings.Add(1)
+	}
 	return cc.Conn.Write(p)
 }
 

@@ -196,13 +196,14 @@ type item struct {
 	writes int64
 }
 
-// time times f and counts what it sent.
+// time times f and counts what it sent (but database/sql's liveness
+// pings, which are not the operation's).
 func (it *item) time(f func() error) error {
-	s0, w0 := it.ctr.snapshot()
+	s0, w0 := it.ctr.stmts.Load(), it.ctr.operationWrites()
 	t0 := time.Now()
 	err := f()
 	d := time.Since(t0)
-	s1, w1 := it.ctr.snapshot()
+	s1, w1 := it.ctr.stmts.Load(), it.ctr.operationWrites()
 	if err != nil {
 		return err
 	}

@@ -222,11 +222,11 @@ func (r *runner) measure(ctx context.Context, ctr *counter, server bool, own str
 			return c, nil, err
 		}
 	}
-	s0, w0 := ctr.snapshot()
+	s0, w0 := ctr.stmts.Load(), ctr.operationWrites()
 	if c.N, err = op(); err != nil {
 		return c, nil, err
 	}
-	s1, w1 := ctr.snapshot()
+	s1, w1 := ctr.stmts.Load(), ctr.operationWrites()
 	c.Client, c.Writes = s1-s0, w1-w0
 	if !server {
 		return c, nil, nil
