@@ -531,7 +531,7 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 	}
 	first := &report.FloorFirst{}
 	fl.s.First = first
-	var setup, firstLat []time.Duration
+	var setup, firstLat, coldFloor []time.Duration
 	samples := cfg.firstSamples()
 	stride := cfg.Iterations / samples
 
@@ -558,7 +558,11 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 			if err != nil {
 				return fmt.Errorf("a new process's first Acquire: %w", err)
 			}
-			setup, firstLat = append(setup, su), append(firstLat, fa)
+			cf, err := fl.coldUpdate(ctx)
+			if err != nil {
+				return fmt.Errorf("a new connection's first UPDATE: %w", err)
+			}
+			setup, firstLat, coldFloor = append(setup, su), append(firstLat, fa), append(coldFloor, cf)
 		}
 		if k := i - warmCycles + 1; k > 0 && k%500 == 0 {
 			r.progress("floor: %d turns", k)
@@ -572,8 +576,24 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 			fl.s.Items = append(fl.s.Items, it.result())
 		}
 	}
-	first.Setup, first.Acquire = report.NewDist(setup), report.NewDist(firstLat)
+	first.Setup, first.Acquire, first.ColdFloor = report.NewDist(setup), report.NewDist(firstLat), report.NewDist(coldFloor)
 	return nil
+}
+
+// coldUpdate is the first Acquire's control: a new pool of one connection,
+// opened with PingContext, untimed, then the floor's UPDATE, timed, as the
+// connection's first statement. What it takes beyond the floor is what any
+// statement pays in a new server process (its catalog caches are empty,
+// its statement not yet prepared), which no claim can avoid.
+func (fl *floorRun) coldUpdate(ctx context.Context) (time.Duration, error) {
+	db := fl.r.openDBWith(1, report.ModeCache, &counter{}, map[string]string{"synchronous_commit": "on"})
+	defer db.Close()
+	if err := db.PingContext(ctx); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	err := fl.update(ctx, db)
+	return time.Since(t0), err
 }
 
 // firstAcquire is one new process: a pool of one connection, opened with

@@ -132,11 +132,11 @@ func TestRunFloorTiny(t *testing.T) {
 		t.Errorf("drift: %+v", d)
 	}
 	fa := s.First
-	if fa == nil || fa.Samples != cfg.firstSamples() || fa.Acquire.N != fa.Samples || fa.Setup.N != fa.Samples ||
+	if fa == nil || fa.Samples != cfg.firstSamples() || fa.Acquire.N != fa.Samples || fa.Setup.N != fa.Samples || fa.ColdFloor.N != fa.Samples ||
 		fa.Statements < int64(fa.Samples) || fa.RoundTrips < fa.Statements || fa.SetupRoundTrips < int64(fa.Samples) || len(fa.Sent) == 0 {
 		t.Errorf("first Acquire: %+v", fa)
 	}
-	if rows := s.Rows(f); len(rows) != 17 {
+	if rows := s.Rows(f); len(rows) != 18 {
 		t.Errorf("%d rows", len(rows))
 	}
 	assertDropped(t, db, res)

@@ -182,6 +182,9 @@ type FloorFirst struct {
 	Setup           Dist  `json:"setup"`
 	SetupRoundTrips int64 `json:"setup_round_trips"` // summed over the samples
 	Acquire         Dist  `json:"acquire"`
+	// ColdFloor is the control of the same turns: the floor's UPDATE as
+	// the first statement of a new connection opened the same way.
+	ColdFloor Dist `json:"cold_floor"`
 	// RoundTrips and Statements are summed over the samples;
 	// MaxRoundTrips is the most one sample took.
 	RoundTrips    int64 `json:"round_trips"`
@@ -327,6 +330,12 @@ func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
 		setup := overFloor(FloorRow{Key: "setup", Label: "its connection's own set-up (db.PingContext on a new pool)",
 			P50: Millis(fa.Setup.P50), P99: Millis(fa.Setup.P99), RoundTrips: per(fa.SetupRoundTrips, int64(fa.Samples))})
 		rows = append(rows, r, setup)
+		if fa.ColdFloor.N > 0 {
+			cold := overFloor(FloorRow{Key: "cold-floor", Label: "the floor's UPDATE as a new connection's first statement, on an open pool (the control)",
+				P50: Millis(fa.ColdFloor.P50), P99: Millis(fa.ColdFloor.P99), RoundTrips: -1})
+			cold.Note = fmt.Sprintf("the first Acquire over it: %.2f×", ratio(Millis(fa.Acquire.P50), Millis(fa.ColdFloor.P50)))
+			rows = append(rows, cold)
+		}
 	}
 	return rows
 }
