@@ -344,7 +344,7 @@ func floorFixture() *bench.Results {
 					{State: "fresh", OnlyPrimaryKey: true, Verdict: "yes: ModifyTable (write), Index Scan using t_history_pkey"}}},
 			Plans: []bench.Plan{{IDs: 65536, Fraction: 0.9999, State: bench.StateHeld, Kind: "custom",
 				Text: "Append  (actual time=20.1..20.2 rows=1 loops=1)\n  CTE lo\n    ->  Index Scan using <table>_pkey on <table> t_1\n          Rows Removed by Filter: 65536\n"}},
-			First: &bench.FloorFirst{Samples: 50, Setup: dist(3, 6), SetupRoundTrips: 100, Acquire: dist(5, 9), RoundTrips: 350, Statements: 150, MaxRoundTrips: 7,
+			First: &bench.FloorFirst{Samples: 50, Setup: dist(3, 6), SetupRoundTrips: 100, Acquire: dist(5, 9), ColdFloor: dist(1, 2), RoundTrips: 350, Statements: 150, MaxRoundTrips: 7,
 				Sent: []string{"SELECT min_node, max_node, max_ttl_ms, replication, generation, generation_at,", "-- nodeid claim"}},
 		}
 		if drift {
