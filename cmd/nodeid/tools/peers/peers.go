@@ -79,6 +79,8 @@ func (p *peer) turn(ctx context.Context, timed bool) error {
 	return nil
 }
 
+// timeOp runs op, and if timed and op succeeds records into t how long it
+// took and the round trips it sent.
 func (p *peer) timeOp(timed bool, t *timing, op func() error) error {
 	n0 := p.trips()
 	t0 := time.Now()
@@ -104,6 +106,8 @@ type countingConn struct {
 	c *pgCounter
 }
 
+// Write counts one write, and apart those of database/sql's pings (a
+// simple query "-- ping").
 func (cc countingConn) Write(p []byte) (int, error) {
 	cc.c.writes.Add(1)
 	if len(p) > 5 && p[0] == 'Q' && bytes.HasPrefix(p[5:], []byte("-- ping\x00")) {

@@ -21,8 +21,9 @@ var properties = map[string][2]string{
 var perCall = []string{
 	"**nodeid**: `Registry.Acquire` is one statement (`SELECT ... FOR UPDATE SKIP LOCKED` of the lowest claimable row, " +
 		"its update with a new epoch and horizon, a history row), one round trip, committed durably; `Lease.Release` is " +
-		"one `UPDATE` of the row for its owner and epoch, one round trip. A pool of one connection, pgx's default " +
-		"statement cache.",
+		"one statement that frees the row for its owner and epoch, recording the horizon, and ends its history " +
+		"row, one round trip, committed durably. Both include the lease's own work on the client (its renewal " +
+		"goroutine and deadline timer). A pool of one connection, pgx's default statement cache.",
 	"**floor**: `UPDATE ... SET epoch = epoch + 1 WHERE node_id = $1 RETURNING node_id, epoch, now()` on a copy of " +
 		"the lease table's rows, by primary key, node 0 each time: the least a durable claim of one row can cost on " +
 		"that server. One round trip, on a pool of one connection of its own.",
