@@ -35,9 +35,7 @@ type peer struct {
 	freeOp   string
 	tripUnit string // what trips counts: "round trips" or "RPCs"
 
-	claim func(context.Context) (node int64, err error)
-	// settle, if not nil, runs untimed between the claim and the release.
-	settle  func() error
+	claim   func(context.Context) (node int64, err error)
 	release func(context.Context) error // nil: the peer only claims
 	trips   func() int64                // round trips sent so far
 
@@ -67,11 +65,6 @@ func (p *peer) turn(ctx context.Context, timed bool) error {
 		return nil
 	}
 	p.nodes[node]++
-	if p.settle != nil {
-		if err := p.settle(); err != nil {
-			return err
-		}
-	}
 	if err := p.timeOp(timed, &p.freeT, func() error { return p.release(ctx) }); err != nil {
 		return fmt.Errorf("%s: %w", p.freeOp, err)
 	}
@@ -149,11 +142,9 @@ func nodeidPeer(reg *nodeid.Registry, c *pgCounter) *peer {
 			}
 			return lease.NodeID(), nil
 		},
-		// What a generator does before it mints. Nothing is stamped
-		// under the lease: its release records the previous horizon, and
-		// the node ID is claimable again at once.
-		settle:  func() error { return nodeid.NewFence(lease).Bind(func() int64 { return 0 }) },
-		release: func(ctx context.Context) error { return lease.Release(ctx) },
+		// Nothing is stamped under the lease: its release records the
+		// previous horizon, and the node ID is claimable again at once.
+		release: func(ctx context.Context) error { return lease.ReleaseStamped(ctx, lease.PreviousHorizon()) },
 	}
 }
 
