@@ -11,6 +11,9 @@
 #   scripts/bench.sh --floor         # only the claim at the floor (nodeid bench --floor,
 #                                    # about 6 minutes): its section of the report is
 #                                    # replaced, every other section kept as it is
+#   scripts/bench.sh --peers         # only nodeid against its peers (etcd's lowest-free
+#                                    # allocator, a Redis worker-ID lease), under a minute:
+#                                    # rewrites docs/bench-peers.md; needs etcd and redis-server
 #
 # The raw outputs (the JSON of nodeid bench and of nodeid bench --floor,
 # go test -bench, benchstat) are kept in bench-out/ (not committed).
@@ -38,9 +41,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 render_only=false
 floor_only=false
+peers_only=false
 case "${1:-}" in
 --render) render_only=true ;;
 --floor) floor_only=true ;;
+--peers) peers_only=true ;;
 "") ;;
 *) echo "bench.sh: unknown argument ${1}; see the comment at the top" >&2; exit 2 ;;
 esac
@@ -72,6 +77,19 @@ floor() {
 	"$tmp/nodeid" bench --floor --json "$raw/floor.json" >"$raw/floor.txt"
 }
 
+# nodeid against its peers: a run of its own, on servers of its own.
+peers() {
+	echo "bench.sh: nodeid against its peers (go -C cmd/nodeid/tools run ./peers)" >&2
+	go -C cmd/nodeid/tools run ./peers >"$tmp/peers.md"
+	mv "$tmp/peers.md" docs/bench-peers.md
+}
+
+if $peers_only; then
+	peers
+	echo "bench.sh: wrote docs/bench-peers.md in $(($(date +%s) - start))s; load now $(load)" >&2
+	exit 0
+fi
+
 if $floor_only; then
 	floor
 	go -C cmd/nodeid/tools build -o "$tmp/benchreport" ./benchreport
@@ -85,6 +103,7 @@ echo "bench.sh: nodeid bench (herd, overhead, scale, round trips, renewal load)"
 "$tmp/nodeid" bench --repeat "$repeat" --json "$raw/bench.json" >"$raw/bench.txt"
 
 floor
+peers
 
 echo "bench.sh: where the herd's claims wait (log_lock_waits)" >&2
 $lock_cmd >"$raw/lockwaits.txt"

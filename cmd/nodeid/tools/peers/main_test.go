@@ -199,7 +199,7 @@ func TestRunSmoke(t *testing.T) {
 	md := render(&res)
 	last := -1
 	for _, h := range []string{"# nodeid against its peers\n", "\n## Machine\n", "\n## Servers\n", "\n## Latency\n",
-		"\n## Ratios\n", "\n## Claims\n", "\n## What each allocator does per call\n"} {
+		"\n## Ratios\n", "\n## Claims\n", "\n## What each allocator does per call\n", "\n## What the ratios rest on\n"} {
 		i := strings.Index(md, h)
 		if i <= last {
 			t.Errorf("the report lacks %q after the previous heading", h)
@@ -517,5 +517,31 @@ func TestFormats(t *testing.T) {
 	}
 	if got := nodesText(map[int64]int{0: 3, 2: 1}, 4); got != "node 0: 3, node 2: 1" {
 		t.Errorf("nodesText = %q", got)
+	}
+}
+
+// TestRestsOn: the explanation puts each tracked ratio in floors, and is
+// left out when an operation is missing.
+func TestRestsOn(t *testing.T) {
+	ops := []Op{
+		{Peer: "nodeid", Op: "Acquire", P50: 600}, {Peer: "nodeid", Op: "Release", P50: 400},
+		{Peer: "floor", Op: "UPDATE", P50: 200},
+		{Peer: "etcd", Op: "claim (Grant, Get, Txn)", P50: 1200}, {Peer: "etcd", Op: "Revoke", P50: 300},
+		{Peer: "redis", Op: "claim (EVALSHA)", P50: 100}, {Peer: "redis", Op: "release (EVALSHA)", P50: 40},
+	}
+	got := strings.Join(restsOn(ops), "\n")
+	for _, want := range []string{
+		"the claim costs 3.00 floors, etcd's Revoke (one Raft write and its fsync) 1.50 and its three-RPC claim 6.00",
+		"within 2.00 floors",
+		"2.00 floors against 1.50",
+		"costs 2.00 Redis claims, and nodeid's claim costs 3.00 floors, which makes the 6.00×; ≤ 5× would need the claim within 2.50 floors",
+		"Redis's claim costs 2.5× its release",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("lacks %q:\n%s", want, got)
+		}
+	}
+	if r := restsOn(ops[1:]); r != nil {
+		t.Errorf("without nodeid's Acquire: %q", r)
 	}
 }
