@@ -71,20 +71,18 @@ func (r *runner) herd(ctx context.Context) error {
 		return []any{0, ids - 1, fmt.Sprintf("bench-herd-%d", i), benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli()}
 	}
 	scan := func(row *sql.Row) (int64, error) {
-		// The claim's row: the node ID first, then its other columns, or
-		// NULL and why nothing was claimable.
-		var node sql.NullInt64
-		rest := make([]any, 16)
+		// The claim's row: the node ID first, then its other columns; no
+		// row when nothing was claimable.
+		var node int64
+		rest := make([]any, 6)
 		for i := range rest {
 			rest[i] = new(any)
 		}
-		if err := row.Scan(append([]any{&node}, rest...)...); err != nil {
-			return 0, err
-		}
-		if !node.Valid {
+		err := row.Scan(append([]any{&node}, rest...)...)
+		if errors.Is(err, sql.ErrNoRows) {
 			return 0, errors.New("no node ID free")
 		}
-		return node.Int64, nil
+		return node, err
 	}
 	noSkip := strings.ReplaceAll(stmts.claim, " SKIP LOCKED", "")
 	if noSkip == stmts.claim {
