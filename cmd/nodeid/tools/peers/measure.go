@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nodeid/nodeid"
+	benchmeasure "github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -175,7 +176,7 @@ func measure(ctx context.Context, c config, dsn string, progress io.Writer) (res
 	etcd := res.server("etcd")
 	etcd.Settings = append(etcd.Settings,
 		[2]string{"WAL fsyncs per timed turn (its metrics)", strconv.FormatFloat((fsyncs1-fsyncs0)/float64(c.turns), 'f', 2, 64)})
-	res.Machine.LoadEnd = loadAverage()
+	res.Machine.LoadEnd = benchmeasure.LoadAverage()
 	res.Elapsed = time.Since(start).Round(time.Second).String()
 	summarize(res, pg.nodeid, pg.floor, ep.peer, rp.peer)
 	return res, nil
@@ -490,36 +491,6 @@ func randomHex(n int) string {
 }
 
 func machine() Machine {
-	return Machine{CPU: cpuModel(), Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
-		OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: loadAverage()}
-}
-
-// cpuModel returns the CPU's model name from /proc/cpuinfo, or the
-// architecture where there is none.
-func cpuModel() string {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return runtime.GOARCH
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return runtime.GOARCH
-}
-
-// loadAverage returns the 1, 5 and 15 minute load averages, or "" where
-// the system does not say.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	if f := strings.Fields(string(b)); len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return ""
+	return Machine{CPU: benchmeasure.CPUModel(), Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version(), LoadStart: benchmeasure.LoadAverage()}
 }

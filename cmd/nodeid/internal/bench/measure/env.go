@@ -25,17 +25,19 @@ func (c Config) json() report.ConfigJSON {
 // hostEnvironment reads what the process can learn of the machine.
 func hostEnvironment() report.Environment {
 	return report.Environment{
-		CPU:        cpuModel(),
+		CPU:        CPUModel(),
 		Cores:      runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		GoVersion:  runtime.Version(),
 		OS:         runtime.GOOS + "/" + runtime.GOARCH,
-		LoadStart:  loadAverage(),
+		LoadStart:  LoadAverage(),
 		Started:    time.Now().UTC().Truncate(time.Second),
 	}
 }
 
-func cpuModel() string {
+// CPUModel returns the CPU's model name from /proc/cpuinfo, or the
+// architecture where there is none.
+func CPUModel() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
 		return runtime.GOARCH
@@ -50,9 +52,9 @@ func cpuModel() string {
 	return runtime.GOARCH
 }
 
-// loadAverage returns the 1, 5 and 15 minute load averages, or "" where
+// LoadAverage returns the 1, 5 and 15 minute load averages, or "" where
 // the system does not say.
-func loadAverage() string {
+func LoadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return ""

@@ -131,7 +131,7 @@ func RunFloor(ctx context.Context, targets []Target, cfg FloorConfig) (*report.R
 		}
 	}
 	res.Env.Elapsed = report.Duration(time.Since(start).Round(time.Second))
-	res.Env.LoadEnd = loadAverage()
+	res.Env.LoadEnd = LoadAverage()
 	return res, errors.Join(append([]error{ctx.Err()}, errs...)...)
 }
 

@@ -87,7 +87,7 @@ func Run(ctx context.Context, target Target, cfg Config) (*report.Results, error
 		}
 	}
 	r.res.Env.Elapsed = report.Duration(time.Since(start).Round(time.Second))
-	r.res.Env.LoadEnd = loadAverage()
+	r.res.Env.LoadEnd = LoadAverage()
 	dropErr := r.dropTables()
 	if err := ctx.Err(); err != nil {
 		return r.res, errors.Join(err, dropErr)
