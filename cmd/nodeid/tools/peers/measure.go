@@ -286,7 +286,7 @@ func startPostgres(ctx context.Context, dsn string, done *cleanups, res *Results
 		return nil
 	})
 
-	var regCtr pgCounter
+	var regCtr benchmeasure.RoundTrips
 	pool := openPool(cfg, &regCtr)
 	done.add(pool.Close)
 	reg, err := nodeid.New(pool, nodeid.WithTable(table), nodeid.WithCreateTable(true), nodeid.WithNodeRange(0, ids-1),
@@ -310,7 +310,7 @@ func startPostgres(ctx context.Context, dsn string, done *cleanups, res *Results
 			return nil, fmt.Errorf("the floor's table: %w", err)
 		}
 	}
-	var floorCtr pgCounter
+	var floorCtr benchmeasure.RoundTrips
 	floorDB := openPool(cfg, &floorCtr)
 	done.add(floorDB.Close)
 	items.floor = floorPeer(floorDB, floor, &floorCtr)

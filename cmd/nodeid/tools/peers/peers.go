@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nodeid/nodeid"
+	benchmeasure "github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 )
 
 // ttl is the lease TTL of all three allocators: nodeid's default.
@@ -86,42 +85,12 @@ func (p *peer) timeOp(timed bool, t *timing, op func() error) error {
 	return err
 }
 
-// pgCounter counts the writes to a PostgreSQL connection's socket: one per
-// flush of protocol messages, so one per round trip; database/sql's
-// liveness pings apart, which pgx's driver sends before it reuses a
-// connection idle for over a second, and which are no operation's.
-type pgCounter struct{ writes, pings atomic.Int64 }
-
-func (c *pgCounter) trips() int64 { return c.writes.Load() - c.pings.Load() }
-
-type countingConn struct {
-	net.Conn
-	c *pgCounter
-}
-
-// Write counts one write, and apart those of database/sql's pings (a
-// simple query "-- ping").
-func (cc countingConn) Write(p []byte) (int, error) {
-	cc.c.writes.Add(1)
-	if len(p) > 5 && p[0] == 'Q' && bytes.HasPrefix(p[5:], []byte("-- ping\x00")) {
-		cc.c.pings.Add(1)
-	}
-	return cc.Conn.Write(p)
-}
-
 // openPool opens a pool of one connection with pgx's default exec mode
 // (the statement cache), counting into c.
-func openPool(cfg *pgx.ConnConfig, c *pgCounter) *sql.DB {
+func openPool(cfg *pgx.ConnConfig, c *benchmeasure.RoundTrips) *sql.DB {
 	cfg = cfg.Copy()
 	cfg.RuntimeParams["application_name"] = "nodeid-peers"
-	dial := cfg.DialFunc
-	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return countingConn{conn, c}, nil
-	}
+	cfg.DialFunc = c.Dial(cfg.DialFunc)
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
@@ -130,10 +99,10 @@ func openPool(cfg *pgx.ConnConfig, c *pgCounter) *sql.DB {
 
 // nodeidPeer returns the nodeid item: Acquire then Release through reg,
 // whose pool counts into c.
-func nodeidPeer(reg *nodeid.Registry, c *pgCounter) *peer {
+func nodeidPeer(reg *nodeid.Registry, c *benchmeasure.RoundTrips) *peer {
 	var lease *nodeid.Lease
 	return &peer{
-		name: "nodeid", claimOp: "Acquire", freeOp: "Release", tripUnit: "round trips", trips: c.trips,
+		name: "nodeid", claimOp: "Acquire", freeOp: "Release", tripUnit: "round trips", trips: c.Operations,
 		claim: func(ctx context.Context) (int64, error) {
 			var err error
 			lease, err = reg.Acquire(ctx)
@@ -154,10 +123,10 @@ const floorSQL = `UPDATE %s SET epoch = epoch + 1 WHERE node_id = $1 RETURNING n
 
 // floorPeer returns the floor item: the UPDATE of node 0 (the row the
 // claims take) on table, through db, which counts into c.
-func floorPeer(db *sql.DB, table string, c *pgCounter) *peer {
+func floorPeer(db *sql.DB, table string, c *benchmeasure.RoundTrips) *peer {
 	q := fmt.Sprintf(floorSQL, table)
 	return &peer{
-		name: "floor", claimOp: "UPDATE", tripUnit: "round trips", trips: c.trips,
+		name: "floor", claimOp: "UPDATE", tripUnit: "round trips", trips: c.Operations,
 		claim: func(ctx context.Context) (int64, error) {
 			var node, epoch int64
 			var now time.Time

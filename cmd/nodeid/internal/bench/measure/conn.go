@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/nodeid/nodeid"
@@ -42,13 +43,61 @@ var execModes = map[string]pgx.QueryExecMode{
 	report.ModeExec:  pgx.QueryExecModeExec,
 }
 
+// RoundTrips counts, on the client, the round trips of connections to
+// PostgreSQL: the writes to their sockets, one per flush of protocol
+// messages; and, apart, the liveness pings that pgx's database/sql driver
+// sends before it reuses a connection idle for more than a second (a
+// simple query "-- ping"), which are no operation's. A pool counts into it
+// through Dial.
+type RoundTrips struct {
+	writes, pings atomic.Int64
+}
+
+// Writes returns the writes counted so far, pings included.
+func (t *RoundTrips) Writes() int64 { return t.writes.Load() }
+
+// Pings returns the liveness pings counted so far.
+func (t *RoundTrips) Pings() int64 { return t.pings.Load() }
+
+// Operations returns the writes counted so far but the liveness pings:
+// those operations sent themselves. A ping comes when the connection idled
+// over a second, which on a loaded machine a turn of a loop may take.
+func (t *RoundTrips) Operations() int64 { return t.writes.Load() - t.pings.Load() }
+
+// Dial returns dial (a default dialer if nil) with its connections
+// counting into t, for a pgx.ConnConfig's DialFunc.
+func (t *RoundTrips) Dial(dial pgconn.DialFunc) pgconn.DialFunc {
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: conn, t: t}, nil
+	}
+}
+
+type countingConn struct {
+	net.Conn
+	t *RoundTrips
+}
+
+// Write counts one write, and apart a liveness ping.
+func (cc countingConn) Write(p []byte) (int, error) {
+	cc.t.writes.Add(1)
+	if len(p) > 5 && p[0] == 'Q' && bytes.HasPrefix(p[5:], []byte("-- ping\x00")) {
+		cc.t.pings.Add(1)
+	}
+	return cc.Conn.Write(p)
+}
+
 // counter counts, on the client, the statements a *sql.DB sends (through
-// pgx's tracer) and the writes to its sockets: one write per flush of
-// protocol messages, so one per round trip.
+// pgx's tracer) and its round trips.
 type counter struct {
-	stmts  atomic.Int64
-	writes atomic.Int64
-	pings  atomic.Int64 // of the writes, database/sql's liveness pings
+	RoundTrips
+	stmts atomic.Int64
 
 	mu           sync.Mutex
 	captured     []string // statement texts, if capturing
@@ -73,29 +122,7 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // snapshot returns the statements and writes counted so far.
-func (c *counter) snapshot() (stmts, writes int64) { return c.stmts.Load(), c.writes.Load() }
-
-// operationWrites returns the writes counted so far but database/sql's
-// liveness pings: those an operation sends itself. A ping comes when the
-// connection idled over a second, which on a loaded machine a turn of the
-// loop may take.
-func (c *counter) operationWrites() int64 { return c.writes.Load() - c.pings.Load() }
-
-type countingConn struct {
-	net.Conn
-	c *counter
-}
-
-// Write counts one write: one flush of protocol messages; and, apart, the
-// ping that pgx's database/sql driver sends before it reuses a connection
-// idle for more than a second (a simple query "-- ping").
-func (cc countingConn) Write(p []byte) (int, error) {
-	cc.c.writes.Add(1)
-	if len(p) > 5 && p[0] == 'Q' && bytes.HasPrefix(p[5:], []byte("-- ping\x00")) {
-		cc.c.pings.Add(1)
-	}
-	return cc.Conn.Write(p)
-}
+func (c *counter) snapshot() (stmts, writes int64) { return c.stmts.Load(), c.Writes() }
 
 // openDB returns a handle with at most conns connections in the given exec
 // mode, counting into ctr if not nil. Connections are kept open.
@@ -117,17 +144,7 @@ func (r *runner) openDBWith(conns int, mode string, ctr *counter, params map[str
 	cfg.RuntimeParams["application_name"] = "nodeid-bench"
 	if ctr != nil {
 		cfg.Tracer = ctr
-		dial := cfg.DialFunc
-		if dial == nil {
-			dial = (&net.Dialer{KeepAlive: 5 * time.Minute}).DialContext
-		}
-		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := dial(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return countingConn{Conn: conn, c: ctr}, nil
-		}
+		cfg.DialFunc = ctr.Dial(cfg.DialFunc)
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(conns)

@@ -199,11 +199,11 @@ type item struct {
 // time times f and counts what it sent (but database/sql's liveness
 // pings, which are not the operation's).
 func (it *item) time(f func() error) error {
-	s0, w0 := it.ctr.stmts.Load(), it.ctr.operationWrites()
+	s0, w0 := it.ctr.stmts.Load(), it.ctr.Operations()
 	t0 := time.Now()
 	err := f()
 	d := time.Since(t0)
-	s1, w1 := it.ctr.stmts.Load(), it.ctr.operationWrites()
+	s1, w1 := it.ctr.stmts.Load(), it.ctr.Operations()
 	if err != nil {
 		return err
 	}

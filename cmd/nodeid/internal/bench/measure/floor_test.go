@@ -63,16 +63,16 @@ func TestCounterCountsRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, want := range []int64{c.first, c.second, c.second} {
-			s0, w0, p0 := ctr.stmts.Load(), ctr.operationWrites(), ctr.pings.Load()
+			s0, w0, p0 := ctr.stmts.Load(), ctr.Operations(), ctr.Pings()
 			var n int
 			if err := db.QueryRowContext(t.Context(), "SELECT $1::integer + 1", i).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
-			s1, w1 := ctr.stmts.Load(), ctr.operationWrites()
+			s1, w1 := ctr.stmts.Load(), ctr.Operations()
 			if s1-s0 != 1 || w1-w0 != want {
 				t.Errorf("%s, execution %d: %d statements, %d round trips; want 1, %d", c.mode, i+1, s1-s0, w1-w0, want)
 			}
-			if p := ctr.pings.Load() - p0; i == 0 && p != 1 {
+			if p := ctr.Pings() - p0; i == 0 && p != 1 {
 				t.Errorf("%s: %d pings before the first reuse of a new connection, want 1", c.mode, p)
 			}
 		}

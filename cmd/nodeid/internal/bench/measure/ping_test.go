@@ -15,7 +15,7 @@ func TestCounterTellsPingsApart(t *testing.T) {
 	defer a.Close()
 	go func() { _, _ = io.Copy(io.Discard, b) }()
 	c := &counter{}
-	cc := countingConn{Conn: a, c: c}
+	cc := countingConn{Conn: a, t: &c.RoundTrips}
 	query := func(sql string) []byte {
 		m := []byte{'Q', 0, 0, 0, 0}
 		m = append(m, sql...)
@@ -28,7 +28,7 @@ func TestCounterTellsPingsApart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, w := c.snapshot(); w != 4 || c.operationWrites() != 3 {
-		t.Fatalf("%d writes, %d of operations; want 4 and 3", w, c.operationWrites())
+	if _, w := c.snapshot(); w != 4 || c.Operations() != 3 {
+		t.Fatalf("%d writes, %d of operations; want 4 and 3", w, c.Operations())
 	}
 }

@@ -234,11 +234,11 @@ func (r *runner) measure(ctx context.Context, ctr *counter, server bool, own str
 			return c, nil, err
 		}
 	}
-	s0, w0 := ctr.stmts.Load(), ctr.operationWrites()
+	s0, w0 := ctr.stmts.Load(), ctr.Operations()
 	if c.N, err = op(); err != nil {
 		return c, nil, err
 	}
-	s1, w1 := ctr.stmts.Load(), ctr.operationWrites()
+	s1, w1 := ctr.stmts.Load(), ctr.Operations()
 	c.Client, c.Writes = s1-s0, w1-w0
 	if !server {
 		return c, nil, nil
