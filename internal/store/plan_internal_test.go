@@ -73,8 +73,11 @@ func TestLeaseStatementsReachHistoryByPrimaryKey(t *testing.T) {
 			history := HistoryTable(table)
 			for i, g := range []plancheck.PlanGuard{
 				{Statement: q.claim, Args: []any{0, nodes - 1, "o", int64(60000), now}, Table: history, Fill: fill},
-				{Statement: q.renew, Args: []any{1, "h1", int64(3), int64(60000), now}, Table: history},
+				{Statement: q.renew, Args: []any{1, "h1", int64(3), int64(60000), now}, Table: table},
 				{Statement: q.release, Args: []any{1, "h1", int64(3), now}, Table: history},
+				{Statement: q.release, Args: []any{1, "h1", int64(3), now}, Table: table},
+				{Statement: st.endedSQL, Args: []any{1, int64(3)}, Table: history},
+				{Statement: st.endedSQL, Args: []any{1, int64(3)}, Table: table},
 			} {
 				g.Analyze = []string{table, history}
 				states, ok, err := g.Check(ctx, db)

@@ -37,9 +37,9 @@ const (
 // The lock strength is the weakest that keeps claims off: a claim reads a
 // row FOR UPDATE SKIP LOCKED, which conflicts with FOR KEY SHARE, so it
 // passes over the row until the transaction ends; a renewal or a release
-// reads it FOR NO KEY UPDATE and updates only non-key columns, neither of
-// which conflicts with FOR KEY SHARE, so the holder's own statements never
-// wait for the transaction. An eviction reads FOR UPDATE: it waits for the
+// updates only non-key columns, which locks the row FOR NO KEY UPDATE and
+// does not conflict with FOR KEY SHARE, so the holder's own statements
+// never wait for the transaction. An eviction reads FOR UPDATE: it waits for the
 // transaction up to its lock timeout (LockTimeout), then gives up.
 //
 // When the lease is not held the statement locks nothing and changes

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeid/nodeid/internal/plancheck"
+	"github.com/nodeid/nodeid/internal/testkit"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+)
+
+// A renewal or a release that waited for an eviction of its lease to
+// commit changes nothing: its conditions are tested again on the row the
+// eviction wrote, and the statement that says why finds the eviction. A
+// renewal that tested them on the row as its snapshot had it would renew
+// an evicted lease.
+func TestRenewalAndReleaseWaitingForAnEvictionChangeNothing(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := ctxOf(t)
+	s, err := New(db, Config{Table: "waits", MinNode: 0, MaxNode: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for node, op := range []string{"renew", "release"} {
+		t.Run(op, func(t *testing.T) {
+			c, err := s.Claim(ctx, int64(node), int64(node), "holder", time.Hour, time.Now().UnixMilli())
+			if err != nil || !c.OK {
+				t.Fatalf("claim of node %d: %+v, %v", node, c, err)
+			}
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			var n int
+			var horizon, expires, now any
+			if err := tx.QueryRowContext(ctx, s.evictSQL, c.NodeID, c.Epoch, int64(5000)).Scan(&n, &horizon, &expires, &now); err != nil || n != 1 {
+				t.Fatalf("eviction in a transaction: %d rows, %v", n, err)
+			}
+			type result struct {
+				o   Outcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				if op == "renew" {
+					r.o, r.err = s.Renew(ctx, c.Key, time.Hour, time.Now().UnixMilli())
+				} else {
+					r.o, r.err = s.Release(ctx, c.Key, NoHorizon)
+				}
+				done <- r
+			}()
+			testkit.Until(t, time.Minute, "the "+op+" waits for the eviction's row lock", func() error {
+				var waiting int
+				if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE query LIKE '-- nodeid `+op+`%' AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+					return testkit.Stop(err)
+				}
+				if waiting == 0 {
+					return errors.New("no " + op + " waits on a lock")
+				}
+				return nil
+			})
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.o.OK || !r.o.Exists || r.o.Owner != "" || r.o.Epoch != c.Epoch || r.o.EndReason != EndEvicted {
+				t.Errorf("%s of an evicted lease: %+v, want not OK, the row of epoch %d with no owner, ended %q", op, r.o, c.Epoch, EndEvicted)
+			}
+		})
+	}
+}
+
+// A renewal and a release lock their row once, by their UPDATE: no plan
+// of theirs reads it FOR UPDATE first (a LockRows node), which wrote a
+// second WAL record and cost a renewal an eighth of its time.
+func TestRenewalAndReleaseLockTheirRowOnce(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := ctxOf(t)
+	for _, mode := range []Replication{Async, Sync} {
+		table := "locks_" + string(mode)
+		ddl, err := Schema{Table: table, MinNode: 0, MaxNode: 15, MaxTTL: time.Hour, Replication: mode}.SQL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(db, Config{Table: table, MinNode: 0, MaxNode: 15})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := s.sqlFor(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		for _, st := range []struct {
+			name, sql string
+			args      []any
+		}{
+			{"renew", q.renew, []any{1, "o", int64(3), int64(60000), now}},
+			{"release", q.release, []any{1, "o", int64(3), now}},
+		} {
+			p, err := plancheck.InspectGenericPlan(ctx, conn, st.sql, nil, st.args, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(p.Plan, `"Node Type": "LockRows"`); n != 0 {
+				t.Errorf("%s, %s: the plan locks rows in %d LockRows nodes before it writes:\n%s", mode, st.name, n, p.Plan)
+			}
+			if !strings.Contains(p.Plan, `"Node Type": "ModifyTable"`) {
+				t.Errorf("%s, %s: no ModifyTable in the plan, the inspection read the wrong plan:\n%s", mode, st.name, p.Plan)
+			}
+		}
+		if err := conn.Close(); err != nil {
+			t.Fatal(fmt.Errorf("%s: %w", mode, err))
+		}
+	}
+}
