@@ -23,7 +23,16 @@ type pgxConn interface{ Conn() *pgx.Conn }
 // way. Like database/sql, it tries again, on another connection, when the
 // connection fails before the statement was sent; any other driver goes
 // through database/sql.
+//
+// ClaimFirst's statement, which a Store runs once, is sent unprepared (pgx's
+// exec mode: parsed, planned and run in one round trip) whatever the
+// connection's default: prepared, it took a round trip more and stayed in
+// the connection's statement cache, and in its server process, unused.
 func (s *Store) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
+	pgxArgs := args
+	if q == s.firstSQL {
+		pgxArgs = append([]any{pgx.QueryExecModeExec}, args...)
+	}
 	var err error
 	for range 2 {
 		var c *sql.Conn
@@ -37,7 +46,7 @@ func (s *Store) queryRow(ctx context.Context, q string, args []any, dest ...any)
 				return nil
 			}
 			native = true
-			err = pc.Conn().QueryRow(ctx, q, args...).Scan(dest...)
+			err = pc.Conn().QueryRow(ctx, q, pgxArgs...).Scan(dest...)
 			if err != nil && pgconn.SafeToRetry(err) && ctx.Err() == nil {
 				// Nothing reached the server: drop the connection and try
 				// another one.
