@@ -211,7 +211,7 @@ func (l *Lease) release(ctx context.Context, stamped int64) error {
 }
 
 // causeOf explains a renewal or release that changed nothing, from the row
-// as the statement found it.
+// as the statement that said why found it (store.Outcome).
 func (l *Lease) causeOf(o store.Outcome) error {
 	switch {
 	case !o.Exists || o.Epoch > l.key.Epoch:
