@@ -92,21 +92,7 @@ func TestRenewalAndReleaseLockTheirRowOnce(t *testing.T) {
 	ctx := ctxOf(t)
 	for _, mode := range []Replication{Async, Sync} {
 		table := "locks_" + string(mode)
-		ddl, err := Schema{Table: table, MinNode: 0, MaxNode: 15, MaxTTL: time.Hour, Replication: mode}.SQL()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.ExecContext(ctx, ddl); err != nil {
-			t.Fatal(err)
-		}
-		s, err := New(db, Config{Table: table, MinNode: 0, MaxNode: 15})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := s.sqlFor(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, q := scratchTable(t, db, table, 16, mode)
 		conn, err := db.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)

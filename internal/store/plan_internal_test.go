@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -10,6 +11,29 @@ import (
 	"github.com/nodeid/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
+
+// scratchTable creates table, of node IDs 0 to nodes-1, in the replication
+// mode given, through the DDL alone, and returns its Store and statements.
+func scratchTable(t *testing.T, db *sql.DB, table string, nodes int64, mode Replication) (*Store, *statements) {
+	t.Helper()
+	ctx := ctxOf(t)
+	ddl, err := Schema{Table: table, MinNode: 0, MaxNode: nodes - 1, MaxTTL: time.Hour, Replication: mode}.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(db, Config{Table: table, MinNode: 0, MaxNode: nodes - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := st.sqlFor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, q
+}
 
 // The lease statements reach the history only through its primary key,
 // whatever the planner's statistics say: their generic plans (the ones a
@@ -28,21 +52,7 @@ func TestLeaseStatementsReachHistoryByPrimaryKey(t *testing.T) {
 			db, _ := pgtest.NewDB(t)
 			ctx := ctxOf(t)
 			table := "plans_" + string(mode)
-			ddl, err := Schema{Table: table, MinNode: 0, MaxNode: nodes - 1, MaxTTL: time.Hour, Replication: mode}.SQL()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.ExecContext(ctx, ddl); err != nil {
-				t.Fatal(err)
-			}
-			st, err := New(db, Config{Table: table, MinNode: 0, MaxNode: nodes - 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			q, err := st.sqlFor(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st, q := scratchTable(t, db, table, nodes, mode)
 			now := time.Now().UnixMilli()
 			// The history as a fleet leaves it: every node ID claimed,
 			// most of them released and claimed again, the last claims
