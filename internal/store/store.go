@@ -668,9 +668,10 @@ SELECT r.expires_at, r.horizon_ms, now() FROM renewed AS r`
 // clock.
 const liveLease = `t.node_id = $1::integer AND t.owner = $2::text AND t.epoch = $3::bigint AND t.expires_at >= now()`
 
-// The end of a lease says why a renewal or a release of the lease $1, $3
-// changed nothing: the row as it is once that statement has ended (its
-// owner and epoch) and the history's end reason of the claim. The Store
+// The end of a lease says why a renewal or a release of the claim of node
+// ID $1 at epoch $2 changed nothing: the row as it is once that statement
+// has ended (its owner and epoch) and the history's end reason of the
+// claim. The Store
 // runs it after a renewal or a release that answered with no row; it
 // reads and writes nothing else, and takes no lock.
 const endedTemplate = `-- nodeid ended
