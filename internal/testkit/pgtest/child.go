@@ -8,72 +8,30 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nodeid/nodeid/internal/testkit/proc"
 )
 
 // child is a long-running program of a Cluster (etcd, or a Patroni node),
 // its output appended to a log file.
-type child struct {
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-}
+type child = proc.Child
 
 // startChild starts bin with args in dir, its output going to log, with
 // the given process attributes and environment.
 func startChild(bin string, args []string, dir, log string, attr *syscall.SysProcAttr, env []string) (*child, error) {
-	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = attr
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", filepath.Base(bin), err)
-	}
-	c := &child{cmd: cmd, log: log, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(c.exited)
-	}()
-	return c, nil
-}
-
-// kill kills the program and waits until it has exited.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.exited
-}
-
-// running reports whether the program has not exited yet.
-func (c *child) running() bool {
-	select {
-	case <-c.exited:
-		return false
-	default:
-		return true
-	}
+	return proc.Start(cmd, log)
 }
 
 // tail returns the end of the file at path, for an error message.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
-}
+func tail(path string) string { return proc.Tail(path, 3000) }
 
 // waitFor calls check until it succeeds, ctx ends or c exits, and returns
 // check's last error otherwise.
@@ -86,7 +44,7 @@ func waitFor(ctx context.Context, c *child, what string, check func(context.Cont
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %v: %w", what, err, ctx.Err())
-		case <-c.exited:
+		case <-c.Exited:
 			return fmt.Errorf("%s: it exited", what)
 		case <-time.After(100 * time.Millisecond):
 		}

@@ -179,10 +179,10 @@ func (c *Cluster) chown(dir string) error {
 func (c *Cluster) logTails() string {
 	var b strings.Builder
 	if c.etcd != nil {
-		fmt.Fprintf(&b, "\n--- etcd log:\n%s", tail(c.etcd.log))
+		fmt.Fprintf(&b, "\n--- etcd log:\n%s", tail(c.etcd.Log))
 	}
 	for _, n := range c.nodes {
-		fmt.Fprintf(&b, "\n--- %s log:\n%s", n.name, tail(n.proc.log))
+		fmt.Fprintf(&b, "\n--- %s log:\n%s", n.name, tail(n.proc.Log))
 	}
 	return b.String()
 }
@@ -292,8 +292,8 @@ func (c *Cluster) WaitHealthy(ctx context.Context) error {
 			return nil
 		}
 		for _, n := range c.nodes {
-			if !n.proc.running() {
-				return fmt.Errorf("pgtest: the cluster is not healthy: %s's Patroni exited (%v)", n.name, n.proc.cmd.ProcessState)
+			if !n.proc.Running() {
+				return fmt.Errorf("pgtest: the cluster is not healthy: %s's Patroni exited (%v)", n.name, n.proc.Cmd.ProcessState)
 			}
 		}
 		select {
@@ -470,7 +470,7 @@ func (c *Cluster) Close() error {
 			n.kill()
 		}
 		if c.etcd != nil {
-			c.etcd.kill()
+			c.etcd.Kill()
 		}
 		c.http.CloseIdleConnections()
 		err = os.RemoveAll(c.root)

@@ -141,9 +141,9 @@ func TestClusterFailovers(t *testing.T) {
 
 	// Close leaves no process of the cluster behind: not Patroni, not the
 	// PostgreSQL servers it detached from itself, not etcd.
-	procs := []int{c.etcd.cmd.Process.Pid}
+	procs := []int{c.etcd.Cmd.Process.Pid}
 	for _, n := range c.nodes {
-		init, err := childOf(n.proc.cmd.Process.Pid)
+		init, err := childOf(n.proc.Cmd.Process.Pid)
 		if err != nil {
 			t.Fatalf("%s: %v", n.name, err)
 		}
@@ -151,7 +151,7 @@ func TestClusterFailovers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		procs = append(procs, n.proc.cmd.Process.Pid, init, pm)
+		procs = append(procs, n.proc.Cmd.Process.Pid, init, pm)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

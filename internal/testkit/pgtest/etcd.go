@@ -66,8 +66,8 @@ func startEtcd(ctx context.Context, bin, dir string, cred *syscall.Credential, c
 		return nil
 	}
 	if err := waitFor(ctx, e, "etcd did not become healthy", healthy); err != nil {
-		e.kill()
-		return nil, "", fmt.Errorf("%w; etcd log:\n%s", err, tail(e.log))
+		e.Kill()
+		return nil, "", fmt.Errorf("%w; etcd log:\n%s", err, tail(e.Log))
 	}
 	return e, fmt.Sprintf("127.0.0.1:%d", clientPort), nil
 }

@@ -135,15 +135,15 @@ func (n *patroniNode) start(progs programs, cred *syscall.Credential) error {
 func (n *patroniNode) kill() {
 	// Killing pid 1 of a pid namespace kills every process in it, and
 	// unshare exits once they all have.
-	if init, err := childOf(n.proc.cmd.Process.Pid); err == nil {
+	if init, err := childOf(n.proc.Cmd.Process.Pid); err == nil {
 		_ = syscall.Kill(init, syscall.SIGKILL)
 		select {
-		case <-n.proc.exited:
+		case <-n.proc.Exited:
 			return
 		case <-time.After(time.Minute):
 		}
 	}
-	n.proc.kill()
+	n.proc.Kill()
 }
 
 // postmaster returns the pid, as this process sees it, of the node's
@@ -158,7 +158,7 @@ func (n *patroniNode) postmaster() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: postmaster.pid starts with %q, not a pid", n.name, first)
 	}
-	init, err := childOf(n.proc.cmd.Process.Pid)
+	init, err := childOf(n.proc.Cmd.Process.Pid)
 	if err != nil {
 		return 0, fmt.Errorf("%s: Patroni: %w", n.name, err)
 	}

@@ -16,14 +16,14 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/internal/testkit/proc"
 )
 
 // Bouncer is a PgBouncer in transaction pooling mode in front of a Server.
 type Bouncer struct {
-	port   int
-	root   string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	port int
+	root string
+	proc *proc.Child
 }
 
 // findPgBouncer returns the pgbouncer binary from PATH or /usr/sbin.
@@ -90,12 +90,12 @@ pidfile = %s
 	cmd := exec.Command(bin, filepath.Join(root, "pgbouncer.ini"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	cmd.Dir = root
-	if err := cmd.Start(); err != nil {
+	p, err := proc.Start(cmd, "")
+	if err != nil {
 		os.RemoveAll(root)
-		return nil, fmt.Errorf("start pgbouncer: %w", err)
+		return nil, err
 	}
-	b := &Bouncer{port: port, root: root, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(b.exited) }()
+	b := &Bouncer{port: port, root: root, proc: p}
 	// Wait until it listens.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -105,7 +105,7 @@ pidfile = %s
 			return b, nil
 		}
 		select {
-		case <-b.exited:
+		case <-p.Exited:
 			log, _ := os.ReadFile(filepath.Join(root, "pgbouncer.log"))
 			os.RemoveAll(root)
 			return nil, fmt.Errorf("pgbouncer exited during start-up:\n%s", log)
@@ -136,13 +136,7 @@ func (b *Bouncer) DSN(db string, params ...string) string {
 
 // Close stops the pooler and removes its files.
 func (b *Bouncer) Close() error {
-	_ = b.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-b.exited:
-	case <-time.After(10 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.exited
-	}
+	b.proc.Stop(syscall.SIGINT, 10*time.Second)
 	return os.RemoveAll(b.root)
 }
 

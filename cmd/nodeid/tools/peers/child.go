@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid/internal/testkit"
+	"github.com/nodeid/nodeid/internal/testkit/proc"
 )
 
 // child is a server program run as a child process in a temporary
 // directory of its own, which holds its data and its log.
 type child struct {
-	name   string
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
+	*proc.Child
+	name string
+	dir  string
 }
 
 // startChild starts bin with args in a new temporary directory, its output
@@ -30,25 +30,15 @@ func startChild(name, bin string, args func(dir string) []string) (*child, error
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, name+".log"))
+	cmd := exec.Command(bin, args(dir)...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = sysProcAttr()
+	p, err := proc.Start(cmd, filepath.Join(dir, name+".log"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args(dir)...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logf, logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	c := &child{name: name, dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(c.exited)
-	}()
-	return c, nil
+	return &child{Child: p, name: name, dir: dir}, nil
 }
 
 // waitReady polls ready until it returns nil, the process exits or a
@@ -58,8 +48,8 @@ func (c *child) waitReady(ctx context.Context, ready func(context.Context) error
 	defer cancel()
 	err := testkit.Wait(ctx, func() error {
 		select {
-		case <-c.exited:
-			return testkit.Stop(fmt.Errorf("%s exited during start-up (%v)", c.name, c.cmd.ProcessState))
+		case <-c.Exited:
+			return testkit.Stop(fmt.Errorf("%s exited during start-up (%v)", c.name, c.Cmd.ProcessState))
 		default:
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
@@ -75,21 +65,9 @@ func (c *child) waitReady(ctx context.Context, ready func(context.Context) error
 // stop ends the process (SIGTERM, then SIGKILL after 10 s), waits for it
 // and removes its directory.
 func (c *child) stop() error {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
+	c.Stop(syscall.SIGTERM, 10*time.Second)
 	return os.RemoveAll(c.dir)
 }
 
 // logTail returns the last 2,000 bytes of the log.
-func (c *child) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(c.dir, c.name+".log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
+func (c *child) logTail() string { return proc.Tail(c.Log, 2000) }
