@@ -14,7 +14,7 @@ type pgxConn interface{ Conn() *pgx.Conn }
 
 // queryRow runs the one-row statement q of a lease operation (claim, renew,
 // release) and scans its row into dest; the error matches sql.ErrNoRows when
-// it returns none.
+// it returns none. once marks a statement the Store runs once (below).
 //
 // On a pgx connection it runs the statement through pgx itself: database/sql
 // starts a goroutine for every query whose context can be cancelled, to
@@ -24,13 +24,13 @@ type pgxConn interface{ Conn() *pgx.Conn }
 // connection fails before the statement was sent; any other driver goes
 // through database/sql.
 //
-// ClaimFirst's statement, which a Store runs once, is sent unprepared (pgx's
-// exec mode: parsed, planned and run in one round trip) whatever the
-// connection's default: prepared, it took a round trip more and stayed in
-// the connection's statement cache, and in its server process, unused.
-func (s *Store) queryRow(ctx context.Context, q string, args []any, dest ...any) error {
+// A statement run once (ClaimFirst's) is sent unprepared (pgx's exec mode:
+// parsed, planned and run in one round trip) whatever the connection's
+// default: prepared, it took a round trip more and stayed in the
+// connection's statement cache, and in its server process, unused.
+func (s *Store) queryRow(ctx context.Context, q string, once bool, args []any, dest ...any) error {
 	pgxArgs := args
-	if q == s.firstSQL {
+	if once {
 		pgxArgs = append([]any{pgx.QueryExecModeExec}, args...)
 	}
 	var err error

@@ -517,7 +517,7 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	res, err := s.claim(ctx, q.claim, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs}, owner)
+	res, err := s.claim(ctx, q.claim, false, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs}, owner)
 	if err != nil || res.OK {
 		return res, err
 	}
@@ -533,12 +533,12 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	return ClaimResult{Refusal: why}, nil
 }
 
-// claim runs q, a claim statement of owner with args, and reads its
-// answer (claimedRow's columns, then extra): the claim, or not OK when it
-// answered with no row.
-func (s *Store) claim(ctx context.Context, q string, args []any, owner string, extra ...any) (ClaimResult, error) {
+// claim runs q, a claim statement of owner with args (once: see queryRow),
+// and reads its answer (claimedRow's columns, then extra): the claim, or
+// not OK when it answered with no row.
+func (s *Store) claim(ctx context.Context, q string, once bool, args []any, owner string, extra ...any) (ClaimResult, error) {
 	c := Claim{Key: Key{Owner: owner}}
-	err := s.queryRow(ctx, q, args, append([]any{&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Generation, &c.Now},
+	err := s.queryRow(ctx, q, once, args, append([]any{&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Generation, &c.Now},
 		extra...)...)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -561,7 +561,7 @@ func (s *Store) refuse(ctx context.Context, q string, lo, hi int64, ttl time.Dur
 		maxTTL                        sql.NullInt64
 		mode                          sql.NullString
 	)
-	err := s.queryRow(ctx, q, []any{lo, hi},
+	err := s.queryRow(ctx, q, false, []any{lo, hi},
 		&why.Now, &held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending)
 	if err != nil {
 		return Refusal{}, "", s.wrapErr("claim", err)
@@ -623,7 +623,7 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNod
 		lo, hi = 0, maxNode
 	}
 	var tlo, thi sql.NullInt64
-	res, err := s.claim(ctx, s.firstSQL, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode, given}, owner, &tlo, &thi)
+	res, err := s.claim(ctx, s.firstSQL, true, []any{lo, hi, owner, ttl.Milliseconds(), horizonMs, maxNode, given}, owner, &tlo, &thi)
 	if err != nil || !res.OK || !tlo.Valid || !thi.Valid {
 		return FirstClaim{}, err
 	}
@@ -701,7 +701,7 @@ func (s *Store) Renew(ctx context.Context, k Key, ttl time.Duration, horizonMs i
 // history's end reason of the claim.
 func (s *Store) outcome(ctx context.Context, op, q string, k Key, args, dest []any) (Outcome, error) {
 	var o Outcome
-	err := s.queryRow(ctx, q, args, append(dest, &o.Now)...)
+	err := s.queryRow(ctx, q, false, args, append(dest, &o.Now)...)
 	if err == nil {
 		o.OK, o.Exists, o.Owner, o.Epoch = true, true, k.Owner, k.Epoch
 		return o, nil
@@ -710,7 +710,7 @@ func (s *Store) outcome(ctx context.Context, op, q string, k Key, args, dest []a
 		return o, s.wrapErr(op, err)
 	}
 	var reason sql.NullString
-	err = s.queryRow(ctx, s.endedSQL, []any{k.NodeID, k.Epoch}, &o.Owner, &o.Epoch, &o.Now, &reason)
+	err = s.queryRow(ctx, s.endedSQL, false, []any{k.NodeID, k.Epoch}, &o.Owner, &o.Epoch, &o.Now, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return o, nil
 	}
