@@ -402,7 +402,7 @@ func TestTableConfiguration(t *testing.T) {
 			_ = wide.Close()
 			if st, err := store.New(admin, store.DefaultConfig()); err != nil {
 				t.Fatal(err)
-			} else if _, raised, err := st.ConfirmRaise(ctx); err != nil || !raised {
+			} else if _, raised, err := st.ConfirmRaise(ctx, 2*time.Minute); err != nil || !raised {
 				t.Fatalf("ConfirmRaise: %v, %v", raised, err)
 			}
 			wide, _ = nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))

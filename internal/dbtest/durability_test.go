@@ -993,7 +993,7 @@ func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
 	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
 	if st, err := store.New(openDB(t, oldDSN), store.DefaultConfig()); err != nil {
 		t.Fatal(err)
-	} else if _, _, err := st.ConfirmRaise(ctx); err != nil {
+	} else if _, _, err := st.ConfirmRaise(ctx, long); err != nil {
 		t.Fatal(err)
 	}
 	h := newHolder(t, oldDSN, "holder-h", long)

@@ -206,3 +206,114 @@ func TestLateReleaseOnANewPrimaryLiftsNoQuarantine(t *testing.T) {
 		t.Errorf("C's claim refused: %+v; want the quarantine, past B's horizon %d", res.Refusal, b.Horizon)
 	}
 }
+
+// A raise confirmed beyond what the standbys have. Operator A raises the
+// maximum TTL and waits until the standby has replayed the raise; operator
+// B raises it again, which the standby never receives; A's confirmation
+// follows. It must confirm A's raise only: had it made B's the maximum, H1
+// could claim for B's TTL, and after a failover to the standby, which
+// quarantines for A's raise only, C would claim while H1 may still mint.
+func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
+	t.Parallel()
+	const short, raiseA, raiseB = 6 * time.Second, 20 * time.Second, time.Minute
+	pair, dbName := protocolPair(t, short)
+	ctx := ctxOf(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	raise := func(maxTTL time.Duration) {
+		t.Helper()
+		ddl, err := Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: maxTTL}.SQL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raise(raiseA)
+	pending, lsn, err := p.PendingRaise(ctx) // nodeid init, for A's raise
+	if err != nil || pending != raiseA {
+		t.Fatalf("PendingRaise: %s, %v; want %s", pending, err, raiseA)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, sbs, err := p.Standbys(ctx, lsn); err != nil || len(sbs) == 0 || !sbs[0].Caught {
+		t.Fatalf("the standby has not replayed %s: %+v, %v", lsn, sbs, err)
+	}
+	pair.Repl.Cut() // the standby receives nothing more
+	raise(raiseB)   // operator B, meanwhile
+	maxTTL, raised, err := p.ConfirmRaise(ctx, pending)
+	if err != nil || !raised || maxTTL != raiseA {
+		t.Fatalf("ConfirmRaise(%s): %s, %v, %v; want the maximum %s, %s still pending", pending, maxTTL, raised, err, raiseA, raiseB)
+	}
+	// A claim for B's TTL is refused; one for A's succeeds.
+	if res, err := p.Claim(ctx, 0, 0, "h1", raiseB, time.Now().UnixMilli()+raiseB.Milliseconds()); err != nil || res.OK || !res.Refusal.TTLAbove {
+		t.Fatalf("a claim for %s, above the confirmed maximum: %+v, %v; want refused, TTL above the maximum", raiseB, res, err)
+	}
+	h1 := claimWithin(t, p, "h1", raiseA, func() int64 { return time.Now().UnixMilli() + raiseA.Milliseconds() }, 0)
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	res, err := s.Claim(ctx, 0, 0, "c", short, time.Now().UnixMilli()+short.Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || time.UnixMilli(res.Refusal.Until).Before(h1.Expires) {
+		t.Errorf("node 0 is claimable on the new primary from %s (claimed: %v), before H1's lease of %s expires (%s)",
+			time.UnixMilli(res.Refusal.Until).Format(time.StampMilli), res.OK, raiseA, h1.Expires.Format(time.StampMilli))
+	}
+}
+
+// A failover after a declared restore. The table came from another
+// cluster (another system identifier) whose maximum TTL is shorter than
+// the leases its old history may hold; the operator declares the restore
+// with that bound, the declaration replicates, and the new cluster fails
+// over to its standby. The failover's generation must not end the
+// declared quarantine sooner: a quarantine of the copy's maximum TTL from
+// the failover would let C claim while a holder of the old history may
+// still mint.
+func TestFailoverAfterADeclaredRestoreKeepsItsQuarantine(t *testing.T) {
+	t.Parallel()
+	const short, declared = 6 * time.Second, time.Minute
+	pair, dbName := protocolPair(t, short)
+	ctx := ctxOf(t)
+	// The table records another system identifier: it was restored here.
+	if err := pair.Primary.Exec(ctx, dbName, `UPDATE `+ConfigTable(DefaultTable)+` SET server_id = server_id + 1`); err != nil {
+		t.Fatal(err)
+	}
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	res, err := p.Claim(ctx, 0, 0, "a", short, time.Now().UnixMilli()+short.Milliseconds())
+	if err != nil || res.OK || !res.Refusal.RestorePending {
+		t.Fatalf("a claim on the moved copy: %+v, %v; want refused, the restore pending", res, err)
+	}
+	_, until, err := p.Restored(ctx, declared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	res, err = s.Claim(ctx, 0, 0, "c", short, time.Now().UnixMilli()+short.Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := s.ReadConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || tc.QuarantineUntil.Before(until) || time.UnixMilli(res.Refusal.Until).Before(until) {
+		t.Errorf("after the failover: claimed %v, quarantine until %s, node 0 claimable from %s; the declared quarantine ends at %s",
+			res.OK, tc.QuarantineUntil.Format(time.StampMilli), time.UnixMilli(res.Refusal.Until).Format(time.StampMilli), until.Format(time.StampMilli))
+	}
+}

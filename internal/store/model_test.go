@@ -60,7 +60,10 @@ var mutants = []struct {
 	{"deadline-by-wall-clock", "the holder's deadline is the server's expires_at read on its own wall clock, not a duration on its monotonic clock from t0", "2h:clock"},
 	{"claim-unexpired", "a claim takes a row whose lease has not expired", "3h:failover"},
 	{"claim-above-max", "a claim takes a TTL above the table's maximum", "3h:raise"},
+	{"confirm-unmarked", "a confirmation makes the raise pending when it runs the maximum, not the one whose WAL position the standbys were seen to replay", "2h:raise-twice"},
+	{"fence-shortened", "a new generation's quarantine replaces a longer one still running (a failover after a declared restore)", "2h:restore+failover"},
 	{"renew-any-epoch", "a renewal extends the row of its owner whatever the epoch", "3h:failover"},
+	{"renew-lowers-expiry", "a renewal sets the expiry from its now() even when the row's is later", "2h:late"},
 }
 
 func knownMutant(name string) bool {
@@ -74,20 +77,23 @@ func knownMutant(name string) bool {
 
 // bounds are what a run of the model explores.
 type bounds struct {
-	holders  int  // at most maxHold
-	nodes    int  // at most maxNode
-	tmax     tick // the last tick
-	maxStep  tick // the most ticks one action lets pass
-	depth    int  // actions per trace
-	ttl      [maxHold]tick
-	maxTTL   tick     // the table's maximum TTL at the start
-	raiseTo  tick     // the raise of the maximum TTL (raise family)
-	tol      tick     // the servers' clocks agree to within tol; the quarantine adds it
-	holdOffs [][]tick // the holders' wall clocks: true time plus these, one set a run
-	srv0     tick     // the first server's clock: true time plus srv0
-	srvOffs  []tick   // a new server's clock: true time plus one of these
-	families family   // the environment's actions
-	budget   budget   // how many times a trace may take each of the rarer actions
+	holders   int  // at most maxHold
+	nodes     int  // at most maxNode
+	tmax      tick // the last tick
+	maxStep   tick // the most ticks one action lets pass
+	depth     int  // actions per trace
+	ttl       [maxHold]tick
+	maxTTL    tick     // the table's maximum TTL at the start
+	raiseTo   tick     // the raise of the maximum TTL (raise family)
+	raiseTo2  tick     // a second, larger raise, 0 if none
+	pending   tick     // a raise pending at the start, which the standby has, 0 if none
+	backupMax tick     // the backup's maximum TTL, if not the table's: a copy older than a raise
+	tol       tick     // the servers' clocks agree to within tol; the quarantine adds it
+	holdOffs  [][]tick // the holders' wall clocks: true time plus these, one set a run
+	srv0      tick     // the first server's clock: true time plus srv0
+	srvOffs   []tick   // a new server's clock: true time plus one of these
+	families  family   // the environment's actions
+	budget    budget   // how many times a trace may take each of the rarer actions
 }
 
 // budget counts what a trace may still do of the actions whose
@@ -160,6 +166,7 @@ type stmt struct {
 	h6    tick // a release's exact horizon
 	exact bool // a release with an exact horizon
 	epoch int32
+	srv   int8 // mstate.servers when it was sent
 }
 
 const (
@@ -196,11 +203,18 @@ type mstate struct {
 	srvSID  int8 // the current primary's system identifier and timeline
 	srvTL   int8
 	nextSID int8
+	// servers counts the changes of the server process (failover, crash,
+	// restore): a statement in flight across one never commits in the
+	// transaction it began.
+	servers int8
 	left    budget // what the trace may still do
 	db      data
 	standby data // the standby's copy (famCrash: the last flushed state)
 	backup  data
-	hold    [maxHold]holder
+	// mark is the pending raise that nodeid init read, with the WAL
+	// position it waits for the standbys to replay (PendingRaise), 0 if none.
+	mark tick
+	hold [maxHold]holder
 	// Ghosts, for the invariants: the highest epoch granted per node in any
 	// history, the largest TTL ever granted, and which lease stamped each
 	// millisecond of each node.
@@ -220,11 +234,14 @@ func (m *model) initial() []mstate {
 	var s mstate
 	s.nextSID, s.srvSID, s.srvTL = 2, 1, 1
 	s.srvOff = m.b.srv0
-	s.db.cfg = config{maxTTL: m.b.maxTTL, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1}
+	s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1}
 	for n := 0; n < m.b.nodes; n++ {
 		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
 	}
 	s.standby, s.backup = s.db, s.db
+	if m.b.backupMax != 0 {
+		s.backup.cfg.maxTTL = m.b.backupMax
+	}
 	s.left = m.b.budget
 	s.maxGranted = m.b.maxTTL
 	for i := 0; i < m.b.holders; i++ {
@@ -273,9 +290,19 @@ func (m *model) seen(s *mstate) {
 	case moved || c.fence == noFence:
 		c.fence = noFence
 	default:
-		c.fence = s.now() + m.quarantine(c)
+		c.fence = m.laterFence(c.fence, s.now()+m.quarantine(c))
 	}
 	c.sid, c.tl = sid, tl
+}
+
+// laterFence is the fence of a new generation: the end of its quarantine,
+// or of the one still running, if later (a declared restore's may exceed
+// the maximum TTL), or f while a restore is not declared.
+func (m *model) laterFence(old, f tick) tick {
+	if old == noFence || m.mut == "fence-shortened" {
+		return f
+	}
+	return max(old, f)
 }
 
 // quarantine is how long after a change of generation the rows of earlier
@@ -385,7 +412,11 @@ func (m *model) renew(s *mstate, h int, st stmt) (ok bool, r row) {
 	if m.mut == "horizon-lowered" {
 		hz = min(st.h5, now+ttl)
 	}
-	r.expires, r.horizon = now+ttl, hz
+	exp := max(r.expires, now+ttl)
+	if m.mut == "renew-lowers-expiry" {
+		exp = now + ttl
+	}
+	r.expires, r.horizon = exp, hz
 	if m.mut == "f2-renew-lifts-quarantine" {
 		r.gen = c.gen
 	}
@@ -444,22 +475,32 @@ func (m *model) verify(s *mstate, h int) bool {
 	return r.owner == int8(h+1) && r.epoch == hd.epoch && r.expires >= s.now()
 }
 
-// raise is the DDL that raises the table's maximum TTL: pending until every
-// standby has it (confirm).
-func (m *model) raise(s *mstate) {
+// raise is the DDL that raises the table's maximum TTL to to: pending until
+// every standby has it (confirm).
+func (m *model) raise(s *mstate, to tick) {
 	if m.mut == "raise-not-pending" {
-		s.db.cfg.maxTTL = m.b.raiseTo
+		s.db.cfg.maxTTL = to
 		return
 	}
-	s.db.cfg.raise = m.b.raiseTo
+	s.db.cfg.raise = to
 }
 
-// confirm makes a pending raise the maximum, once the standby has it.
+// confirm makes the raise that init read (the mark) the maximum, once the
+// standby has it (it has replayed the WAL position read with it), and
+// leaves a later raise pending.
 func (m *model) confirm(s *mstate) bool {
-	if s.db.cfg.raise == 0 || max(s.standby.cfg.raise, s.standby.cfg.maxTTL) < s.db.cfg.raise {
+	c, mark := &s.db.cfg, s.mark
+	if c.raise == 0 || max(s.standby.cfg.raise, s.standby.cfg.maxTTL) < mark {
 		return false
 	}
-	s.db.cfg.maxTTL, s.db.cfg.raise = s.db.cfg.raise, 0
+	if m.mut == "confirm-unmarked" {
+		mark = c.raise
+	}
+	c.maxTTL = max(c.maxTTL, min(c.raise, mark))
+	if c.raise <= mark {
+		c.raise = 0
+	}
+	s.mark = 0
 	return true
 }
 
@@ -473,7 +514,7 @@ func (m *model) restored(s *mstate, d tick) {
 	if m.mut == "f1-copy-max-ttl" {
 		d = 0
 	}
-	c.fence = s.now() + m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise})
+	c.fence = m.laterFence(c.fence, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise}))
 	c.sid, c.tl = s.srvSID, s.srvTL
 }
 
@@ -502,6 +543,7 @@ const (
 	aRollback
 	aDeclare
 	aRaise
+	aMark
 	aConfirm
 	nActKinds
 )
@@ -529,7 +571,8 @@ var rules = [nActKinds]string{
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
 	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, store.Restored, restoredTemplate)",
 	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending",
-	aConfirm:    "the raise is confirmed once every standby has replayed it (nodeid init, store.ConfirmRaise)",
+	aMark:       "nodeid init reads the pending raise and the WAL position to wait for (store.PendingRaise)",
+	aConfirm:    "the raise init read is confirmed once every standby has replayed its position; a later one stays pending (nodeid init, store.ConfirmRaise)",
 }
 
 // act is one action: its kind, the holder or node it is about, and its
@@ -543,7 +586,7 @@ type act struct {
 func (a act) String() string {
 	name := [nActKinds]string{"tick", "call", "call-lost", "send", "exec", "exec-lost", "abandon",
 		"exec-late", "verify", "end-tx", "evict", "replicate", "failover", "crash", "backup", "move", "pitr",
-		"rollback", "declare", "raise", "confirm"}[a.kind]
+		"rollback", "declare", "raise", "mark", "confirm"}[a.kind]
 	switch a.kind {
 	case aCall, aCallLost, aSend:
 		return fmt.Sprintf("%s %s h%d", name, [...]string{"", "claim", "renew", "release"}[a.arg], a.who)
@@ -651,10 +694,13 @@ func (m *model) enabled(s *mstate, out []act) []act {
 	}
 	if f&famRaise != 0 || (f&famRestore != 0 && m.b.raiseTo > 0) {
 		c := &s.db.cfg
-		if c.raise == 0 && c.maxTTL < m.b.raiseTo {
+		if c.raise == 0 && c.maxTTL < m.b.raiseTo || max(c.raise, c.maxTTL) < m.b.raiseTo2 {
 			out = append(out, act{kind: aRaise})
 		}
-		if c.raise != 0 {
+		if c.raise != 0 && s.mark != c.raise {
+			out = append(out, act{kind: aMark})
+		}
+		if c.raise != 0 && s.mark != 0 {
 			out = append(out, act{kind: aConfirm})
 		}
 	}
@@ -717,7 +763,16 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aExecOrphan:
 		st := s.hold[h].orphan
 		s.hold[h].orphan = stmt{}
-		if v := m.exec(s, h, st, false); v != nil {
+		// A statement's now() is its transaction's start: one its holder
+		// stopped waiting for may have begun at once and stalled, and
+		// commit only now, on the server it was sent to.
+		t := s.t
+		if st.srv == s.servers {
+			s.t = st.t0
+		}
+		v := m.exec(s, h, st, false)
+		s.t = t
+		if v != nil {
 			return true, v
 		}
 	case aVerify:
@@ -736,11 +791,13 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aReplicate:
 		s.standby = s.db
 	case aFailover:
+		s.servers++
 		s.db = s.standby
 		s.srvTL++
 		s.srvOff = a.arg
 		m.abortTx(s)
 	case aCrash:
+		s.servers++
 		if m.mut == "async-lease-write" {
 			s.db.rows = s.standby.rows // what was not flushed is lost
 		}
@@ -748,6 +805,7 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aBackup:
 		s.backup = s.db
 	case aMove, aPITR, aRollback:
+		s.servers++
 		s.db = s.backup
 		s.srvOff = a.arg
 		switch a.kind {
@@ -764,7 +822,13 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aDeclare:
 		m.restored(s, s.maxGranted)
 	case aRaise:
-		m.raise(s)
+		to := m.b.raiseTo
+		if max(s.db.cfg.raise, s.db.cfg.maxTTL) >= to {
+			to = m.b.raiseTo2
+		}
+		m.raise(s, to)
+	case aMark:
+		s.mark = s.db.cfg.raise
 	case aConfirm:
 		if !m.confirm(s) {
 			return false, nil
@@ -778,6 +842,7 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 // sealed generator's last stamp).
 func (m *model) send(s *mstate, h int, kind int8) {
 	hd := &s.hold[h]
+	defer func() { hd.pend.srv = s.servers }()
 	switch kind {
 	case sClaim:
 		hd.pend = stmt{kind: sClaim, t0: s.t, h5: s.t + hd.off + hd.ttl}
@@ -839,14 +904,22 @@ func (m *model) exec(s *mstate, h int, st stmt, delivered bool) *violation {
 			}
 			s.maxGranted = max(s.maxGranted, hd.ttl)
 		}
-		if !delivered || !hd.has || hd.epoch != st.epoch {
+		if !hd.has || hd.epoch != st.epoch || hd.node != st.node {
 			return nil
 		}
-		if !ok {
-			hd.has = false // taken over, evicted, expired or lost in a failover
-			return nil
+		if delivered {
+			if !ok {
+				hd.has = false // taken over, evicted, expired or lost in a failover
+				return nil
+			}
+			hd.dl, hd.hloc = m.deadline(s, hd, st, r.expires), max(hd.hloc, r.horizon)
 		}
-		hd.dl, hd.hloc = m.deadline(s, hd, st, r.expires), max(hd.hloc, r.horizon)
+		// Rule 4: the lease the holder keeps ends, by its deadline, before
+		// the database takes it for expired.
+		if ok && hd.dl > r.expires-s.srvOff {
+			return &violation{"4", fmt.Sprintf("node %d: holder %d keeps epoch %s until %d, but the row expires at %d (true time %d)",
+				st.node, h, epochStr(st.epoch), hd.dl, r.expires, r.expires-s.srvOff)}
+		}
 	case sRelease:
 		pre := s.db.rows[st.node]
 		ok := m.release(s, h, st)

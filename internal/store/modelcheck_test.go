@@ -73,6 +73,16 @@ func runs(long bool) []run {
 	reorder := two
 	reorder.holdOffs, reorder.depth = [][]tick{{0, -2}}, 11
 	reorder.budget.lost = 0
+	// A raise pending from the start, which the standby has, and a second
+	// one, to a TTL longer than the first one's quarantine covers.
+	twice := two
+	twice.ttl, twice.maxTTL, twice.raiseTo, twice.raiseTo2, twice.pending = [maxHold]tick{8, 2}, 2, 4, 8, 4
+	twice.holdOffs, twice.maxStep = [][]tick{{0, 0}}, 3
+	// A backup older than a raise (its maximum is a third of the table's),
+	// restored in another cluster, declared, and failed over there.
+	copyFailover := two
+	copyFailover.ttl, copyFailover.maxTTL, copyFailover.backupMax = [maxHold]tick{6, 2}, 6, 2
+	copyFailover.holdOffs, copyFailover.maxStep, copyFailover.depth = [][]tick{{0, 0}}, 4, 7
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -96,6 +106,8 @@ func runs(long bool) []run {
 		fam("2h:restore", raising(ahead), famRestore),
 		fam("2h:crash", skewed, famCrash),
 		fam("2h:late", reorder, famLate),
+		fam("2h:raise-twice", twice, famRaise),
+		fam("2h:restore+failover", copyFailover, famRestore|famFailover),
 	}
 	all := raising(three)
 	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate
@@ -286,6 +298,9 @@ func (m *model) describe(s *mstate) string {
 		s.db.cfg.gen, fenceStr(s.db.cfg.fence), s.db.cfg.maxTTL)
 	if s.db.cfg.raise != 0 {
 		fmt.Fprintf(&b, " raise %d", s.db.cfg.raise)
+	}
+	if s.mark != 0 {
+		fmt.Fprintf(&b, " marked %d", s.mark)
 	}
 	b.WriteString(")")
 	for n := 0; n < m.b.nodes; n++ {

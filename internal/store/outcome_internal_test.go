@@ -121,3 +121,72 @@ func TestRenewalAndReleaseLockTheirRowOnce(t *testing.T) {
 		}
 	}
 }
+
+// A renewal never lowers the expiry. A renewal whose attempt the holder
+// gave up on may commit after a later attempt did, with the now() of its
+// own transaction, which began first: setting the expiry from it would end
+// the lease in the database before the deadline the holder keeps from the
+// later renewal.
+func TestALateRenewalLowersNoExpiry(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.NewDB(t)
+	ctx := ctxOf(t)
+	s, err := New(db, Config{Table: "late", MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	const ttl = time.Minute
+	c, err := s.Claim(ctx, 0, 0, "holder", ttl, time.Now().UnixMilli())
+	if err != nil || !c.OK {
+		t.Fatalf("claim: %+v, %v", c, err)
+	}
+	// The first attempt's transaction begins: its now() is fixed.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var began time.Time
+	if err := tx.QueryRowContext(ctx, `SELECT now()`).Scan(&began); err != nil {
+		t.Fatal(err)
+	}
+	// The second attempt runs once the server's clock has moved on.
+	for {
+		var later bool
+		if err := db.QueryRowContext(ctx, `SELECT clock_timestamp() > $1::timestamptz + interval '200 ms'`, began).Scan(&later); err != nil {
+			t.Fatal(err)
+		}
+		if later {
+			break
+		}
+	}
+	second, err := s.Renew(ctx, c.Key, ttl, time.Now().UnixMilli())
+	if err != nil || !second.OK {
+		t.Fatalf("the second renewal: %+v, %v", second, err)
+	}
+	// The first attempt's statement runs now, in its old transaction.
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expires time.Time
+	var horizon int64
+	var now time.Time
+	if err := tx.QueryRowContext(ctx, q.renew, c.NodeID, c.Owner, c.Epoch, ttl.Milliseconds(), time.Now().UnixMilli()).Scan(&expires, &horizon, &now); err != nil {
+		t.Fatalf("the late renewal: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var got time.Time
+	if err := db.QueryRowContext(ctx, `SELECT expires_at FROM late WHERE node_id = 0`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Before(second.Expires) {
+		t.Errorf("the late renewal (begun %s) set the expiry to %s, %s before the later renewal's %s",
+			began.Format(time.StampMilli), got.Format(time.StampMilli), second.Expires.Sub(got), second.Expires.Format(time.StampMilli))
+	}
+}

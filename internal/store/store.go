@@ -103,9 +103,9 @@ type Store struct {
 	byMode map[Replication]*statements
 	mode   atomic.Pointer[Replication] // the table's, once read
 
-	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, confirmRaiseSQL, endedSQL string
-	probeSQL                                                                         string // of asynchronous replication only
-	firstSQL                                                                         string // ClaimFirst's
+	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, confirmRaiseSQL, pendingRaiseSQL, endedSQL string
+	probeSQL                                                                                          string // of asynchronous replication only
+	firstSQL                                                                                          string // ClaimFirst's
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -143,7 +143,7 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 	}{
 		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate},
 		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate},
-		{&s.confirmRaiseSQL, confirmRaiseTemplate}, {&s.endedSQL, endedTemplate},
+		{&s.confirmRaiseSQL, confirmRaiseTemplate}, {&s.pendingRaiseSQL, pendingRaiseTemplate}, {&s.endedSQL, endedTemplate},
 	} {
 		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
@@ -276,7 +276,9 @@ type Outcome struct {
 // (seen). Another timeline of the same system (a promotion, a point-in-time
 // recovery) quarantines the rows of earlier generations for the longest
 // lease the lost history could hold, the larger of the maximum TTL and a
-// pending raise, and a tenth more for the servers' clocks. Another system
+// pending raise, and a tenth more for the servers' clocks, or until the
+// quarantine still running ends, if later: a declared restore's lasts the
+// operator's bound, which may exceed the copy's maximum TTL. Another system
 // identifier (a dump restored elsewhere, an upgrade, a move) cannot know how
 // stale its copy is: its generation waits for the operator's declaration
 // (restoredTemplate), which states the bound, and so does every generation
@@ -296,7 +298,7 @@ const asyncHead = `WITH id AS (
     LIMIT 1
 ), g AS (
     SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at,
-        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN c.now_ms + ` + quarantine + ` END AS fence_ms,
+        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM c
 ), seen AS (
@@ -633,8 +635,12 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNod
 }
 
 // The renewal extends only a live lease of this owner and epoch: a lapsed
-// lease is never revived. It raises the horizon, never lowers it: to the
-// registry's ($5), never above the server's now() plus the TTL. It leaves
+// lease is never revived. It raises the expiry, never lowers it: a renewal
+// whose attempt the holder gave up on may commit after a later attempt,
+// with the now() of its own, earlier transaction start, and the holder
+// keeps the deadline of the later one. It raises the horizon, never lowers
+// it: to the registry's ($5), never above the server's now() plus the TTL.
+// It leaves
 // the row's claim generation alone: a lease that survived a failover or a
 // restore keeps its row quarantined for the next claimer (see
 // claimTemplate). The conditions are on the row the UPDATE writes: when a
@@ -655,7 +661,7 @@ func (s *Store) ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNod
 // $1 node; $2 owner; $3 epoch; $4 TTL in ms; $5 horizon.
 const renewTemplate = "-- nodeid renew\n{head}" + `, renewed AS (
     UPDATE {t} AS t
-    SET expires_at = now() + $4::bigint * interval '1 millisecond',
+    SET expires_at = GREATEST(t.expires_at, now() + $4::bigint * interval '1 millisecond'),
         horizon_ms = GREATEST(t.horizon_ms, LEAST($5::bigint, q.now_ms + $4::bigint))
     FROM q
     WHERE ` + liveLease + `
@@ -857,7 +863,9 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) 
 // The declaration of a restore starts a new generation from now: every row
 // becomes quarantined for the longest lease the old history may hold (the
 // largest of the operator's bound $2, the maximum TTL and a pending raise)
-// and a tenth, and its next claim takes an epoch of a new era (see
+// and a tenth, or until the quarantine still running ends, if later (a
+// second declaration with a smaller bound never shortens the first's), and
+// its next claim takes an epoch of a new era (see
 // claimTemplate), above any the restored or the lost history could hold.
 // It ends a restore that a statement found pending (another system
 // identifier). In asynchronous mode it also records the server's identity,
@@ -866,7 +874,7 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) 
 // $1 lock timeout in ms; $2 the operator's bound, in ms.
 const restoredTemplate = `-- nodeid restored
 UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
-    fence_ms = (extract(epoch FROM now()) * 1000)::bigint + GREATEST($2::bigint, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10{identity}
+    fence_ms = GREATEST(c.fence_ms, (extract(epoch FROM now()) * 1000)::bigint + GREATEST($2::bigint, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10){identity}
 FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
     set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
 WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL
@@ -892,21 +900,26 @@ func (s *Store) Restored(ctx context.Context, maxTTL time.Duration) (generation 
 // replication is pending (raise_ttl_ms) until every standby that may be
 // promoted has replayed it: a standby that lacked it would quarantine for
 // the old maximum only, after a failover that lost leases granted under the
-// new one. The confirmation makes it the maximum. Pending, it already
-// lengthens every quarantine.
+// new one. The confirmation makes it the maximum, but never more than $2,
+// the raise the standbys were seen to have (PendingRaise): a later raise,
+// which they may lack, stays pending. Pending, a raise already lengthens
+// every quarantine.
 const confirmRaiseTemplate = `-- nodeid confirm raise
-UPDATE {c} AS c SET max_ttl_ms = GREATEST(c.max_ttl_ms, c.raise_ttl_ms), raise_ttl_ms = NULL
+UPDATE {c} AS c SET max_ttl_ms = LEAST(c.raise_ttl_ms, $2::bigint),
+    raise_ttl_ms = CASE WHEN c.raise_ttl_ms > $2::bigint THEN c.raise_ttl_ms END
 FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
     set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
 WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL AND c.raise_ttl_ms IS NOT NULL
+    AND LEAST(c.raise_ttl_ms, $2::bigint) > c.max_ttl_ms
 RETURNING c.max_ttl_ms`
 
 // ConfirmRaise makes the table's pending raise of its maximum TTL the
-// maximum, once every standby has it (see Standbys). It reports the
-// maximum, and whether a raise was pending.
-func (s *Store) ConfirmRaise(ctx context.Context) (maxTTL time.Duration, raised bool, err error) {
+// maximum, up to upTo: the pending raise that PendingRaise read before
+// every standby was seen to replay its position. It reports the maximum,
+// and whether it raised it; a raise above upTo stays pending.
+func (s *Store) ConfirmRaise(ctx context.Context, upTo time.Duration) (maxTTL time.Duration, raised bool, err error) {
 	var ms int64
-	err = s.db.QueryRowContext(ctx, s.confirmRaiseSQL, LockTimeout.Milliseconds()).Scan(&ms)
+	err = s.db.QueryRowContext(ctx, s.confirmRaiseSQL, LockTimeout.Milliseconds(), upTo.Milliseconds()).Scan(&ms)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -914,6 +927,27 @@ func (s *Store) ConfirmRaise(ctx context.Context) (maxTTL time.Duration, raised 
 		return 0, false, s.wrapErr("confirm the raise", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
 	}
 	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// pendingRaiseTemplate reads the pending raise and a WAL position that its
+// commit precedes: the position written so far. The DDL that raises the
+// maximum commits durably (it sets synchronous_commit on), so that its
+// commit record is written before any statement sees the raise. (The
+// position of the next record to insert would not need that, but it may
+// lie past a page header that no record follows yet, which no standby of
+// an idle primary ever replays.)
+const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), pg_current_wal_lsn()::text FROM {c}`
+
+// PendingRaise returns the table's pending raise of its maximum TTL (0 when
+// none) and the WAL position to wait for: a standby that has replayed it
+// has that raise (or a later one). ConfirmRaise confirms that raise, not
+// one made after this read.
+func (s *Store) PendingRaise(ctx context.Context) (raise time.Duration, lsn string, err error) {
+	var ms int64
+	if err := s.db.QueryRowContext(ctx, s.pendingRaiseSQL).Scan(&ms, &lsn); err != nil {
+		return 0, "", s.wrapErr("read the pending raise", err)
+	}
+	return time.Duration(ms) * time.Millisecond, lsn, nil
 }
 
 // Standby is a standby of the primary: one it streams to now, as

@@ -115,15 +115,60 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 			t.Fatalf("after the DDL for %d-%d: %d rows from %d, want %d from %d", c.lo, c.hi, n, lo, c.wantRows, c.wantAt)
 		}
 	}
-	maxTTL, raised, err := st.ConfirmRaise(ctx)
+	pending, lsn, err := st.PendingRaise(ctx)
+	if err != nil || pending != time.Hour || lsn == "" {
+		t.Fatalf("PendingRaise: %s, %q, %v; want 1h0m0s and a WAL position", pending, lsn, err)
+	}
+	maxTTL, raised, err := st.ConfirmRaise(ctx, pending)
 	if err != nil || !raised || maxTTL != time.Hour {
 		t.Fatalf("ConfirmRaise: %s, %v, %v; want the pending 1h0m0s", maxTTL, raised, err)
 	}
 	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour || tc.PendingMaxTTL != 0 {
 		t.Fatalf("after the confirmation: %+v, %v; want a maximum of 1h0m0s, nothing pending", tc, err)
 	}
-	if _, raised, err := st.ConfirmRaise(ctx); err != nil || raised {
+	if _, raised, err := st.ConfirmRaise(ctx, 2*time.Hour); err != nil || raised {
 		t.Fatalf("ConfirmRaise with nothing pending: %v, %v; want nothing done", raised, err)
+	}
+	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour {
+		t.Fatalf("after a confirmation with nothing pending: %+v, %v; want the maximum unchanged, 1h0m0s", tc, err)
+	}
+}
+
+// TestConfirmRaiseConfirmsTheRaiseItWasGiven: a raise made after the
+// pending one was read (and its WAL position waited for) stays pending, so
+// that the maximum never exceeds what the standbys were seen to have.
+func TestConfirmRaiseConfirmsTheRaiseItWasGiven(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	db, _ := pgtest.NewDB(t)
+	st, err := store.New(db, store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(maxTTL time.Duration) {
+		t.Helper()
+		ddl, err := store.Schema{Table: store.DefaultTable, MinNode: 0, MaxNode: 3, MaxTTL: maxTTL}.SQL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(time.Minute)
+	apply(2 * time.Minute) // pending
+	first, _, err := st.PendingRaise(ctx)
+	if err != nil || first != 2*time.Minute {
+		t.Fatalf("PendingRaise: %s, %v; want 2m0s", first, err)
+	}
+	apply(5 * time.Minute) // a later raise, which the standbys may lack
+	maxTTL, raised, err := st.ConfirmRaise(ctx, first)
+	if err != nil || !raised || maxTTL != first {
+		t.Fatalf("ConfirmRaise(%s): %s, %v, %v; want the maximum raised to %s", first, maxTTL, raised, err, first)
+	}
+	tc, err := st.ReadConfig(ctx)
+	if err != nil || tc.MaxTTL != first || tc.PendingMaxTTL != 5*time.Minute {
+		t.Fatalf("after confirming %s: %+v, %v; want the maximum %s and 5m0s still pending", first, tc, err, first)
 	}
 }
 

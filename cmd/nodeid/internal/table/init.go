@@ -265,10 +265,19 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		return store.TableConfig{}, err
 	}
 	stderr := o.Env.Err
+	// The raise to confirm is the one pending now, with a WAL position after
+	// its commit: a raise made while init waits stays pending, since the
+	// standbys were not seen to have it.
+	raise, lsn, err := st.PendingRaise(ctx)
+	if err != nil || raise == 0 {
+		if err != nil {
+			return store.TableConfig{}, err
+		}
+		return st.ReadConfig(ctx)
+	}
 	if !o.NoStandbyWait {
 		ctx, cancel := context.WithTimeout(ctx, o.StandbyWait)
 		defer cancel()
-		var lsn string
 		for said := false; ; {
 			var sbs []store.Standby
 			if lsn, sbs, err = st.Standbys(ctx, lsn); err != nil {
@@ -305,7 +314,7 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			}
 		}
 	}
-	maxTTL, raised, err := st.ConfirmRaise(ctx)
+	maxTTL, raised, err := st.ConfirmRaise(ctx, raise)
 	if err != nil {
 		return store.TableConfig{}, err
 	}
@@ -313,7 +322,12 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		fmt.Fprintf(stderr, "nodeid: the maximum TTL of table %s is raised from %s to %s; a standby without a replication slot that was not streaming, and a backup taken before now, lack the raise: after restoring one, declare it with nodeid init --restored --max-ttl %s\n",
 			table, from, maxTTL, maxTTL)
 	}
-	return st.ReadConfig(ctx)
+	tc, err := st.ReadConfig(ctx)
+	if err == nil && tc.PendingMaxTTL > 0 {
+		fmt.Fprintf(stderr, "nodeid: a raise of the maximum TTL of table %s to %s was made while init waited for the standbys to replay the raise to %s: it stays pending; run init again to confirm it\n",
+			table, tc.PendingMaxTTL, raise)
+	}
+	return tc, err
 }
 
 // confirmRows asks for confirmation, unless --yes is given, before init
