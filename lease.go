@@ -198,8 +198,11 @@ func (l *Lease) release(ctx context.Context, stamped int64) error {
 		case err == nil && o.OK:
 			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact != store.NoHorizon)
 			return nil
-		case err == nil && attempt > 0 && o.Epoch == l.key.Epoch && o.Owner == "" && o.EndReason == store.EndReleased:
-			// An earlier attempt that seemed to fail did release the row.
+		case err == nil && attempt > 0 && o.EndReason == store.EndReleased:
+			// An earlier attempt that seemed to fail did release the row:
+			// the history ends this claim so, and only its holder's release
+			// does. The row may show another holder's claim by now.
+			l.log.Debug("nodeid: released by an earlier attempt", "owner_now", o.Owner, "epoch_now", o.Epoch)
 			return nil
 		case err == nil:
 			return &EndError{NodeID: l.key.NodeID, Epoch: l.key.Epoch, Cause: l.causeOf(o)}

@@ -60,6 +60,11 @@ type Registry struct {
 	// bg counts the goroutines that run statements on behalf of callers
 	// who stopped waiting for them (see bounded).
 	bg sync.WaitGroup
+	// stop ends, when Close cuts them, the claims that go on after their
+	// callers stopped waiting (see bounded) and the releases of what they
+	// claimed; halt cancels it.
+	stop context.Context
+	halt context.CancelFunc
 
 	mu     sync.Mutex
 	closed bool
@@ -106,6 +111,7 @@ func configure(opts []Option) (config, error) {
 
 func newRegistry(cfg config, st leaseStore) *Registry {
 	r := &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}}
+	r.stop, r.halt = context.WithCancel(context.Background())
 	r.metrics = newMetrics(r, cfg.meters)
 	return r
 }
@@ -136,12 +142,15 @@ var errNilContext = errors.New("nodeid: nil context")
 // while no node ID is claimable, until ctx ends; TryAcquire does not wait.
 // A node ID is claimable when it is not held and its previous holder's
 // horizon has passed, so that the new holder can mint at once. ctx bounds
-// the claim only, not the lease: Acquire returns when ctx ends even if the
-// database or the driver does not answer (a claim that commits after that
-// is released in the background), with an error matching
-// ErrNoNodeIDAvailable (an *UnavailableError) if it was waiting for a node
-// ID. A table waiting for a restore to be declared gives ErrRestorePending
-// at once.
+// the wait for the claim only, not the lease: Acquire returns when ctx ends
+// even if the database or the driver does not answer, with an error
+// matching ErrNoNodeIDAvailable (an *UnavailableError) if it was waiting
+// for a node ID. The end of ctx does not cut a claim in flight, which the
+// server might commit all the same: the claim goes on in the background for
+// up to ReleaseTimeout/2 more, and a node ID it claims is released at once.
+// Only a claim cut after that, or by Close, may leave its node ID held
+// until the lease expires, if the server commits it nevertheless. A table
+// waiting for a restore to be declared gives ErrRestorePending at once.
 //
 // The first Acquire of a Registry checks the Registry's options against
 // the table's recorded configuration (creating the tables first with
@@ -333,13 +342,26 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 	return r.lease(ctx, res, t0)
 }
 
+// lateTimeout bounds each of the two steps of a claim whose caller stopped
+// waiting for it (see bounded): the rest of the claim, then the release of
+// what it claimed. Both together take no longer than ReleaseTimeout, about
+// what Close waits for them before it cuts them, so that a Close that
+// follows a failed Acquire cuts them only if both are that slow: a claim
+// cut in flight may still commit, and its node ID then stays held until it
+// expires.
+const lateTimeout = ReleaseTimeout / 2
+
 // releaseLate releases the claim res that committed after Acquire gave up
-// on it: nothing was stamped under it.
+// on it: nothing was stamped under it, so the node ID's next holder may
+// stamp right after the previous holder's horizon.
 func (r *Registry) releaseLate(res store.ClaimResult, err error) {
 	if err == nil && res.OK {
-		ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+		ctx, cancel := context.WithTimeout(r.stop, lateTimeout)
 		defer cancel()
-		_, _ = r.st.Release(ctx, res.Key, res.PrevHorizon)
+		if _, err := r.st.Release(ctx, res.Key, res.PrevHorizon); err != nil {
+			r.cfg.logger.Warn("nodeid: the release of a claim whose Acquire gave up failed; the node ID frees up when its lease expires",
+				"node_id", res.NodeID, "epoch", res.Epoch, "err", err)
+		}
 	}
 }
 
@@ -407,11 +429,14 @@ func (r *Registry) forget(l *Lease) {
 }
 
 // Close releases every lease of the Registry, stops every goroutine it
-// started and waits for them, within ReleaseTimeout in all: a statement
-// still running in a driver that ignores its context after that is left
-// to finish on its own, and reported in the error. Later Acquire calls
-// return ErrClosed. It is idempotent; it returns the errors of releases
-// that failed, not of leases that were already lost.
+// started and waits for them, within ReleaseTimeout in all. Claims in
+// flight, those whose Acquire gave up and which go on in the background
+// included, get until a tenth of ReleaseTimeout before that to finish and
+// have what they claimed released, and are then cancelled. A statement
+// still running in a driver that ignores its context after that is left to
+// finish on its own, and reported in the error. Later Acquire calls return
+// ErrClosed. It is idempotent; it returns the errors of releases that
+// failed, not of leases that were already lost.
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -442,11 +467,22 @@ func (r *Registry) Close() error {
 		r.bg.Wait()
 		close(bgDone)
 	}()
+	deadline, _ := ctx.Deadline()
+	cut := time.NewTimer(time.Until(deadline) - ReleaseTimeout/10)
+	defer cut.Stop()
 	select {
 	case <-bgDone:
-	case <-ctx.Done():
-		errs[len(leases)] = fmt.Errorf("nodeid: Close: statements still running in the driver after %s, which ignored their context", ReleaseTimeout)
+	case <-cut.C:
+		// Late claims and their releases still running: cut them, and
+		// leave them the rest of the time to return.
+		r.halt()
+		select {
+		case <-bgDone:
+		case <-ctx.Done():
+			errs[len(leases)] = fmt.Errorf("nodeid: Close: statements still running in the driver after %s, which ignored their context", ReleaseTimeout)
+		}
 	}
+	r.halt()
 	r.metrics.unregister()
 	return errors.Join(errs...)
 }
@@ -454,18 +490,34 @@ func (r *Registry) Close() error {
 // bounded runs f, a call into the driver, so that the caller waits no
 // longer than ctx allows even if the driver ignores ctx. If ctx ends first,
 // bounded returns at once with ctx's error, and f goes on in a goroutine
-// that the Registry counts; abandoned, if not nil, gets f's result when it
-// comes.
+// that the Registry counts.
+//
+// abandoned is nil for a statement whose late commit leaves nothing for
+// the Registry to undo: a read, the creation of the tables, a lease's
+// renewal or release (which the lease's own Release settles). f then runs
+// on ctx, whose end cuts it. Otherwise f is a claim, and
+// abandoned gets its result when its caller stopped waiting, to release
+// what it claimed. A claim must not be cut when ctx ends: the driver would
+// drop the connection, and the server, which need not notice, would commit
+// the claim all the same, leaving the node ID held for a TTL by a lease
+// nobody has. So f runs on a context of its own, with ctx's values but not
+// its end: once ctx has ended, f gets lateTimeout more, and Close may cut it
+// sooner.
 func bounded[T any](r *Registry, ctx context.Context, f func(context.Context) (T, error), abandoned func(T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	done := make(chan result, 1)
+	fctx, cancel := ctx, context.CancelFunc(func() {})
+	if abandoned != nil {
+		fctx, cancel = r.detach(ctx)
+	}
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		v, err := f(ctx)
+		v, err := f(fctx)
+		cancel()
 		done <- result{v, err}
 	}()
 	select {
@@ -476,11 +528,24 @@ func bounded[T any](r *Registry, ctx context.Context, f func(context.Context) (T
 			r.bg.Add(1)
 			go func() {
 				defer r.bg.Done()
+				late := time.AfterFunc(lateTimeout, cancel)
 				res := <-done
+				late.Stop()
 				abandoned(res.v, res.err)
 			}()
 		}
 		var zero T
 		return zero, context.Cause(ctx)
+	}
+}
+
+// detach returns the context of a claim that must outlive ctx (see
+// bounded): ctx's values, cancelled by cancel or by Close, not by ctx.
+func (r *Registry) detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(r.stop, cancel)
+	return dctx, func() {
+		unhook()
+		cancel()
 	}
 }
