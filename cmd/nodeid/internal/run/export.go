@@ -223,9 +223,10 @@ those of {node} arithmetic alone ({node%32}, {node/32%32}; one with other
 text, as pod-{node}, is a label), must tell apart every node ID of the
 table's recorded range, whichever part of it --range leases: run computes
 them for each and refuses (exit 2, before any claim) when two get the same
-values. With --partition they are judged over --range alone, for a table
-split between generators whose IDs never meet. Recipes (more in
-docs/export.md):
+values, as the numbers a generator reads (015 is 15, or octal 13, as a
+leading 0 means to some readers). With --partition they are judged over
+--range alone, for a table split between generators whose IDs never meet.
+Recipes (more in docs/export.md):
   CAP (.NET):  --export 'CAP_WORKERID={node}', with a --range within the
     worker IDs CAP accepts
   MyBatis-Plus, hutool, 5-bit worker and 5-bit datacenter IDs, in a Spring
@@ -298,9 +299,55 @@ func (e export) identifies() bool {
 	return len(e.parts) > 0
 }
 
+// exportReadings are the ways generators read an identifying export's
+// value as the number they take for their ID, the common one first, so
+// that a refusal names it when both find a collision; where says in an
+// error which readers the collision is for. The value is digits alone:
+// each placeholder writes a whole number, never negative and without
+// padding, and any text makes the export a label, so no sign or space can
+// occur. But a template of two placeholders writes a leading zero where
+// the first is 0 ({node/100}{node%100} writes 015 for node 15), and
+// generators read a leading zero in one of two ways. Values of different
+// text can thus be the same number, and so the same worker ID.
+var exportReadings = []struct {
+	read  func(string) string
+	where string
+}{
+	{readDecimal, ""},
+	{readOctal, " where a leading 0 means octal (Java's Long.decode, C's strtol with base 0, YAML 1.1)"},
+}
+
+// readDecimal returns, written in decimal without leading zeros, the
+// number most generators read from the digits v: in decimal, leading
+// zeros ignored (Java's Integer.parseInt, Python's int, Go's strconv.Atoi,
+// .NET's int.Parse, JavaScript's Number). 015 is 15, node 105's 15.
+func readDecimal(v string) string {
+	if t := strings.TrimLeft(v, "0"); t != "" {
+		return t
+	}
+	return "0"
+}
+
+// readOctal returns, written in decimal, the number read from the digits
+// v where a leading 0 means octal (Java's Long.decode and
+// Integer.getInteger, C's strtol and Go's strconv.ParseInt with base 0,
+// YAML 1.1 parsers, shell arithmetic). 015 is 13, node 103's 13. A value
+// with an 8 or 9 after its leading 0 is no octal number: Long.decode and
+// the shell refuse it, but YAML 1.1 leaves it a string, which the program
+// may then read in decimal, so it is read in decimal.
+func readOctal(v string) string {
+	if len(v) > 1 && v[0] == '0' {
+		if n, err := strconv.ParseUint(v, 8, 64); err == nil {
+			return strconv.FormatUint(n, 10)
+		}
+	}
+	return readDecimal(v)
+}
+
 // distinct checks that distinct node IDs of r, described by over, get
-// distinct values of the exports that identify the generator; partition
-// says that r is this process's range alone.
+// distinct values of the exports that identify the generator, as numbers
+// under each of exportReadings, since that is what the generator takes
+// for its ID; partition says that r is this process's range alone.
 func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) error {
 	var (
 		idents    []export
@@ -323,37 +370,57 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 	case len(idents) == 0:
 		return nil // labels only: the generator takes its ID from elsewhere (NODEID_NODE)
 	}
-	seen := make(map[string]int64, min(r.Size(), 1<<16))
-	var key strings.Builder
-	for node := r.Lo; node <= r.Hi; node++ {
-		key.Reset()
+	// values returns the exports' values for node as NAME=VALUE, and as
+	// NAME=NUMBER, the numbers read reads them as; zero reports whether a
+	// value has a leading zero, without which the readings agree.
+	values := func(node int64, read func(string) string) (vals, nums []string, zero bool) {
 		for _, e := range idents {
-			key.WriteString(e.value(node, 0))
-			key.WriteByte(0)
+			v := e.value(node, 0)
+			zero = zero || len(v) > 1 && v[0] == '0'
+			vals = append(vals, e.name+"="+v)
+			nums = append(nums, e.name+"="+read(v))
 		}
-		other, dup := seen[key.String()]
-		if !dup {
-			seen[key.String()] = node
-			continue
+		return vals, nums, zero
+	}
+	leadingZero := false
+	for i, rd := range exportReadings {
+		if i > 0 && !leadingZero {
+			break
 		}
-		var vals []string
-		for _, e := range idents {
-			vals = append(vals, e.name+"="+e.value(node, 0))
-		}
-		note := ""
-		if len(labels) > 0 {
-			are := " is a label"
-			if len(labels) > 1 {
-				are = " are labels"
+		seen := make(map[string]int64, min(r.Size(), 1<<16))
+		for node := r.Lo; node <= r.Hi; node++ {
+			vals, nums, zero := values(node, rd.read)
+			leadingZero = leadingZero || zero
+			key := strings.Join(nums, " ")
+			other, dup := seen[key]
+			if !dup {
+				seen[key] = node
+				continue
 			}
-			note = fmt.Sprintf(" (%s%s, not an ID: only exports of {node} arithmetic alone tell generators apart)", strings.Join(labels, " and "), are)
+			otherVals, _, _ := values(other, rd.read)
+			get := "both get " + strings.Join(vals, " ")
+			if a, b := strings.Join(otherVals, " "), strings.Join(vals, " "); a != b {
+				number := "number"
+				if len(idents) > 1 {
+					number = "numbers"
+				}
+				get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, strings.Join(nums, " "), rd.where)
+			}
+			note := ""
+			if len(labels) > 0 {
+				are := " is a label"
+				if len(labels) > 1 {
+					are = " are labels"
+				}
+				note = fmt.Sprintf(" (%s%s, not an ID: only exports of {node} arithmetic alone tell generators apart)", strings.Join(labels, " and "), are)
+			}
+			advice := "or narrow --range"
+			if !partition {
+				advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
+			}
+			return fmt.Errorf("--export %s: node IDs %d and %d of %s %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
+				f, other, node, over, get, note, advice)
 		}
-		advice := "or narrow --range"
-		if !partition {
-			advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
-		}
-		return fmt.Errorf("--export %s: node IDs %d and %d of %s both get %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
-			f, other, node, over, strings.Join(vals, " "), note, advice)
 	}
 	return nil
 }

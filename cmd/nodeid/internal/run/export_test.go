@@ -97,7 +97,7 @@ func TestExportDistinct(t *testing.T) {
 		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, cli.NodeRange{Lo: 0, Hi: 1024}, "node IDs 0 and 1024"},
 		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/64}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 0 and 32"},
 		{[]string{"ID={node%32}-{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
-		{[]string{"ID={node%32}{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 11 and 321 of the range 0-1023 both get ID=110"}, // 11|0 and 1|10
+		{[]string{"ID={node%32}{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 1 and 320 of the range 0-1023 get ID=10 and ID=010, which read as the same number (ID=10)"}, // 1|0 and 0|10
 		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
 		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 7, Hi: 7}, ""},
 		{[]string{"E={epoch}-{node}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
@@ -113,6 +113,55 @@ func TestExportDistinct(t *testing.T) {
 			t.Errorf("%v over %s: %v", c.args, c.r, err)
 		case c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)):
 			t.Errorf("%v over %s: %v, want an error saying %q", c.args, c.r, err, c.says)
+		}
+	}
+}
+
+// TestExportDistinctReadsNumbers: exports that identify a generator are
+// told apart by the numbers generators read from them, not by their text.
+// A template of two placeholders writes a leading zero when the first is
+// 0, and most generators read 015 as 15 (Integer.parseInt, int, Atoi),
+// some as octal 13 (Long.decode, strtol with base 0, YAML 1.1): either way
+// the same worker ID as another node ID's 15 or 13.
+func TestExportDistinctReadsNumbers(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		r    cli.NodeRange
+		says []string // nil if accepted
+	}{
+		// Node 10 writes 010, node 100 writes 10: both worker ID 10.
+		{[]string{"WORKER_ID={node/100}{node%100}"}, cli.NodeRange{Lo: 0, Hi: 1023},
+			[]string{"node IDs 10 and 100 of the range 0-1023 get WORKER_ID=010 and WORKER_ID=10, which read as the same number (WORKER_ID=10)"}},
+		// D is 010 for node 320 (32*10) and 10 for node 512 (32*16).
+		{[]string{"W={node%32}", "D={node/512}{node/32%16}"}, cli.NodeRange{Lo: 0, Hi: 1023},
+			[]string{"node IDs 320 and 512 of the range 0-1023 get W=0 D=010 and W=0 D=10, which read as the same numbers (W=0 D=10)"}},
+		// Node 12 writes 112; node 160 writes 0160, octal 112.
+		{[]string{"W={node/8%10}{node}"}, cli.NodeRange{Lo: 0, Hi: 255},
+			[]string{"node IDs 12 and 160 of the range 0-255 get W=112 and W=0160, which read as the same number (W=112) where a leading 0 means octal"}},
+		// 00 to 09 for nodes 0 to 9, the node ID itself from 10 on: 08
+		// and 09 are no octal numbers, and read as 8 and 9 at most.
+		{[]string{"W={node/10}{node%10}"}, cli.NodeRange{Lo: 0, Hi: 1023}, nil},
+		{[]string{"W={node/100}{node%100}"}, cli.NodeRange{Lo: 100, Hi: 999}, nil},
+	} {
+		f := &exportFlags{}
+		for _, a := range c.args {
+			if err := f.Set(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := f.distinct(c.r, "the range "+c.r.String(), false)
+		switch {
+		case c.says == nil && err != nil:
+			t.Errorf("%v over %s: %v", c.args, c.r, err)
+		case c.says != nil && err == nil:
+			t.Errorf("%v over %s: accepted, want an error saying %q", c.args, c.r, c.says)
+		case c.says != nil:
+			for _, s := range c.says {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%v over %s: %v, want an error saying %q", c.args, c.r, err, s)
+				}
+			}
 		}
 	}
 }
