@@ -435,10 +435,7 @@ func TestMoveThenFailover(t *testing.T) {
 		a.claim(t, 50, true)
 	}
 	la, ma := a.claim(t, 50, false)
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	promoted := time.Now()
@@ -622,10 +619,7 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	pair.Repl.Cut() // the standby is the backup: it has nothing of A
 	a := newHolder(t, pair.Primary.DSN(dbName), "holder-a", ttl)
 	la, ma := a.claim(t, 100, false)
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("pgx", pair.Standby.DSN(dbName))
@@ -816,10 +810,7 @@ func TestTwoPromotionsFromOneHistory(t *testing.T) {
 		}
 		p.Repl.Cut()
 	}
-	if err := first.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Promote(ctx); err != nil {
+	if err := first.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	a := newHolder(t, first.Standby.DSN(dbName), "holder-a", ttl)
@@ -1093,10 +1084,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err == nil {
 		t.Errorf("a holder claimed with the TTL of a raise no standby has: node ID %d", lh.NodeID())
 		mh := mint(t, lh)
-		if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-			t.Fatal(err)
-		}
-		if err := pair.Promote(ctx); err != nil {
+		if err := pair.FailOver(ctx); err != nil {
 			t.Fatal(err)
 		}
 		b := newHolder(t, pair.Standby.DSN(dbName), "holder-b", short)

@@ -192,10 +192,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	}
 	// The failover: the old primary is fenced (stopped at once, as a crash),
 	// and the standby promoted.
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	promoted := time.Now()

@@ -120,10 +120,7 @@ func TestEvictionLostInAFailoverDuplicatesNothing(t *testing.T) {
 	b := claimWithin(t, p, "b", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, 2*ttl)
 	t.Logf("H1 epoch %d, horizon %d, expires %s; B claimed %s after H1, epoch %d, stamps (%d, %d]",
 		h1.Epoch, h1.Horizon, h1.Expires.Format(time.StampMilli), b.Now.Sub(h1.Now).Round(time.Millisecond), b.Epoch, b.PrevHorizon, b.Horizon)
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := storeOn(t, pair.Standby.DSN(dbName), 0)
@@ -174,10 +171,7 @@ func TestLateReleaseOnANewPrimaryLiftsNoQuarantine(t *testing.T) {
 	}
 	pair.Repl.Cut()
 	b := claimWithin(t, p, "b", ttl, horizon, 3*ttl) // once H1's lease has lapsed
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The new primary's clock is behind the old one's by a tenth of the
@@ -251,10 +245,7 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 		t.Fatalf("a claim for %s, above the confirmed maximum: %+v, %v; want refused, TTL above the maximum", raiseB, res, err)
 	}
 	h1 := claimWithin(t, p, "h1", raiseA, func() int64 { return time.Now().UnixMilli() + raiseA.Milliseconds() }, 0)
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := storeOn(t, pair.Standby.DSN(dbName), 0)
@@ -297,10 +288,7 @@ func TestFailoverAfterADeclaredRestoreKeepsItsQuarantine(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := pair.Primary.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Promote(ctx); err != nil {
+	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := storeOn(t, pair.Standby.DSN(dbName), 0)

@@ -356,6 +356,11 @@ func checkModel(w io.Writer, mut mutant, long bool, seed uint64, only func(run) 
 			continue
 		}
 		res := explore(r, mut, seed)
+		if res.v != nil && r.random > 0 {
+			fmt.Fprintf(w, "run %s (%s): violation in random trace %d (seed %d: -model.seed replays it), %v\n",
+				r.name, r.b.families, res.traces, seed, res.elapsed.Round(time.Millisecond))
+			return &model{b: r.b, mut: mut}, &res
+		}
 		if res.v != nil {
 			fmt.Fprintf(w, "run %s (%s): violation after %d states, %v\n", r.name, r.b.families, res.states, res.elapsed.Round(time.Millisecond))
 			return &model{b: r.b, mut: mut}, &res

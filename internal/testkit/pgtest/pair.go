@@ -27,6 +27,15 @@ func (p *Pair) WaitReplayed(ctx context.Context) error { return p.pair.WaitRepla
 // Promote promotes the standby and waits until it accepts writes.
 func (p *Pair) Promote(ctx context.Context) error { return p.pair.Promote(ctx) }
 
+// FailOver fails the pair over: it stops the primary at once, as a crash
+// that also fences it (it takes no more writes), and promotes the standby.
+func (p *Pair) FailOver(ctx context.Context) error {
+	if err := p.Primary.Stop(ctx, Immediate); err != nil {
+		return err
+	}
+	return p.Promote(ctx)
+}
+
 // DSN returns a multi-host DSN for database db that connects to whichever
 // of the two accepts writes: see pgserver.Pair.DSN.
 func (p *Pair) DSN(db string) string { return p.pair.DSN(db) }
