@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -142,6 +144,29 @@ ID of its own, behind one address make a highly available ID service.`,
 	return cmd
 }
 
+// listen listens on addr. A Unix socket that no process accepts on (a
+// serve that was killed leaves its socket behind) is removed first, so that
+// a restart after a crash serves again; one that a process still accepts
+// on is left alone, and the listen fails.
+func listen(network, addr string) (net.Listener, error) {
+	ln, err := net.Listen(network, addr)
+	if err == nil || network != "unix" || !errors.Is(err, syscall.EADDRINUSE) {
+		return ln, err
+	}
+	if fi, serr := os.Lstat(addr); serr != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil, err
+	}
+	c, derr := net.DialTimeout("unix", addr, time.Second)
+	if derr == nil {
+		c.Close()
+		return nil, fmt.Errorf("%w: another process serves on the socket", err)
+	}
+	if !errors.Is(derr, syscall.ECONNREFUSED) || os.Remove(addr) != nil {
+		return nil, err
+	}
+	return net.Listen(network, addr)
+}
+
 // listenAddr parses --listen: HOST:PORT or unix:PATH.
 func listenAddr(s string) (network, addr string, err error) {
 	if p, ok := strings.CutPrefix(s, "unix:"); ok {
@@ -185,9 +210,9 @@ func serve(ctx context.Context, o *Options) error {
 	}
 	defer reg.Close()
 
-	ln, err := net.Listen(o.network, o.addr)
+	ln, err := listen(o.network, o.addr)
 	if err != nil {
-		return cli.Usagef("--listen %s: %v", o.Listen, err)
+		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
 	s := newIDServer(metrics, m.Provider, l.Width() <= snowflake.JSSafeBits)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}

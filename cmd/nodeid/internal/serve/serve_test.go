@@ -5,6 +5,7 @@ package serve
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -41,7 +42,8 @@ type serveProc struct {
 	cmd    *exec.Cmd
 	stderr syncbuf.Buffer
 	done   chan struct{}
-	base   string // http://HOST:PORT
+	base   string       // http://HOST:PORT
+	client *http.Client // for a serve on a Unix socket
 }
 
 var servingOn = regexp.MustCompile(`serving IDs on (http://[^:]+:\d+):`)
@@ -758,6 +760,51 @@ func TestServeUnixSocket(t *testing.T) {
 	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	sock := filepath.Join(t.TempDir(), "ids.sock")
+	p := startUnixServe(t, dsn, sock)
+	if !strings.Contains(p.stderr.String(), "serving IDs on unix:"+sock) {
+		t.Errorf("stderr does not name the socket: %s", p.stderr.String())
+	}
+	p.stop(t)
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("the socket is left behind: %v", err)
+	}
+}
+
+// TestServeUnixSocketAfterACrash: a serve that was killed leaves its socket
+// behind, and the next one on that path removes it and serves; a socket
+// that a serve still accepts on is left alone, and a second serve on it
+// fails with exit 1 (a failure, not a usage error), saying so.
+func TestServeUnixSocketAfterACrash(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	sock := filepath.Join(t.TempDir(), "ids.sock")
+	first := startUnixServe(t, dsn, sock)
+	_ = first.cmd.Process.Kill()
+	<-first.done
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("the killed serve left no socket behind, which this test needs: %v", err)
+	}
+	second := startUnixServe(t, dsn, sock)
+
+	c, err := clitest.Self(context.Background(), "serve", "--dsn", dsn, "--listen", "unix:"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "another process serves on the socket") {
+		t.Errorf("a serve on the socket of a running one: %v; want exit 1 saying another process serves on it: %s", err, out)
+	}
+	if _, err := getIDs(second.client, second.base, 1); err != nil {
+		t.Errorf("the running serve no longer answers on its socket: %v", err)
+	}
+	second.stop(t)
+}
+
+// startUnixServe starts "nodeid serve" on the Unix socket sock and waits
+// until it serves IDs there; p.client reaches it.
+func startUnixServe(t *testing.T, dsn, sock string) *serveProc {
+	t.Helper()
 	c, err := clitest.Self(context.Background(), "serve", "--dsn", dsn, "--create", "--listen", "unix:"+sock)
 	if err != nil {
 		t.Fatal(err)
@@ -778,26 +825,20 @@ func TestServeUnixSocket(t *testing.T) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: time.Minute}
+	t.Cleanup(tr.CloseIdleConnections)
+	p.client = &http.Client{Transport: tr, Timeout: time.Minute}
 	var r idsResp
 	testkit.Until(t, 60*time.Second, "IDs on the socket", testkit.True(func() bool {
 		if p.exited() {
 			t.Fatalf("nodeid serve exited: %s", p.stderr.String())
 		}
-		r, err = getIDs(client, p.base, 3)
+		r, err = getIDs(p.client, p.base, 3)
 		return err == nil && r.status == 200
 	}))
 	if len(r.ids) != 3 || bw.ID(r.ids[0]).Node() != r.node {
 		t.Errorf("IDs on the socket: %+v", r)
 	}
-	if !strings.Contains(p.stderr.String(), "serving IDs on unix:"+sock) {
-		t.Errorf("stderr does not name the socket: %s", p.stderr.String())
-	}
-	p.stop(t)
-	if _, err := os.Stat(sock); !os.IsNotExist(err) {
-		t.Errorf("the socket is left behind: %v", err)
-	}
+	return p
 }
 
 // TestServeMissingTable: without --create, a missing table ends serve at
