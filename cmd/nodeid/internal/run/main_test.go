@@ -1,6 +1,7 @@
 package run
 
 import (
+	"os"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -16,4 +17,11 @@ var harness = clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
 	return []*cobra.Command{NewCmdRun(env, nil), NewCmdWarden(env), table.NewCmdInit(env, nil), table.NewCmdEvict(env, nil), table.NewCmdRelease(env)}
 }}
 
-func TestMain(m *testing.M) { harness.Main(m) }
+func TestMain(m *testing.M) {
+	// The tests run nodeid run in this process, several at once; the
+	// processes they start again as nodeid (EnvBeCLI) run one each.
+	if os.Getenv(clitest.EnvBeCLI) != "1" {
+		ShareProcess()
+	}
+	harness.Main(m)
+}

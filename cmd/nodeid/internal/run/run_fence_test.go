@@ -633,3 +633,34 @@ func TestRunFenceStartFailure(t *testing.T) {
 		t.Errorf("the run after the failed start: %+v; want exit 0 and the horizon %q", r, want)
 	}
 }
+
+// TestRunSecondLineSparesOtherWork: two nodeid runs in one process (as
+// these tests run it), B started first: when B's warden dies, B's
+// supervisor kills its command's processes, and no process of A's, though
+// A's were started after B's warden.
+func TestRunSecondLineSparesOtherWork(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	dir := t.TempDir()
+	script := func(name string) string {
+		return clitest.Script(t, `echo started > `+dir+`/`+name+`
+while [ ! -e `+dir+`/stop ]; do sleep 0.05; done
+`)
+	}
+	b := harness.Start(t, "run", "--dsn", dsn, "--create", "--ttl", "10s", "--", script("b"))
+	waitFile(t, filepath.Join(dir, "b"), b)
+	bWarden := childOf(t, os.Getpid(), "run-warden")
+	a := harness.Start(t, "run", "--dsn", dsn, "--ttl", "10s", "--", script("a"))
+	waitFile(t, filepath.Join(dir, "a"), a)
+	if err := syscall.Kill(bWarden, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Wait(t, 60*time.Second); r.Code == 0 {
+		t.Errorf("B: exit code 0 after its warden was killed: %+v", r)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Wait(t, 60*time.Second); r.Code != 0 {
+		t.Errorf("A, whose command ran on while B's warden died: %+v; want exit 0", r)
+	}
+}

@@ -30,6 +30,16 @@ import (
 // warden and the tests' commands an offset that the tests step.
 var testClockOffset func(getenv func(string) string) warden.Offset
 
+// sharedProcess says that nodeid run runs in a process beside other work
+// (see ShareProcess).
+var sharedProcess bool
+
+// ShareProcess tells nodeid run, before any run starts, that it runs in a
+// process that runs other work beside it, as the tests that run it
+// in-process, several at once, do: the warden's supervisor then kills only
+// what is its command's (warden.Config.Shared).
+func ShareProcess() { sharedProcess = true }
+
 // wallClock returns the wall clock of run and its warden.
 func wallClock(getenv func(string) string) (*warden.WallClock, error) {
 	var off warden.Offset
@@ -112,7 +122,7 @@ func supervise(c *cli.Conn, o *Options, lease *nodeid.Lease, clock *warden.WallC
 			return w, nil
 		},
 		Stdin: env.In, Stdout: env.Out, Stderr: env.RawErr, Log: env.Err,
-		Clock: clock, Steps: steps,
+		Clock: clock, Steps: steps, Shared: sharedProcess,
 	})
 	if err != nil {
 		holder.ReleaseUnused(lease)

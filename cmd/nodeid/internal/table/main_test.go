@@ -1,6 +1,7 @@
 package table
 
 import (
+	"os"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -22,4 +23,11 @@ var harness = clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
 	}
 }}
 
-func TestMain(m *testing.M) { harness.Main(m) }
+func TestMain(m *testing.M) {
+	// The tests run nodeid run in this process beside other work; the
+	// processes they start again as nodeid (EnvBeCLI) run one each.
+	if os.Getenv(clitest.EnvBeCLI) != "1" {
+		run.ShareProcess()
+	}
+	harness.Main(m)
+}

@@ -37,6 +37,15 @@ type Config struct {
 
 	Clock *WallClock // the wall clock; the warden must read the same one
 	Steps *StepWatch // the wall clock's steps since before the claim (nil: none watched)
+
+	// Shared says that the calling process runs other work beside this
+	// supervisor, as the tests that run nodeid run in their own process
+	// do. Its second line (the warden died, or the deadline came before
+	// the warden reported) then kills and reaps only the processes of the
+	// command's process group: every process the calling process adopted
+	// since the warden started is not the command's then, and a process of
+	// the command that left its group escapes it.
+	Shared bool
 }
 
 func (c *Config) check() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -21,6 +22,7 @@ func becomeSubreaper() error {
 // procStat is what /proc/PID/stat says of a process.
 type procStat struct {
 	ppid    int
+	pgrp    int // its process group
 	state   byte
 	threads int
 	start   uint64 // clock ticks after boot
@@ -49,17 +51,18 @@ func parseStat(b []byte) (procStat, error) {
 		return procStat{}, fmt.Errorf("/proc stat %q: no command name", b)
 	}
 	f := bytes.Fields(b[i+1:])
-	// state(3) ppid(4) ... num_threads(20) itrealvalue(21) starttime(22)
+	// state(3) ppid(4) pgrp(5) ... num_threads(20) itrealvalue(21) starttime(22)
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("/proc stat %q: too few fields", b)
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err4 := strconv.Atoi(string(f[2]))
 	threads, err2 := strconv.Atoi(string(f[17]))
 	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return procStat{}, fmt.Errorf("/proc stat %q: %w", b, err)
 	}
-	return procStat{ppid: ppid, state: f[0][0], threads: threads, start: start}, nil
+	return procStat{ppid: ppid, pgrp: pgrp, state: f[0][0], threads: threads, start: start}, nil
 }
 
 // processTable is a snapshot of /proc. It is read one file at a time, so it
@@ -174,6 +177,7 @@ func (t processTable) descendants(root int, since uint64) (pids []int, sure bool
 type treeKiller struct {
 	root  int
 	since uint64
+	group int // if not 0, only the processes of this process group
 	// failed reports a process that could not be killed, once per PID.
 	failed   func(pid int, err error)
 	reported map[int]bool
@@ -190,6 +194,9 @@ func (k *treeKiller) round() (none bool, seen []int, err error) {
 		return false, nil, err
 	}
 	pids, sure := t.descendants(k.root, k.since)
+	if k.group != 0 {
+		pids = slices.DeleteFunc(pids, func(pid int) bool { return t[pid].pgrp != k.group })
+	}
 	none = sure
 	var alive []int
 	for _, pid := range pids {

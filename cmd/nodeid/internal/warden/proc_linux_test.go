@@ -3,16 +3,17 @@ package warden
 import (
 	"os"
 	"slices"
+	"syscall"
 	"testing"
 )
 
 func TestParseStat(t *testing.T) {
 	// A command name with spaces and parentheses, as a process may choose.
-	p, err := parseStat([]byte("4242 (a) b (c)) Z 17 4242 4242 0 -1 4194560 95 0 0 0 1 0 0 0 20 0 3 0 123456 0 0\n"))
+	p, err := parseStat([]byte("4242 (a) b (c)) Z 17 4200 4200 0 -1 4194560 95 0 0 0 1 0 0 0 20 0 3 0 123456 0 0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (procStat{ppid: 17, state: 'Z', threads: 3, start: 123456}); p != want {
+	if want := (procStat{ppid: 17, pgrp: 4200, state: 'Z', threads: 3, start: 123456}); p != want {
 		t.Errorf("parsed %+v, want %+v", p, want)
 	}
 	if !p.alive() {
@@ -27,7 +28,7 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 	self, err := readProc(os.Getpid())
-	if err != nil || self.ppid != os.Getppid() || !self.alive() || self.start == 0 {
+	if err != nil || self.ppid != os.Getppid() || self.pgrp != syscall.Getpgrp() || !self.alive() || self.start == 0 {
 		t.Errorf("this process: %+v, %v", self, err)
 	}
 }

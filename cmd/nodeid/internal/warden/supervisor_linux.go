@@ -286,6 +286,9 @@ func (s *Supervisor) kill() {
 	k := treeKiller{root: me, since: s.wardenStart, failed: func(pid int, err error) {
 		fmt.Fprintf(s.cfg.Log, "nodeid: cannot kill process %d of %s: %v; trying again\n", pid, s.name, err)
 	}}
+	if s.cfg.Shared {
+		k.group = s.warden.Process.Pid // the command's process group (Setpgid)
+	}
 	for {
 		none, seen, err := k.round()
 		for _, pid := range seen {
