@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
@@ -1097,16 +1098,22 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	}
 	// Once the standby has replayed the pending raise, it may be
 	// confirmed: a failover then quarantines for the raised TTL.
+	// The primary learns how far a standby has replayed from the standby's
+	// feedback, sent every few seconds: wait for it, as init does.
 	pair.Repl.Restore()
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, standbys, err = st.Standbys(ctx, lsn); err != nil || len(standbys) == 0 {
-		t.Fatalf("standbys after the replication resumed: %+v, %v", standbys, err)
-	}
-	for _, sb := range standbys {
-		if !sb.Caught {
-			t.Errorf("standby %+v has not replayed %s after the replication resumed", sb, lsn)
+	testkit.Until(t, time.Minute, "every standby reports it has replayed "+lsn, func() error {
+		_, standbys, err := st.Standbys(ctx, lsn)
+		if err != nil || len(standbys) == 0 {
+			return testkit.Stop(fmt.Errorf("standbys after the replication resumed: %+v, %v", standbys, err))
 		}
-	}
+		for _, sb := range standbys {
+			if !sb.Caught {
+				return fmt.Errorf("standby %+v has not replayed it", sb)
+			}
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -231,9 +232,20 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, sbs, err := p.Standbys(ctx, lsn); err != nil || len(sbs) == 0 || !sbs[0].Caught {
-		t.Fatalf("the standby has not replayed %s: %+v, %v", lsn, sbs, err)
-	}
+	// The primary learns how far the standby has replayed from its
+	// feedback, sent every few seconds: wait for it, as init does.
+	testkit.Until(t, time.Minute, "the standby reports it has replayed "+lsn, func() error {
+		_, sbs, err := p.Standbys(ctx, lsn)
+		if err != nil || len(sbs) == 0 {
+			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
+		}
+		for _, sb := range sbs {
+			if !sb.Caught {
+				return fmt.Errorf("standby %+v has not replayed it", sb)
+			}
+		}
+		return nil
+	})
 	pair.Repl.Cut() // the standby receives nothing more
 	raise(raiseB)   // operator B, meanwhile
 	maxTTL, raised, err := p.ConfirmRaise(ctx, pending)
