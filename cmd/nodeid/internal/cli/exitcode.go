@@ -8,7 +8,8 @@ import (
 )
 
 // Exit codes of the command. "nodeid run" exits with its command's code
-// instead, once the command has started.
+// instead, once the command has started, unless it stopped the command
+// because the lease ended (ExitLeaseLost).
 const (
 	ExitOK       = 0 // success
 	ExitFailure  = 1 // the command failed (database error, declined, not found)
@@ -18,6 +19,12 @@ const (
 	// one it records and hands out no node ID until an operator declares
 	// the restore (nodeid init --restored --max-ttl).
 	ExitRestorePending = 4
+	// ExitLeaseLost: "nodeid run" stopped its command because the lease
+	// ended while it ran (taken over, evicted, expired, or its deadline or
+	// horizon ceiling came), whatever the command's own exit code: a
+	// command that exits 0 on SIGTERM must not read as a finished job to a
+	// service manager that restarts on failure.
+	ExitLeaseLost = 5
 )
 
 // UsageError is bad input: a flag, an argument or a value. It exits with

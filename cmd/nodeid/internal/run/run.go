@@ -90,7 +90,8 @@ func NewCmdRun(env *cli.Env, runF func(context.Context, *Options) error) *cobra.
 		Short: "Run a program in any language under a node-ID lease",
 		Long: `Acquire a node ID, start COMMAND with the lease in its environment, renew the
 lease while it runs, stop it if the lease is lost, release the node ID when
-it exits, and exit with its exit code (128+N if signal N killed it).
+it exits, and exit with its exit code (128+N if signal N killed it), or 5
+if it was stopped because the lease ended.
 
 The command's environment gets:
   NODEID_NODE                the node ID to put in the IDs it mints
@@ -181,7 +182,10 @@ with the reason before the claim, once the lease is lost or ended, and
 when a renewal is overdue (for a liveness or readiness probe).
 
 Exit codes: the command's; 1 if it could not start or the database failed;
-2 bad usage; 3 no node ID available (or --timeout passed); 130 if
+2 bad usage; 3 no node ID available (or --timeout passed); 5 if the lease
+ended while the command ran and nodeid run stopped it, whatever the
+command's own code (a command that exits 0 on SIGTERM must not look
+finished to a service manager that restarts on failure); 130 if
 interrupted while waiting for a node ID.
 
 nodeid run needs Linux (a child subreaper, CLOCK_BOOTTIME timers, /proc):

@@ -492,8 +492,8 @@ func TestRunWardenStopped(t *testing.T) {
 	if alive := stampersAlive(t, s.dir1); len(alive) > 0 {
 		t.Errorf("stampers still alive after nodeid run exited: %v", alive)
 	}
-	if code != 128+9 {
-		t.Errorf("exit code %d, want 137", code)
+	if code != cli.ExitLeaseLost {
+		t.Errorf("exit code %d, want %d (the lease ended)", code, cli.ExitLeaseLost)
 	}
 	if !strings.Contains(h1.stderr.String(), "deadline has come") {
 		t.Errorf("stderr does not say the deadline killed the command: %s", h1.stderr.String())

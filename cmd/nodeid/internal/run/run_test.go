@@ -5,6 +5,7 @@ package run
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,29 +88,47 @@ func TestRunSignalExitCode(t *testing.T) {
 }
 
 // TestRunLeaseLost: evicting the lease makes nodeid send SIGTERM to the
-// command, whose exit code is passed on.
+// command, and exit with ExitLeaseLost whatever the command's own exit
+// code, 0 included: a service manager that restarts on failure must see
+// the stop as one.
 func TestRunLeaseLost(t *testing.T) {
-	db, dsn := pgtest.NewDB(t)
-	dir := t.TempDir()
-	child := clitest.Script(t, `trap 'echo "got TERM"; exit 7' TERM
+	for _, code := range []int{7, 0} {
+		t.Run(fmt.Sprintf("command exits %d", code), func(t *testing.T) {
+			db, dsn := pgtest.NewDB(t)
+			dir := t.TempDir()
+			// The child's stderr, where a shell may report its killed
+			// sleep, is not nodeid's, whose lines are checked below.
+			child := clitest.Script(t, `exec 2>/dev/null
+trap 'echo "got TERM"; exit `+strconv.Itoa(code)+`' TERM
 echo "$NODEID_NODE $NODEID_EPOCH" > `+dir+`/started
 while :; do sleep 0.05; done
 `)
-	b := harness.Start(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", child)
-	fields := strings.Fields(waitFile(t, filepath.Join(dir, "started"), b))
-	if len(fields) != 2 {
-		t.Fatalf("started: %q", fields)
-	}
-	harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
-	r := b.Wait(t, 30*time.Second)
-	if r.Code != 7 || !strings.Contains(r.Stdout, "got TERM") {
-		t.Errorf("the command did not exit on SIGTERM: %+v", r)
-	}
-	if !strings.Contains(r.Stderr, "lease evicted by an operator: sending SIGTERM to "+child) {
-		t.Errorf("stderr does not say why the command was stopped: %s", r.Stderr)
-	}
-	if row := clitest.ReadLease(t, db, 0); row.Owner != "" || row.Reason != "evicted" || row.Epoch != 1 {
-		t.Errorf("after the eviction: %+v", row)
+			b := harness.Start(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", child)
+			fields := strings.Fields(waitFile(t, filepath.Join(dir, "started"), b))
+			if len(fields) != 2 {
+				t.Fatalf("started: %q", fields)
+			}
+			harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
+			r := b.Wait(t, 30*time.Second)
+			if !strings.Contains(r.Stdout, "got TERM") {
+				t.Errorf("the command did not get SIGTERM: %+v", r)
+			}
+			if r.Code != cli.ExitLeaseLost {
+				t.Errorf("exit code %d, want %d (the lease ended); stderr %s", r.Code, cli.ExitLeaseLost, r.Stderr)
+			}
+			for _, want := range []string{
+				"lease evicted by an operator: sending SIGTERM to " + child,
+				child + " was stopped because the lease of node ID 0 ended (it exited with code " + strconv.Itoa(code) + ")",
+			} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr does not say %q: %s", want, r.Stderr)
+				}
+			}
+			checkLineFormat(t, r.Stderr)
+			if row := clitest.ReadLease(t, db, 0); row.Owner != "" || row.Reason != "evicted" || row.Epoch != 1 {
+				t.Errorf("after the eviction: %+v", row)
+			}
+		})
 	}
 }
 
@@ -140,10 +159,10 @@ while :; do sleep 0.05; done
 	}
 	p.Restore()
 	r := b.Wait(t, 30*time.Second)
-	if r.Code != 128+9 {
-		t.Errorf("exit code %d, want 137 (SIGKILL)", r.Code)
+	if r.Code != cli.ExitLeaseLost {
+		t.Errorf("exit code %d, want %d (the lease ended)", r.Code, cli.ExitLeaseLost)
 	}
-	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed"} {
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed", "it exited with code 137"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("stderr does not say %q: %s", want, r.Stderr)
 		}

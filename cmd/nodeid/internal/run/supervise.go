@@ -175,13 +175,22 @@ loop:
 			fmt.Fprintf(env.Err, "%s; the node ID frees up when its lease expires\n", c.Describe(err))
 		}
 	}
+	code, reported := exit.Code, exit.Exited
+	if !reported && exit.SecondLine && exit.KilledBy != "" {
+		code, reported = 128+int(syscall.SIGKILL), true
+	}
 	switch {
-	case exit.Exited && exit.Code == 0:
+	case exit.Terminated || exit.KilledBy != "":
+		// Stopped for the lease: the command's own code may well be 0.
+		how := "its warden exited without reporting its exit status"
+		if reported {
+			how = "it exited with code " + strconv.Itoa(code)
+		}
+		return &cli.ExitError{Code: cli.ExitLeaseLost, Msg: fmt.Sprintf("%s was stopped because the lease of node ID %d ended (%s)", name, lease.NodeID(), how)}
+	case reported && code == 0:
 		return nil
-	case exit.Exited:
-		return &cli.ExitError{Code: exit.Code}
-	case exit.SecondLine && exit.KilledBy != "":
-		return &cli.ExitError{Code: 128 + int(syscall.SIGKILL)}
+	case reported:
+		return &cli.ExitError{Code: code}
 	}
 	return &cli.ExitError{Code: cli.ExitFailure, Msg: fmt.Sprintf("the warden of %s exited without reporting its exit status; its processes were killed", name)}
 }
