@@ -339,6 +339,15 @@ func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
 			cold := overFloor(FloorRow{Key: "cold-floor", Label: "the floor's UPDATE as a new connection's first statement, on an open pool (the control)",
 				P50: Millis(fa.ColdFloor.P50), P99: Millis(fa.ColdFloor.P99), RoundTrips: -1})
 			cold.Note = fmt.Sprintf("the first Acquire over it: %.2f×", ratio(Millis(fa.Acquire.P50), Millis(fa.ColdFloor.P50)))
+			if r.BaseP50 > 0 {
+				c := ratio(cold.P50, r.BaseP50)
+				cold.Note += fmt.Sprintf("; the control over a steady claim: %.2f×", c)
+				if c > TargetFirstClaim {
+					// What a new server process costs its first statement
+					// alone is past the first Acquire's target.
+					cold.Note += fmt.Sprintf(", past the first Acquire's ≤ %g× before any of the claim's own work", TargetFirstClaim)
+				}
+			}
 			rows = append(rows, cold)
 		}
 	}

@@ -179,3 +179,29 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestFloorColdControl: the control of a new process's first Acquire says
+// how it compares with a steady claim, and that it alone is past the first
+// Acquire's target when it is.
+func TestFloorColdControl(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cold float64
+		want string
+	}{
+		{0.6, "the first Acquire over it: 1.00×; the control over a steady claim: 2.40×, past the first Acquire's ≤ 2× before any of the claim's own work"},
+		{0.4, "the first Acquire over it: 1.50×; the control over a steady claim: 1.60×"},
+	} {
+		f := floorFixture()
+		f.Servers[0].First.ColdFloor = floorDist(c.cold, 1)
+		var note string
+		for _, r := range f.Servers[0].Rows(f) {
+			if r.Key == "cold-floor" {
+				note = r.Note
+			}
+		}
+		if note != c.want {
+			t.Errorf("control at %.1f ms: note %q, want %q", c.cold, note, c.want)
+		}
+	}
+}
