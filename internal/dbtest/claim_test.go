@@ -402,7 +402,9 @@ func TestTableConfiguration(t *testing.T) {
 			_ = wide.Close()
 			if st, err := store.New(admin, store.DefaultConfig()); err != nil {
 				t.Fatal(err)
-			} else if _, raised, err := st.ConfirmRaise(ctx, 2*time.Minute); err != nil || !raised {
+			} else if mark, err := st.PendingRaise(ctx); err != nil || mark.Raise != 2*time.Minute {
+				t.Fatalf("PendingRaise: %+v, %v", mark, err)
+			} else if _, raised, err := st.ConfirmRaise(ctx, mark); err != nil || !raised {
 				t.Fatalf("ConfirmRaise: %v, %v", raised, err)
 			}
 			wide, _ = nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))

@@ -985,7 +985,9 @@ func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
 	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
 	if st, err := store.New(openDB(t, oldDSN), store.DefaultConfig()); err != nil {
 		t.Fatal(err)
-	} else if _, _, err := st.ConfirmRaise(ctx, long); err != nil {
+	} else if mark, err := st.PendingRaise(ctx); err != nil || mark.Raise != long {
+		t.Fatalf("PendingRaise: %+v, %v; want %s", mark, err, long)
+	} else if _, _, err := st.ConfirmRaise(ctx, mark); err != nil {
 		t.Fatal(err)
 	}
 	h := newHolder(t, oldDSN, "holder-h", long)

@@ -7,11 +7,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -225,7 +227,8 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 		}
 	}
 	raise(raiseA)
-	pending, lsn, err := p.PendingRaise(ctx) // nodeid init, for A's raise
+	mark, err := p.PendingRaise(ctx) // nodeid init, for A's raise
+	pending, lsn := mark.Raise, mark.LSN
 	if err != nil || pending != raiseA {
 		t.Fatalf("PendingRaise: %s, %v; want %s", pending, err, raiseA)
 	}
@@ -248,7 +251,7 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 	})
 	pair.Repl.Cut() // the standby receives nothing more
 	raise(raiseB)   // operator B, meanwhile
-	maxTTL, raised, err := p.ConfirmRaise(ctx, pending)
+	maxTTL, raised, err := p.ConfirmRaise(ctx, mark)
 	if err != nil || !raised || maxTTL != raiseA {
 		t.Fatalf("ConfirmRaise(%s): %s, %v, %v; want the maximum %s, %s still pending", pending, maxTTL, raised, err, raiseA, raiseB)
 	}
@@ -268,6 +271,98 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 	if res.OK || time.UnixMilli(res.Refusal.Until).Before(h1.Expires) {
 		t.Errorf("node 0 is claimable on the new primary from %s (claimed: %v), before H1's lease of %s expires (%s)",
 			time.UnixMilli(res.Refusal.Until).Format(time.StampMilli), res.OK, raiseA, h1.Expires.Format(time.StampMilli))
+	}
+}
+
+// A raise confirmed across a failover. nodeid init reads the pending raise
+// and a WAL position on the primary P, and waits for the standbys to
+// replay the position; meanwhile P fails and S1, which lacks the raise, is
+// promoted. On S1's timeline the position means nothing: S1's own standby
+// S2 passes it while lacking a raise to the same value made on S1 since.
+// Confirmed there, that raise would let H1 claim for its TTL on S1, and
+// after a failover to S2, which quarantines for the old maximum only, C
+// would claim while H1 may still mint. The confirmation must refuse on a
+// server other than the one the raise was read on.
+func TestConfirmRaiseAcrossAFailover(t *testing.T) {
+	t.Parallel()
+	const short, raiseTo = 6 * time.Second, time.Minute
+	pair, dbName := protocolPair(t, short)
+	ctx := ctxOf(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	ddl, err := Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: raiseTo}.SQL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut() // S1 does not receive the raise
+	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+		t.Fatal(err)
+	}
+	mark, err := p.PendingRaise(ctx) // nodeid init
+	if err != nil || mark.Raise != raiseTo {
+		t.Fatalf("PendingRaise: %+v, %v; want %s", mark, err, raiseTo)
+	}
+	if err := pair.FailOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s1 := storeOn(t, pair.Standby.DSN(dbName), 0)
+	// S1's own writes carry its WAL past the position read on P.
+	if err := pair.Standby.Exec(ctx, dbName, `CREATE TABLE filler (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, time.Minute, "S1's WAL passes "+mark.LSN, func() error {
+		if err := pair.Standby.Exec(ctx, dbName, `INSERT INTO filler SELECT generate_series(1, 2000)`); err != nil {
+			return testkit.Stop(err)
+		}
+		var past bool
+		if err := s1.DB().QueryRowContext(ctx, `SELECT pg_current_wal_lsn() > $1::pg_lsn`, mark.LSN).Scan(&past); err != nil {
+			return testkit.Stop(err)
+		}
+		if !past {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	// S2, S1's standby, replays that far, then receives nothing more.
+	s2, err := pgserver.StartStandby(ctx, pair.Standby.Server, "s2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Close() })
+	if err := s2.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s2.Repl.Cut()
+	if err := pair.Standby.Exec(ctx, dbName, ddl); err != nil { // the same raise, made again on S1
+		t.Fatal(err)
+	}
+	// Every standby of S1 is seen past the position read on P, as init
+	// sees them, and the confirmation, reaching S1, refuses.
+	testkit.Until(t, time.Minute, "the standbys of S1 report "+mark.LSN, func() error {
+		_, sbs, err := s1.Standbys(ctx, mark.LSN)
+		if err != nil || len(sbs) == 0 {
+			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
+		}
+		for _, sb := range sbs {
+			if !sb.Caught {
+				return fmt.Errorf("standby %+v has not replayed it", sb)
+			}
+		}
+		return nil
+	})
+	maxTTL, raised, err := s1.ConfirmRaise(ctx, mark)
+	if !errors.Is(err, ErrServerChanged) || raised {
+		t.Errorf("ConfirmRaise on S1 of the raise read on P: maximum %s, raised %v, %v; want ErrServerChanged", maxTTL, raised, err)
+	}
+	if tc, err := s1.ReadConfig(ctx); err != nil || tc.MaxTTL != short || tc.PendingMaxTTL != raiseTo {
+		t.Errorf("S1's configuration: %+v, %v; want the maximum %s and %s pending", tc, err, short, raiseTo)
+	}
+	// Read again on S1, the raise's position is one S2 lacks: init waits.
+	again, err := s1.PendingRaise(ctx)
+	if err != nil || again.Raise != raiseTo || again.Server == mark.Server {
+		t.Fatalf("PendingRaise on S1: %+v, %v; want %s read on another server than %s", again, err, raiseTo, mark.Server)
+	}
+	if _, sbs, err := s1.Standbys(ctx, again.LSN); err != nil || len(sbs) == 0 || sbs[0].Caught {
+		t.Errorf("S1's standbys for the raise read on S1: %+v, %v; want S2 behind", sbs, err)
 	}
 }
 

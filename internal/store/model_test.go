@@ -61,6 +61,7 @@ var mutants = []struct {
 	{"claim-unexpired", "a claim takes a row whose lease has not expired", "3h:failover"},
 	{"claim-above-max", "a claim takes a TTL above the table's maximum", "3h:raise"},
 	{"confirm-unmarked", "a confirmation makes the raise pending when it runs the maximum, not the one whose WAL position the standbys were seen to replay", "2h:raise-twice"},
+	{"confirm-on-another-server", "a confirmation runs on whatever server init reaches, not only the one whose WAL position the standbys were seen to replay", "2h:raise+failover"},
 	{"fence-shortened", "a new generation's quarantine replaces a longer one still running (a failover after a declared restore)", "2h:restore+failover"},
 	{"renew-any-epoch", "a renewal extends the row of its owner whatever the epoch", "3h:failover"},
 	{"renew-lowers-expiry", "a renewal sets the expiry from its now() even when the row's is later", "2h:late"},
@@ -87,6 +88,7 @@ type bounds struct {
 	raiseTo   tick     // the raise of the maximum TTL (raise family)
 	raiseTo2  tick     // a second, larger raise, 0 if none
 	pending   tick     // a raise pending at the start, which the standby has, 0 if none
+	lacks     bool     // the standby lacks the pending raise at the start
 	backupMax tick     // the backup's maximum TTL, if not the table's: a copy older than a raise
 	tol       tick     // the servers' clocks agree to within tol; the quarantine adds it
 	holdOffs  [][]tick // the holders' wall clocks: true time plus these, one set a run
@@ -212,6 +214,11 @@ type mstate struct {
 	db      data
 	standby data // the standby's copy (famCrash: the last flushed state)
 	backup  data
+	// markSID and markTL are the server init read the mark on; markSeen
+	// says that the standby has replayed a position at or past the mark's,
+	// which on another timeline than the mark's says nothing of the raise.
+	markSID, markTL int8
+	markSeen        bool
 	// mark is the pending raise that nodeid init read, with the WAL
 	// position it waits for the standbys to replay (PendingRaise), 0 if none.
 	mark tick
@@ -240,6 +247,9 @@ func (m *model) initial() []mstate {
 		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
 	}
 	s.standby, s.backup = s.db, s.db
+	if m.b.lacks {
+		s.standby.cfg.raise = 0
+	}
 	if m.b.backupMax != 0 {
 		s.backup.cfg.maxTTL = m.b.backupMax
 	}
@@ -487,12 +497,15 @@ func (m *model) raise(s *mstate, to tick) {
 }
 
 // confirm makes the raise that init read (the mark) the maximum, once the
-// standby has it (it has replayed the WAL position read with it), and
-// leaves a later raise pending.
+// standby has replayed the WAL position read with it, on the server it was
+// read on, and leaves a later raise pending.
 func (m *model) confirm(s *mstate) bool {
 	c, mark := &s.db.cfg, s.mark
-	if c.raise == 0 || max(s.standby.cfg.raise, s.standby.cfg.maxTTL) < mark {
+	if c.raise == 0 || !s.markSeen {
 		return false
+	}
+	if (s.srvSID != s.markSID || s.srvTL != s.markTL) && m.mut != "confirm-on-another-server" {
+		return false // ErrServerChanged: init reads the raise again
 	}
 	if m.mut == "confirm-unmarked" {
 		mark = c.raise
@@ -501,7 +514,7 @@ func (m *model) confirm(s *mstate) bool {
 	if c.raise <= mark {
 		c.raise = 0
 	}
-	s.mark = 0
+	s.mark, s.markSID, s.markTL, s.markSeen = 0, 0, 0, false
 	return true
 }
 
@@ -698,7 +711,7 @@ func (m *model) enabled(s *mstate, out []act) []act {
 		if c.raise == 0 && c.maxTTL < m.b.raiseTo || max(c.raise, c.maxTTL) < m.b.raiseTo2 {
 			out = append(out, act{kind: aRaise})
 		}
-		if c.raise != 0 && s.mark != c.raise {
+		if c.raise != 0 && (s.mark != c.raise || s.srvSID != s.markSID || s.srvTL != s.markTL) {
 			out = append(out, act{kind: aMark})
 		}
 		if c.raise != 0 && s.mark != 0 {
@@ -791,6 +804,9 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		}
 	case aReplicate:
 		s.standby = s.db
+		// Past the mark's position: on its timeline the standby has the
+		// raise; on another, the new timeline's WAL may have passed it.
+		s.markSeen = s.mark != 0
 	case aFailover:
 		s.servers++
 		s.db = s.standby
@@ -829,7 +845,8 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		}
 		m.raise(s, to)
 	case aMark:
-		s.mark = s.db.cfg.raise
+		s.mark, s.markSID, s.markTL = s.db.cfg.raise, s.srvSID, s.srvTL
+		s.markSeen = s.standby == s.db
 	case aConfirm:
 		if !m.confirm(s) {
 			return false, nil

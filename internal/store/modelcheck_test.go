@@ -83,6 +83,13 @@ func runs(long bool) []run {
 	copyFailover := two
 	copyFailover.ttl, copyFailover.maxTTL, copyFailover.backupMax = [maxHold]tick{6, 2}, 6, 2
 	copyFailover.holdOffs, copyFailover.maxStep, copyFailover.depth = [][]tick{{0, 0}}, 4, 7
+	// A raise pending from the start that the standby lacks, read by init
+	// before a failover; the same raise made again on the new primary; a
+	// second failover.
+	raiseFailover := twice
+	raiseFailover.nodes, raiseFailover.lacks, raiseFailover.depth, raiseFailover.maxTTL = 1, true, 12, 1
+	raiseFailover.ttl, raiseFailover.pending, raiseFailover.raiseTo, raiseFailover.raiseTo2 = [maxHold]tick{8, 1}, 8, 8, 0
+	raiseFailover.budget.failovers = 2
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -107,6 +114,7 @@ func runs(long bool) []run {
 		fam("2h:crash", skewed, famCrash),
 		fam("2h:late", reorder, famLate),
 		fam("2h:raise-twice", twice, famRaise),
+		fam("2h:raise+failover", raiseFailover, famRaise),
 		fam("2h:restore+failover", copyFailover, famRestore|famFailover),
 	}
 	all := raising(three)

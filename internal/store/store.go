@@ -75,24 +75,27 @@ const (
 // identity; and the parts that differ by mode: {head} the common head of the
 // lease statements, {identity} the restore's record of the server, and
 // {listChanged} and {listMoved} the list's tests of a server not yet seen
-// and of another system than the one recorded.
+// and of another system than the one recorded, and {server} the text of the
+// server's identity (its system identifier and timeline; empty for sync).
 func expand(tmpl string, c Config, mode Replication) string {
-	head, identity, listChanged, listMoved := syncHead, "", "false", "false"
+	head, identity, listChanged, listMoved, server := syncHead, "", "false", "false", "''"
 	if mode == Async {
 		head = asyncHead
 		identity = ", server_id = {sid}, wal_timeline = {tl}"
+		server = "{sid}::text || '/' || {tl}::text"
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
 		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
 	}
-	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
+	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged, "{listMoved}", listMoved,
+		"{server}", server).Replace(tmpl)
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
 		"{mode}", string(mode), "{tl}", walTimeline, "{sid}", walServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
 }
 
 // statements are the SQL texts of a Store for one replication mode.
 type statements struct {
-	claim, refusal, renew, release, list, restored string
+	claim, refusal, renew, release, list, restored, pendingRaise, confirmRaise string
 }
 
 // Store runs the statements on one lease table.
@@ -103,9 +106,9 @@ type Store struct {
 	byMode map[Replication]*statements
 	mode   atomic.Pointer[Replication] // the table's, once read
 
-	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, confirmRaiseSQL, pendingRaiseSQL, endedSQL string
-	probeSQL                                                                                          string // of asynchronous replication only
-	firstSQL                                                                                          string // ClaimFirst's
+	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, endedSQL string
+	probeSQL                                                        string // of asynchronous replication only
+	firstSQL                                                        string // ClaimFirst's
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -134,7 +137,8 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 		s.byMode[m] = &statements{
 			claim: expand(claimTemplate, cfg, m), refusal: expand(refusalTemplate, cfg, m), renew: expand(renewTemplate, cfg, m),
 			release: expand(releaseTemplate, cfg, m), list: expand(listTemplate, cfg, m),
-			restored: expand(restoredTemplate, cfg, m),
+			restored: expand(restoredTemplate, cfg, m), pendingRaise: expand(pendingRaiseTemplate, cfg, m),
+			confirmRaise: expand(confirmRaiseTemplate, cfg, m),
 		}
 	}
 	for _, q := range []struct {
@@ -143,7 +147,7 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 	}{
 		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate},
 		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate},
-		{&s.confirmRaiseSQL, confirmRaiseTemplate}, {&s.pendingRaiseSQL, pendingRaiseTemplate}, {&s.endedSQL, endedTemplate},
+		{&s.endedSQL, endedTemplate},
 	} {
 		*q.dst = expand(q.tmpl, cfg, Sync)
 	}
@@ -902,52 +906,97 @@ func (s *Store) Restored(ctx context.Context, maxTTL time.Duration) (generation 
 // the old maximum only, after a failover that lost leases granted under the
 // new one. The confirmation makes it the maximum, but never more than $2,
 // the raise the standbys were seen to have (PendingRaise): a later raise,
-// which they may lack, stays pending. Pending, a raise already lengthens
-// every quarantine.
+// which they may lack, stays pending. And only on the server where that
+// raise was read ($3, its system identifier and timeline): a WAL position
+// means nothing on another timeline, where a standby of a promoted server
+// can be past it and lack a raise made there since. Pending, a raise
+// already lengthens every quarantine. The statement answers with the
+// maximum it made (NULL when it changed nothing) and whether the server is
+// the one of $3.
 const confirmRaiseTemplate = `-- nodeid confirm raise
-UPDATE {c} AS c SET max_ttl_ms = LEAST(c.raise_ttl_ms, $2::bigint),
-    raise_ttl_ms = CASE WHEN c.raise_ttl_ms > $2::bigint THEN c.raise_ttl_ms END
-FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
-    set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
-WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL AND c.raise_ttl_ms IS NOT NULL
-    AND LEAST(c.raise_ttl_ms, $2::bigint) > c.max_ttl_ms
-RETURNING c.max_ttl_ms`
+WITH q AS (
+    SELECT set_config('synchronous_commit', 'on', true) AS durable,
+        set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout, {server} AS server
+), confirmed AS (
+    UPDATE {c} AS c SET max_ttl_ms = LEAST(c.raise_ttl_ms, $2::bigint),
+        raise_ttl_ms = CASE WHEN c.raise_ttl_ms > $2::bigint THEN c.raise_ttl_ms END
+    FROM q
+    WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL AND q.server = $3::text AND c.raise_ttl_ms IS NOT NULL
+        AND LEAST(c.raise_ttl_ms, $2::bigint) > c.max_ttl_ms
+    RETURNING c.max_ttl_ms
+)
+SELECT (SELECT max_ttl_ms FROM confirmed), q.server = $3::text FROM q`
 
 // ConfirmRaise makes the table's pending raise of its maximum TTL the
-// maximum, up to upTo: the pending raise that PendingRaise read before
+// maximum, up to m.Raise: the pending raise that PendingRaise read before
 // every standby was seen to replay its position. It reports the maximum,
-// and whether it raised it; a raise above upTo stays pending.
-func (s *Store) ConfirmRaise(ctx context.Context, upTo time.Duration) (maxTTL time.Duration, raised bool, err error) {
-	var ms int64
-	err = s.db.QueryRowContext(ctx, s.confirmRaiseSQL, LockTimeout.Milliseconds(), upTo.Milliseconds()).Scan(&ms)
-	if errors.Is(err, sql.ErrNoRows) {
+// and whether it raised it; a raise above m.Raise stays pending. On another
+// server than the one m was read on (a failover, a move since) it changes
+// nothing and returns ErrServerChanged: read the raise again there.
+func (s *Store) ConfirmRaise(ctx context.Context, m RaiseMark) (maxTTL time.Duration, raised bool, err error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	var (
+		ms   sql.NullInt64
+		same bool
+	)
+	err = s.db.QueryRowContext(ctx, q.confirmRaise, LockTimeout.Milliseconds(), m.Raise.Milliseconds(), m.Server).Scan(&ms, &same)
+	switch {
+	case err != nil:
+		return 0, false, s.wrapErr("confirm the raise", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
+	case !same:
+		return 0, false, ErrServerChanged
+	case !ms.Valid:
 		return 0, false, nil
 	}
-	if err != nil {
-		return 0, false, s.wrapErr("confirm the raise", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
-	}
-	return time.Duration(ms) * time.Millisecond, true, nil
+	return time.Duration(ms.Int64) * time.Millisecond, true, nil
 }
 
-// pendingRaiseTemplate reads the pending raise and a WAL position that its
-// commit precedes: the position written so far. The DDL that raises the
+// ErrServerChanged is ConfirmRaise's refusal on another server than the
+// one its mark was read on.
+var ErrServerChanged = errors.New("the server is not the one the pending raise was read on (a failover or a move since): read it again")
+
+// RaiseMark is a pending raise of the maximum TTL as PendingRaise read it.
+type RaiseMark struct {
+	Raise time.Duration // the raise pending then, 0 when none
+	// LSN is a WAL position that its commit precedes: a standby of that
+	// server that has replayed it has the raise.
+	LSN string
+	// Server is the server it was read on: its system identifier and WAL
+	// timeline ("" on a table that records synchronous replication).
+	Server string
+}
+
+// pendingRaiseTemplate reads the pending raise, a WAL position that its
+// commit precedes (the position written so far) and the server's
+// identity, which gives the position its meaning. The DDL that raises the
 // maximum commits durably (it sets synchronous_commit on), so that its
 // commit record is written before any statement sees the raise. (The
 // position of the next record to insert would not need that, but it may
 // lie past a page header that no record follows yet, which no standby of
 // an idle primary ever replays.)
-const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), pg_current_wal_lsn()::text FROM {c}`
+const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), pg_current_wal_lsn()::text, {server} FROM {c}`
 
 // PendingRaise returns the table's pending raise of its maximum TTL (0 when
-// none) and the WAL position to wait for: a standby that has replayed it
-// has that raise (or a later one). ConfirmRaise confirms that raise, not
-// one made after this read.
-func (s *Store) PendingRaise(ctx context.Context) (raise time.Duration, lsn string, err error) {
-	var ms int64
-	if err := s.db.QueryRowContext(ctx, s.pendingRaiseSQL).Scan(&ms, &lsn); err != nil {
-		return 0, "", s.wrapErr("read the pending raise", err)
+// none), the WAL position to wait for and the server it was read on:
+// ConfirmRaise confirms that raise, not one made after this read, and only
+// on that server.
+func (s *Store) PendingRaise(ctx context.Context) (RaiseMark, error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return RaiseMark{}, err
 	}
-	return time.Duration(ms) * time.Millisecond, lsn, nil
+	var (
+		m  RaiseMark
+		ms int64
+	)
+	if err := s.db.QueryRowContext(ctx, q.pendingRaise).Scan(&ms, &m.LSN, &m.Server); err != nil {
+		return RaiseMark{}, s.wrapErr("read the pending raise", err)
+	}
+	m.Raise = time.Duration(ms) * time.Millisecond
+	return m, nil
 }
 
 // Standby is a standby of the primary: one it streams to now, as

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -115,18 +116,18 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 			t.Fatalf("after the DDL for %d-%d: %d rows from %d, want %d from %d", c.lo, c.hi, n, lo, c.wantRows, c.wantAt)
 		}
 	}
-	pending, lsn, err := st.PendingRaise(ctx)
-	if err != nil || pending != time.Hour || lsn == "" {
-		t.Fatalf("PendingRaise: %s, %q, %v; want 1h0m0s and a WAL position", pending, lsn, err)
+	mark, err := st.PendingRaise(ctx)
+	if err != nil || mark.Raise != time.Hour || mark.LSN == "" || !strings.Contains(mark.Server, "/") {
+		t.Fatalf("PendingRaise: %+v, %v; want 1h0m0s, a WAL position and the server's identifier/timeline", mark, err)
 	}
-	maxTTL, raised, err := st.ConfirmRaise(ctx, pending)
+	maxTTL, raised, err := st.ConfirmRaise(ctx, mark)
 	if err != nil || !raised || maxTTL != time.Hour {
 		t.Fatalf("ConfirmRaise: %s, %v, %v; want the pending 1h0m0s", maxTTL, raised, err)
 	}
 	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour || tc.PendingMaxTTL != 0 {
 		t.Fatalf("after the confirmation: %+v, %v; want a maximum of 1h0m0s, nothing pending", tc, err)
 	}
-	if _, raised, err := st.ConfirmRaise(ctx, 2*time.Hour); err != nil || raised {
+	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: 2 * time.Hour, LSN: mark.LSN, Server: mark.Server}); err != nil || raised {
 		t.Fatalf("ConfirmRaise with nothing pending: %v, %v; want nothing done", raised, err)
 	}
 	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour {
@@ -157,12 +158,17 @@ func TestConfirmRaiseConfirmsTheRaiseItWasGiven(t *testing.T) {
 	}
 	apply(time.Minute)
 	apply(2 * time.Minute) // pending
-	first, _, err := st.PendingRaise(ctx)
+	mark, err := st.PendingRaise(ctx)
+	first := mark.Raise
 	if err != nil || first != 2*time.Minute {
 		t.Fatalf("PendingRaise: %s, %v; want 2m0s", first, err)
 	}
 	apply(5 * time.Minute) // a later raise, which the standbys may lack
-	maxTTL, raised, err := st.ConfirmRaise(ctx, first)
+	// On another server than the one it was read on, nothing is confirmed.
+	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: first, LSN: mark.LSN, Server: mark.Server + "0"}); !errors.Is(err, store.ErrServerChanged) || raised {
+		t.Fatalf("ConfirmRaise of a raise read on another server: %v, %v; want ErrServerChanged", raised, err)
+	}
+	maxTTL, raised, err := st.ConfirmRaise(ctx, mark)
 	if err != nil || !raised || maxTTL != first {
 		t.Fatalf("ConfirmRaise(%s): %s, %v, %v; want the maximum raised to %s", first, maxTTL, raised, err, first)
 	}

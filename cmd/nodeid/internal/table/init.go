@@ -265,56 +265,36 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		return store.TableConfig{}, err
 	}
 	stderr := o.Env.Err
-	// The raise to confirm is the one pending now, with a WAL position after
-	// its commit: a raise made while init waits stays pending, since the
-	// standbys were not seen to have it.
-	raise, lsn, err := st.PendingRaise(ctx)
-	if err != nil || raise == 0 {
-		if err != nil {
-			return store.TableConfig{}, err
-		}
-		return st.ReadConfig(ctx)
-	}
-	if !o.NoStandbyWait {
-		ctx, cancel := context.WithTimeout(ctx, o.StandbyWait)
-		defer cancel()
-		for said := false; ; {
-			var sbs []store.Standby
-			if lsn, sbs, err = st.Standbys(ctx, lsn); err != nil {
+	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
+	defer cancel()
+	var (
+		mark   store.RaiseMark
+		maxTTL time.Duration
+		raised bool
+	)
+	for {
+		// The raise to confirm is the one pending now, with a WAL position
+		// after its commit and the server it was read on: a raise made while
+		// init waits stays pending, since the standbys were not seen to
+		// have it, and a position read before a failover says nothing of
+		// the new server's standbys.
+		if mark, err = st.PendingRaise(ctx); err != nil || mark.Raise == 0 {
+			if err != nil {
 				return store.TableConfig{}, err
 			}
-			var behind []string
-			for _, sb := range sbs {
-				name := cli.OrDash(sb.Name)
-				if sb.Addr != "" {
-					name += " (" + sb.Addr + ")"
-				}
-				switch {
-				case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
-					return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s is recorded as pending and not confirmed: this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats); grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
-						table, name, lsn)
-				case sb.Position == "":
-					behind = append(behind, name+" (never used)")
-				case !sb.Caught:
-					behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Position))
-				}
-			}
-			if len(behind) == 0 {
-				break
-			}
-			if !said {
-				fmt.Fprintf(stderr, "nodeid: waiting for the standbys and replication slots to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
-				said = true
-			}
-			select {
-			case <-ctx.Done():
-				return store.TableConfig{}, fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
-					table, o.StandbyWait, lsn, strings.Join(behind, ", "))
-			case <-time.After(200 * time.Millisecond):
+			return st.ReadConfig(ctx)
+		}
+		if !o.NoStandbyWait {
+			if err := waitForStandbys(waitCtx, o, st, mark.LSN); err != nil {
+				return store.TableConfig{}, err
 			}
 		}
+		maxTTL, raised, err = st.ConfirmRaise(ctx, mark)
+		if !errors.Is(err, store.ErrServerChanged) {
+			break
+		}
+		fmt.Fprintf(stderr, "nodeid: the server of table %s changed (a failover or a move) while init waited for its standbys: reading the pending raise again there\n", table)
 	}
-	maxTTL, raised, err := st.ConfirmRaise(ctx, raise)
 	if err != nil {
 		return store.TableConfig{}, err
 	}
@@ -325,9 +305,54 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 	tc, err := st.ReadConfig(ctx)
 	if err == nil && tc.PendingMaxTTL > 0 {
 		fmt.Fprintf(stderr, "nodeid: a raise of the maximum TTL of table %s to %s was made while init waited for the standbys to replay the raise to %s: it stays pending; run init again to confirm it\n",
-			table, tc.PendingMaxTTL, raise)
+			table, tc.PendingMaxTTL, mark.Raise)
 	}
 	return tc, err
+}
+
+// waitForStandbys waits until every standby the primary streams to, and
+// every physical replication slot, has WAL position lsn, saying once on
+// stderr which have not; ctx bounds the wait (--standby-wait).
+func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, lsn string) error {
+	table := o.Conn.Table()
+	for said := false; ; {
+		var (
+			sbs []store.Standby
+			err error
+		)
+		if lsn, sbs, err = st.Standbys(ctx, lsn); err != nil {
+			return err
+		}
+		var behind []string
+		for _, sb := range sbs {
+			name := cli.OrDash(sb.Name)
+			if sb.Addr != "" {
+				name += " (" + sb.Addr + ")"
+			}
+			switch {
+			case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
+				return fmt.Errorf("the raise of the maximum TTL of table %s is recorded as pending and not confirmed: this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats); grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
+					table, name, lsn)
+			case sb.Position == "":
+				behind = append(behind, name+" (never used)")
+			case !sb.Caught:
+				behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Position))
+			}
+		}
+		if len(behind) == 0 {
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
+				table, o.StandbyWait, lsn, strings.Join(behind, ", "))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // confirmRows asks for confirmation, unless --yes is given, before init
