@@ -219,12 +219,13 @@ reads a worker ID of its own rather than NODEID_NODE. TEMPLATE is text with
 {node} and {epoch}, and integer operations on them, % (remainder) and /
 (truncating division), applied left to right: {node%32}, {node/32%32}.
 {{ and }} are literal braces. The exports that identify the generator,
-those of {node} arithmetic alone ({node%32}, {node/32%32}; one with other
-text, as pod-{node}, is a label), must tell apart every node ID of the
-table's recorded range, whichever part of it --range leases: run computes
-them for each and refuses (exit 2, before any claim) when two get the same
-values, as the numbers a generator reads (015 is 15, or octal 13, as a
-leading 0 means to some readers). With --partition they are judged over
+those of {node} arithmetic and digits alone ({node%32}, {node/32%32},
+1{node%32}; one with other text, as pod-{node}, is a label), must tell
+apart every node ID of the table's recorded range, whichever part of it
+--range leases: run computes them for each and refuses (exit 2, before any
+claim) when two get the same values, as the numbers a generator reads (015
+is 15, or octal 13, as a leading 0 means to some readers; 08 is 0 to C's
+strtol). With --partition they are judged over
 --range alone, for a table split between generators whose IDs never meet.
 Recipes (more in docs/export.md):
   CAP (.NET):  --export 'CAP_WORKERID={node}', with a --range within the
@@ -286,17 +287,22 @@ func checkExports(ctx context.Context, c *cli.Conn, f *exportFlags, partition, g
 }
 
 // identifies reports whether the export identifies the generator, as a
-// worker or datacenter ID does: its template is {node} arithmetic alone
-// ({node%32}, {node/32%32}). Any other text around it makes it a label
-// (pod-{node}), which a generator does not read as its ID; and {epoch}
-// changes with every claim.
+// worker or datacenter ID does: its template is {node} arithmetic and
+// digits alone ({node%32}, {node/32%32}, 1{node%32}), so that its value is
+// a number, which a generator may read as its ID. Any other text makes it
+// a label (pod-{node}), which a generator does not read as its ID; and
+// {epoch} changes with every claim.
 func (e export) identifies() bool {
+	node := false
 	for _, p := range e.parts {
-		if p.field != "node" {
+		switch {
+		case p.field == "node":
+			node = true
+		case p.field != "" || strings.Trim(p.text, "0123456789") != "":
 			return false
 		}
 	}
-	return len(e.parts) > 0
+	return node
 }
 
 // exportReadings are the ways generators read an identifying export's
@@ -304,17 +310,18 @@ func (e export) identifies() bool {
 // that a refusal names it when both find a collision; where says in an
 // error which readers the collision is for. The value is digits alone:
 // each placeholder writes a whole number, never negative and without
-// padding, and any text makes the export a label, so no sign or space can
-// occur. But a template of two placeholders writes a leading zero where
-// the first is 0 ({node/100}{node%100} writes 015 for node 15), and
-// generators read a leading zero in one of two ways. Values of different
+// padding, and any text but digits makes the export a label, so no sign or
+// space can occur. But a template of two placeholders writes a leading
+// zero where the first is 0 ({node/100}{node%100} writes 015 for node 15),
+// and generators read a leading zero in three ways. Values of different
 // text can thus be the same number, and so the same worker ID.
 var exportReadings = []struct {
 	read  func(string) string
 	where string
 }{
 	{readDecimal, ""},
-	{readOctal, " where a leading 0 means octal (Java's Long.decode, C's strtol with base 0, YAML 1.1)"},
+	{readOctal, " where a leading 0 means octal (Java's Long.decode, Go's strconv.ParseInt with base 0, YAML 1.1)"},
+	{readOctalPrefix, " where a leading 0 means octal and the reading stops at an 8 or 9 (C's strtol and sscanf %i, Go's fmt.Sscan)"},
 }
 
 // readDecimal returns, written in decimal without leading zeros, the
@@ -330,14 +337,32 @@ func readDecimal(v string) string {
 
 // readOctal returns, written in decimal, the number read from the digits
 // v where a leading 0 means octal (Java's Long.decode and
-// Integer.getInteger, C's strtol and Go's strconv.ParseInt with base 0,
-// YAML 1.1 parsers, shell arithmetic). 015 is 13, node 103's 13. A value
-// with an 8 or 9 after its leading 0 is no octal number: Long.decode and
-// the shell refuse it, but YAML 1.1 leaves it a string, which the program
-// may then read in decimal, so it is read in decimal.
+// Integer.getInteger, Go's strconv.ParseInt with base 0, YAML 1.1
+// parsers, shell arithmetic). 015 is 13, node 103's 13. A value with an 8
+// or 9 after its leading 0 is no octal number: Long.decode and the shell
+// refuse it, but YAML 1.1 leaves it a string, which the program may then
+// read in decimal, so it is read in decimal.
 func readOctal(v string) string {
 	if len(v) > 1 && v[0] == '0' {
 		if n, err := strconv.ParseUint(v, 8, 64); err == nil {
+			return strconv.FormatUint(n, 10)
+		}
+	}
+	return readDecimal(v)
+}
+
+// readOctalPrefix returns, written in decimal, the number read from the
+// digits v where a leading 0 means octal and the reading stops, without an
+// error, at the first digit that is not octal (C's strtol and sscanf %i
+// with base 0, Go's fmt.Sscan, Perl's oct): 08 is 0, node 0's 00, and 019
+// is 1.
+func readOctalPrefix(v string) string {
+	if len(v) > 1 && v[0] == '0' {
+		end := strings.IndexAny(v, "89")
+		if end < 0 {
+			end = len(v)
+		}
+		if n, err := strconv.ParseUint(v[:end], 8, 64); err == nil {
 			return strconv.FormatUint(n, 10)
 		}
 	}

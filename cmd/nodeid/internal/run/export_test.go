@@ -140,8 +140,16 @@ func TestExportDistinctReadsNumbers(t *testing.T) {
 		{[]string{"W={node/8%10}{node}"}, cli.NodeRange{Lo: 0, Hi: 255},
 			[]string{"node IDs 12 and 160 of the range 0-255 get W=112 and W=0160, which read as the same number (W=112) where a leading 0 means octal"}},
 		// 00 to 09 for nodes 0 to 9, the node ID itself from 10 on: 08
-		// and 09 are no octal numbers, and read as 8 and 9 at most.
-		{[]string{"W={node/10}{node%10}"}, cli.NodeRange{Lo: 0, Hi: 1023}, nil},
+		// and 09 are no octal numbers, which C's strtol with base 0 reads
+		// as 0, stopping at the 8, as it reads node 0's 00.
+		{[]string{"W={node/10}{node%10}"}, cli.NodeRange{Lo: 0, Hi: 1023},
+			[]string{"node IDs 0 and 8 of the range 0-1023 get W=00 and W=08, which read as the same number (W=0) where a leading 0 means octal and the reading stops at an 8 or 9"}},
+		{[]string{"W={node/10}{node%10}"}, cli.NodeRange{Lo: 10, Hi: 1023}, nil},
+		// Digits are part of the number: 1{node%32} is 10 for nodes 0
+		// and 32, and identifies the generator as {node%32} does.
+		{[]string{"WORKER_ID=1{node%32}"}, cli.NodeRange{Lo: 0, Hi: 1023},
+			[]string{"node IDs 0 and 32 of the range 0-1023 both get WORKER_ID=10"}},
+		{[]string{"WORKER_ID=1{node%32}", "POD=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 31}, nil},
 		{[]string{"W={node/100}{node%100}"}, cli.NodeRange{Lo: 100, Hi: 999}, nil},
 	} {
 		f := &exportFlags{}
