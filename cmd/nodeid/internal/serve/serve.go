@@ -147,10 +147,46 @@ ID of its own, behind one address make a highly available ID service.`,
 // listen listens on addr. A Unix socket that no process accepts on (a
 // serve that was killed leaves its socket behind) is removed first, so that
 // a restart after a crash serves again; one that a process still accepts
-// on is left alone, and the listen fails.
+// on is left alone, and the listen fails. Serves on one path take turns
+// through a lock on PATH.lock, held while the socket serves (see
+// lockSocketPath): two serves started at once on a socket left behind
+// would otherwise both find it stale, and the second would remove the
+// first's new socket.
 func listen(network, addr string) (net.Listener, error) {
-	ln, err := net.Listen(network, addr)
-	if err == nil || network != "unix" || !errors.Is(err, syscall.EADDRINUSE) {
+	if network != "unix" {
+		return net.Listen(network, addr)
+	}
+	lock, err := lockSocketPath(addr)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := listenUnix(addr)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return lockedListener{ln, lock}, nil
+}
+
+// lockedListener holds the lock of its socket's path until it is closed.
+type lockedListener struct {
+	net.Listener
+	lock io.Closer
+}
+
+// Close closes the listener, which removes its socket, then releases the
+// path's lock.
+func (l lockedListener) Close() error {
+	err := l.Listener.Close()
+	l.lock.Close()
+	return err
+}
+
+// listenUnix listens on the Unix socket addr, removing one that no process
+// accepts on; the caller holds the path's lock.
+func listenUnix(addr string) (net.Listener, error) {
+	ln, err := net.Listen("unix", addr)
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
 		return ln, err
 	}
 	if fi, serr := os.Lstat(addr); serr != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -164,7 +200,7 @@ func listen(network, addr string) (net.Listener, error) {
 	if !errors.Is(derr, syscall.ECONNREFUSED) || os.Remove(addr) != nil {
 		return nil, err
 	}
-	return net.Listen(network, addr)
+	return net.Listen("unix", addr)
 }
 
 // listenAddr parses --listen: HOST:PORT or unix:PATH.

@@ -792,8 +792,19 @@ func TestServeUnixSocketAfterACrash(t *testing.T) {
 	}
 	out, err := c.CombinedOutput()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "another process serves on the socket") {
-		t.Errorf("a serve on the socket of a running one: %v; want exit 1 saying another process serves on it: %s", err, out)
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "another serve holds "+sock+".lock: it serves on the socket") {
+		t.Errorf("a serve on the socket of a running one: %v; want exit 1 saying another serve holds the path: %s", err, out)
+	}
+	// A process other than a serve that accepts on the path is left alone
+	// too.
+	other := filepath.Join(t.TempDir(), "other.sock")
+	ln, err := net.Listen("unix", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := listen("unix", other); err == nil || !strings.Contains(err.Error(), "another process serves on the socket") {
+		t.Errorf("listen on a socket another process accepts on: %v; want refused, saying so", err)
 	}
 	if _, err := getIDs(second.client, second.base, 1); err != nil {
 		t.Errorf("the running serve no longer answers on its socket: %v", err)
@@ -907,4 +918,62 @@ func FuzzServeListen(f *testing.F) {
 			t.Errorf("%q: network %q", s, network)
 		}
 	})
+}
+
+// TestServeTwoServesOnAStaleSocket: two serves that start at once on a
+// socket a killed serve left behind take turns through the path's lock:
+// one serves on the socket, the other fails saying why, and never do both
+// listen, the first on a socket the second removed.
+func TestServeTwoServesOnAStaleSocket(t *testing.T) {
+	// Not parallel: a process the tests fork meanwhile inherits, until it
+	// executes, the descriptors of the stale socket and of the lock, and
+	// keeps both taken for that while.
+	sock := filepath.Join(t.TempDir(), "ids.sock")
+	for trial := range 1000 {
+		_ = os.Remove(sock)
+		stale, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stale.(*net.UnixListener).SetUnlinkOnClose(false)
+		stale.Close() // a killed serve's socket: no process accepts on it
+		var (
+			wg   sync.WaitGroup
+			lns  [2]net.Listener
+			errs [2]error
+		)
+		start := make(chan struct{})
+		for i := range lns {
+			wg.Go(func() {
+				<-start
+				lns[i], errs[i] = listen("unix", sock)
+			})
+		}
+		close(start)
+		wg.Wait()
+		var up []net.Listener
+		for i, ln := range lns {
+			switch {
+			case errs[i] == nil:
+				up = append(up, ln)
+			case !strings.Contains(errs[i].Error(), "another serve holds "+sock+".lock") &&
+				!strings.Contains(errs[i].Error(), "another process serves on the socket"):
+				t.Errorf("trial %d: listen failed otherwise than for the other serve: %v", trial, errs[i])
+			}
+		}
+		if len(up) != 1 {
+			t.Fatalf("trial %d: %d of two serves started at once on a stale socket listen (errors %v, %v); want one", trial, len(up), errs[0], errs[1])
+		}
+		c, err := net.DialTimeout("unix", sock, time.Minute)
+		if err != nil {
+			t.Fatalf("trial %d: the serve that listens is not reachable on %s: %v", trial, sock, err)
+		}
+		c.Close()
+		if err := up[0].Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Fatalf("trial %d: the socket outlived its serve: %v", trial, err)
+		}
+	}
 }
