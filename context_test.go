@@ -144,3 +144,49 @@ func TestContextEndsOnClose(t *testing.T) {
 		wantCause(t, b, b.Context(), ErrReleased)
 	})
 }
+
+// TestAcquireReturnsWithinItsContextWhileAnotherChecksTheTable: a new
+// Registry's first Acquire checks the table, holding the lock of that
+// check for as long as its statements run; a second Acquire waiting for
+// the lock gives up when its own context ends, not when the first's does.
+func TestAcquireReturnsWithinItsContextWhileAnotherChecksTheTable(t *testing.T) {
+	t.Parallel()
+	st := newFakeStore(0, 3)
+	st.set(func() { st.latency = time.Hour }) // the server does not answer
+	r := fakeRegistry(t, st)
+	defer r.Close()
+	first, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	firstDone := make(chan error, 1)
+	go func() { _, err := r.Acquire(first); firstDone <- err }()
+	for len(st.callsOf("config")) == 0 { // the first Acquire holds the lock, reading the configuration
+		select {
+		case err := <-firstDone:
+			t.Fatalf("the first Acquire returned before reading the configuration: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	for _, try := range []struct {
+		name    string
+		acquire func(context.Context) (*Lease, error)
+	}{{"Acquire", r.Acquire}, {"TryAcquire", r.TryAcquire}} {
+		second, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { _, err := try.acquire(second); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("%s with a context that ended: %v; want context.DeadlineExceeded", try.name, err)
+			}
+		case err := <-firstDone:
+			t.Fatalf("the first Acquire returned (%v) before the second %s", err, try.name)
+		case <-time.After(time.Minute):
+			t.Fatalf("%s has not returned a minute after its context of 100ms ended, while another Acquire held the table's check", try.name)
+		}
+		cancel()
+	}
+	cancelFirst()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("the first Acquire, cancelled: %v", err)
+	}
+}

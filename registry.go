@@ -45,7 +45,10 @@ type Registry struct {
 	cfg config
 	st  leaseStore
 
-	ensureMu sync.Mutex // serialises the one-off check of the table
+	// ensureMu serialises the one-off check of the table: a lock its
+	// waiters can give up on when their context ends (lockEnsure), so that
+	// an Acquire returns within its context while another holds it.
+	ensureMu chan struct{}
 	ensured  bool
 	lo, hi   int64 // the node range claimed from, once ensured
 	tableLo  int64 // the table's recorded node range, once ensured
@@ -110,7 +113,7 @@ func configure(opts []Option) (config, error) {
 }
 
 func newRegistry(cfg config, st leaseStore) *Registry {
-	r := &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}}
+	r := &Registry{cfg: cfg, st: st, leases: map[*Lease]struct{}{}, ensureMu: make(chan struct{}, 1)}
 	r.stop, r.halt = context.WithCancel(context.Background())
 	r.metrics = newMetrics(r, cfg.meters)
 	return r
@@ -220,6 +223,25 @@ type firstClaimer interface {
 	Replication() store.Replication
 }
 
+// lockEnsure takes ensureMu, or returns the cause of ctx's end if that
+// comes first.
+func (r *Registry) lockEnsure(ctx context.Context) error {
+	select {
+	case r.ensureMu <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case r.ensureMu <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// unlockEnsure releases ensureMu.
+func (r *Registry) unlockEnsure() { <-r.ensureMu }
+
 // claimFirst is the first claim of a Registry that has not read the
 // table's configuration, made in one statement with the checks that
 // ensure makes (store.ClaimFirst), so that a new process's first Acquire
@@ -232,8 +254,10 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 	if !ok {
 		return nil, nil
 	}
-	r.ensureMu.Lock()
-	defer r.ensureMu.Unlock()
+	if r.lockEnsure(ctx) != nil {
+		return nil, nil // ensure reports the context's end
+	}
+	defer r.unlockEnsure()
 	if r.ensured || r.cfg.create || r.isClosed() || st.Replication() != "" {
 		return nil, nil
 	}
@@ -262,8 +286,10 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 
 // ensure reads the table's configuration once and settles the node range.
 func (r *Registry) ensure(ctx context.Context) error {
-	r.ensureMu.Lock()
-	defer r.ensureMu.Unlock()
+	if err := r.lockEnsure(ctx); err != nil {
+		return err
+	}
+	defer r.unlockEnsure()
 	if r.ensured {
 		return nil
 	}
