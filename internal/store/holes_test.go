@@ -204,6 +204,26 @@ func TestLateReleaseOnANewPrimaryLiftsNoQuarantine(t *testing.T) {
 	}
 }
 
+// waitStandbysReport waits until st's server reports every standby past
+// WAL position lsn. The primary learns how far a standby has replayed from
+// its feedback, sent every few seconds: the tests wait for it, as init
+// does.
+func waitStandbysReport(t *testing.T, st *Store, lsn string) {
+	t.Helper()
+	testkit.Until(t, time.Minute, "the standbys report they have replayed "+lsn, func() error {
+		_, sbs, err := st.Standbys(ctxOf(t), lsn)
+		if err != nil || len(sbs) == 0 {
+			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
+		}
+		for _, sb := range sbs {
+			if !sb.Caught {
+				return fmt.Errorf("standby %+v has not replayed it", sb)
+			}
+		}
+		return nil
+	})
+}
+
 // A raise confirmed beyond what the standbys have. Operator A raises the
 // maximum TTL and waits until the standby has replayed the raise; operator
 // B raises it again, which the standby never receives; A's confirmation
@@ -235,20 +255,7 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The primary learns how far the standby has replayed from its
-	// feedback, sent every few seconds: wait for it, as init does.
-	testkit.Until(t, time.Minute, "the standby reports it has replayed "+lsn, func() error {
-		_, sbs, err := p.Standbys(ctx, lsn)
-		if err != nil || len(sbs) == 0 {
-			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
-		}
-		for _, sb := range sbs {
-			if !sb.Caught {
-				return fmt.Errorf("standby %+v has not replayed it", sb)
-			}
-		}
-		return nil
-	})
+	waitStandbysReport(t, p, lsn)
 	pair.Repl.Cut() // the standby receives nothing more
 	raise(raiseB)   // operator B, meanwhile
 	maxTTL, raised, err := p.ConfirmRaise(ctx, mark)
@@ -337,18 +344,7 @@ func TestConfirmRaiseAcrossAFailover(t *testing.T) {
 	}
 	// Every standby of S1 is seen past the position read on P, as init
 	// sees them, and the confirmation, reaching S1, refuses.
-	testkit.Until(t, time.Minute, "the standbys of S1 report "+mark.LSN, func() error {
-		_, sbs, err := s1.Standbys(ctx, mark.LSN)
-		if err != nil || len(sbs) == 0 {
-			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
-		}
-		for _, sb := range sbs {
-			if !sb.Caught {
-				return fmt.Errorf("standby %+v has not replayed it", sb)
-			}
-		}
-		return nil
-	})
+	waitStandbysReport(t, s1, mark.LSN)
 	maxTTL, raised, err := s1.ConfirmRaise(ctx, mark)
 	if !errors.Is(err, ErrServerChanged) || raised {
 		t.Errorf("ConfirmRaise on S1 of the raise read on P: maximum %s, raised %v, %v; want ErrServerChanged", maxTTL, raised, err)
