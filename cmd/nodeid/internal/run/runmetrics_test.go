@@ -81,8 +81,8 @@ while :; do sleep 0.05; done
 	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := b.Wait(t, 30*time.Second); r.Code != 7 {
-		t.Errorf("exit code %d, want the command's 7", r.Code)
+	if r := b.Wait(t, 30*time.Second); r.Code != cli.ExitLeaseLost {
+		t.Errorf("exit code %d, want %d: the lease ended", r.Code, cli.ExitLeaseLost)
 	}
 }
 
