@@ -82,8 +82,8 @@
 //     replicates (nodeid init --replication, postgres.Schema.Replication). With
 //     asynchronous replication, the default, a promoted standby may lack the
 //     last commits of the old primary, and a table dumped, upgraded or moved
-//     may have been written after its copy was taken: every lease statement
-//     reads the server's system identifier and WAL timeline, and when either
+//     may have been written after its copy was taken: every claim reads the
+//     server's system identifier and WAL timeline, and when either
 //     is not the one the table recorded (any change, not only a higher
 //     timeline), it starts a new generation of the table. Only a claim
 //     records the generation in a row, and a row last claimed in an earlier

@@ -44,7 +44,7 @@ var mutants = []struct {
 	witness string // the run that catches it first
 }{
 	{"f1-copy-max-ttl", "the quarantine after a change of generation lasts the copy's maximum TTL, not the largest the operator declared or a pending raise", "2h:restore"},
-	{"f2-renew-lifts-quarantine", "a renewal records the current generation in the row, lifting its quarantine", "2h:clock+late"},
+	{"f2-renew-lifts-quarantine", "a renewal records the current generation in the row, lifting its quarantine", "2h:late+failover"},
 	{"f2-release-lifts-quarantine", "a release records the current generation in the row, lifting its quarantine", "3h:failover"},
 	{"async-lease-write", "a lease write is not durable when its statement returns: a crash loses it", "2h:crash"},
 	{"move-keeps-epoch", "the first claim of a row of an earlier generation takes the next epoch, not one of a new era", "3h:failover"},
@@ -280,8 +280,8 @@ func (v *violation) Error() string { return "rule " + v.rule + ": " + v.what }
 
 // --- the statements -------------------------------------------------------
 
-// seen is the generation check at the head of every lease statement
-// (asyncHead's q and seen): a server other than the one recorded (another
+// seen is the generation check at the head of the claim and the refusal
+// (asyncHead's q and seen; the renewal and the release have none): a server other than the one recorded (another
 // system identifier or another timeline) starts a new generation. After a
 // move (another system identifier), or while a move is not declared, no
 // quarantine can be computed: the fence stays unset until the operator
@@ -884,7 +884,9 @@ func (m *model) abortTx(s *mstate) {
 // says whether its answer reaches the holder.
 func (m *model) exec(s *mstate, h int, st stmt, delivered bool) *violation {
 	hd := &s.hold[h]
-	m.seen(s)
+	if st.kind == sClaim {
+		m.seen(s) // the claim's head (and the refusal's, after a claim that finds nothing)
+	}
 	now := s.now()
 	switch st.kind {
 	case sClaim:

@@ -90,6 +90,11 @@ func runs(long bool) []run {
 	raiseFailover.nodes, raiseFailover.lacks, raiseFailover.depth, raiseFailover.maxTTL = 1, true, 12, 1
 	raiseFailover.ttl, raiseFailover.pending, raiseFailover.raiseTo, raiseFailover.raiseTo2 = [maxHold]tick{8, 1}, 8, 8, 0
 	raiseFailover.budget.failovers = 2
+	// One node ID, a failover and a statement that commits late, deeper:
+	// a survivor's statement on the new server after another's claim
+	// started its generation.
+	lateFailover := late
+	lateFailover.nodes, lateFailover.depth = 1, 12
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -109,6 +114,7 @@ func runs(long bool) []run {
 		fam("2h:failover+evict", long4, famFailover|famEvict),
 		fam("2h:clock", clocks, famFailover),
 		fam("2h:clock+late", late, famFailover|famLate),
+		fam("2h:late+failover", lateFailover, famFailover|famLate),
 		fam("2h:raise", raising(ahead), famRaise),
 		fam("2h:restore", raising(ahead), famRestore),
 		fam("2h:crash", skewed, famCrash),
