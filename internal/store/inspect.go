@@ -62,7 +62,8 @@ func (r Row) State(now time.Time) State {
 // while a restore waits to be declared. With asynchronous replication it
 // reads the server's identity too, unless the server is a standby, and a
 // server that is not the one recorded begins a new generation now, as the
-// next lease statement will record.
+// next claim will record (from its own time, so the quarantine shown may end
+// sooner than the one that claim starts).
 const listTemplate = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
