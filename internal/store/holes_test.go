@@ -74,18 +74,25 @@ func storeOn(t *testing.T, dsn string, offset time.Duration) *Store {
 // claimable, until it is claimed or within ends.
 func claimWithin(t *testing.T, st *Store, owner string, ttl time.Duration, horizon func() int64, within time.Duration) Claim {
 	t.Helper()
+	return claimNodeWithin(t, st, 0, owner, ttl, horizon, within)
+}
+
+// claimNodeWithin claims node ID node for owner, trying again while it is
+// not claimable, until it is claimed or within ends.
+func claimNodeWithin(t *testing.T, st *Store, node int64, owner string, ttl time.Duration, horizon func() int64, within time.Duration) Claim {
+	t.Helper()
 	ctx := ctxOf(t)
 	end := time.Now().Add(within)
 	for {
-		res, err := st.Claim(ctx, 0, 0, owner, ttl, horizon())
+		res, err := st.Claim(ctx, node, node, owner, ttl, horizon())
 		if err != nil {
-			t.Fatalf("claim for %s: %v", owner, err)
+			t.Fatalf("claim of node %d for %s: %v", node, owner, err)
 		}
 		if res.OK {
 			return res.Claim
 		}
 		if time.Now().After(end) {
-			t.Fatalf("claim for %s: refused for %s: %+v", owner, within, res.Refusal)
+			t.Fatalf("claim of node %d for %s: refused for %s: %+v", node, owner, within, res.Refusal)
 		}
 		time.Sleep(50 * time.Millisecond) // a poll of the condition
 	}

@@ -27,7 +27,7 @@ import (
 // must agree on (the node range, the longest TTL any lease may take, how
 // the database replicates), and the table's generation, with when it began
 // and when its quarantine ends (fence_ms). The generation goes up whenever
-// the server that a lease statement runs on is not the one recorded
+// the server that a claim (or this DDL) runs on is not the one recorded
 // (asynchronous replication only): another WAL timeline of the same system
 // (a promotion, a point-in-time recovery) quarantines the rows of earlier
 // generations for the maximum TTL, or a pending raise of it, and a tenth;
@@ -170,6 +170,19 @@ BEGIN
         INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline)
         VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli);
     ELSE
+        IF cur = 'async' THEN
+            -- The generation check of a claim (asyncHead's seen): a
+            -- failover, a move or a restore that no claim has seen yet
+            -- starts its generation now, before the table switches to sync
+            -- (whose statements never look) or gains rows. Renewals and
+            -- releases do not look either.
+            EXECUTE pair INTO sid, tli;
+            UPDATE {c} SET generation = generation + 1, generation_at = now(),
+                fence_ms = CASE WHEN fence_ms IS NOT NULL AND server_id = sid THEN
+                    GREATEST(fence_ms, (extract(epoch FROM now()) * 1000)::bigint + GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0)) * 11 / 10) END,
+                server_id = sid, wal_timeline = tli
+            WHERE (server_id, wal_timeline) IS DISTINCT FROM (sid, tli);
+        END IF;
         eff := COALESCE(want, cur);
         IF want = 'async' AND cur = 'sync' THEN
             -- From now on a change of server or timeline is a failover that
@@ -190,8 +203,13 @@ BEGIN
     END IF;
 END
 $nodeid$;
+-- Rows a widening adds are of the generation before the current one: a
+-- failover or a restore may have lost a widening and the claims of its
+-- rows, which the current generation's quarantine and a new era's epochs
+-- then cover as they cover every older row. (A new table's rows, of
+-- generation 0, become the first generation's below.)
 INSERT INTO {t} (node_id, claim_generation)
-SELECT g, c.generation FROM {c} AS c, generate_series(c.min_node, c.max_node) AS g
+SELECT g, c.generation - 1 FROM {c} AS c, generate_series(c.min_node, c.max_node) AS g
 ON CONFLICT (node_id) DO NOTHING;
 UPDATE {t} SET claim_generation = c.generation FROM {c} AS c WHERE {t}.claim_generation = 0;
 UPDATE {h} SET generation = c.generation FROM {c} AS c WHERE {h}.generation = 0;

@@ -437,7 +437,7 @@ const EraOrigin = 1577836800
 // the history's primary key: Who, audit and the end reason a failed
 // renewal reports). A lapsed row also ends its claim's history row, through
 // the history's primary key (closeClaim). The configuration row is written
-// only by the first statement on a new server (a new generation).
+// only by the first claim on a new server (a new generation).
 //
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (

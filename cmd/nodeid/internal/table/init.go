@@ -113,8 +113,8 @@ pg_read_all_stats; without it, or for standbys the primary does not stream
 to now, check them yourself and pass --no-standby-wait.
 
 --replication records how the database replicates: async (the default for a
-new table: a failover may lose the latest commits, so every lease statement
-watches the server's identity and timeline, which needs the functions
+new table: a failover may lose the latest commits, so every claim, and
+init, watches the server's identity and timeline, which needs the functions
 pg_current_wal_lsn, pg_walfile_name and pg_control_system, and after a
 failover, a move or an upgrade every node ID is quarantined for the maximum
 TTL and a tenth) or sync (the HA setup never loses an acknowledged commit:
