@@ -9,29 +9,9 @@ package store
 import (
 	"testing"
 	"time"
-
-	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
-// twoNodePair starts a primary and an asynchronous standby with a table of
-// node IDs 0 and 1 whose maximum TTL is maxTTL, replicated.
-func twoNodePair(t *testing.T, maxTTL time.Duration) (*pgtest.Pair, string) {
-	t.Helper()
-	ctx := ctxOf(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Primary.Exec(ctx, dbName, mustSchemaSQL(t, Schema{Table: DefaultTable, MinNode: 0, MaxNode: 1, MaxTTL: maxTTL})); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return pair, dbName
-}
-
+// mustSchemaSQL returns the DDL of s.
 func mustSchemaSQL(t *testing.T, s Schema) string {
 	t.Helper()
 	ddl, err := s.SQL()
@@ -56,7 +36,7 @@ func honest(ttl time.Duration) func() int64 {
 func TestSwitchToSyncAfterAFailoverNoClaimSaw(t *testing.T) {
 	t.Parallel()
 	const short, ttl = 2 * time.Second, 30 * time.Second
-	pair, dbName := twoNodePair(t, ttl)
+	pair, dbName := rangePair(t, 1, ttl)
 	ctx := ctxOf(t)
 	p := storeOn(t, pair.Primary.DSN(dbName), 0)
 	claimNodeWithin(t, p, 0, "h1", short, honest(short), 0)
@@ -95,7 +75,7 @@ func TestSwitchToSyncAfterAFailoverNoClaimSaw(t *testing.T) {
 func TestSwitchToSyncAfterAMoveNoClaimSaw(t *testing.T) {
 	t.Parallel()
 	const ttl = 6 * time.Second
-	pair, dbName := twoNodePair(t, ttl)
+	pair, dbName := rangePair(t, 1, ttl)
 	ctx := ctxOf(t)
 	p := storeOn(t, pair.Primary.DSN(dbName), 0)
 	y := claimNodeWithin(t, p, 1, "y", ttl, honest(ttl), 0)

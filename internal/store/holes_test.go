@@ -23,17 +23,19 @@ import (
 // database's name.
 func protocolPair(t *testing.T, maxTTL time.Duration) (*pgtest.Pair, string) {
 	t.Helper()
+	return rangePair(t, 0, maxTTL)
+}
+
+// rangePair is protocolPair for a table of node IDs 0 to maxNode.
+func rangePair(t *testing.T, maxNode int64, maxTTL time.Duration) (*pgtest.Pair, string) {
+	t.Helper()
 	ctx := ctxOf(t)
 	pair := pgtest.NewPair(t)
 	dbName, err := pair.Primary.CreateDatabase(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddl, err := Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: maxTTL}.SQL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+	if err := pair.Primary.Exec(ctx, dbName, mustSchemaSQL(t, Schema{Table: DefaultTable, MinNode: 0, MaxNode: maxNode, MaxTTL: maxTTL})); err != nil {
 		t.Fatal(err)
 	}
 	if err := pair.WaitReplayed(ctx); err != nil {
