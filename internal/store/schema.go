@@ -177,11 +177,11 @@ BEGIN
             -- (whose statements never look) or gains rows. Renewals and
             -- releases do not look either.
             EXECUTE pair INTO sid, tli;
-            UPDATE {c} SET generation = generation + 1, generation_at = now(),
-                fence_ms = CASE WHEN fence_ms IS NOT NULL AND server_id = sid THEN
-                    GREATEST(fence_ms, (extract(epoch FROM now()) * 1000)::bigint + GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0)) * 11 / 10) END,
+            UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
+                fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN
+                    GREATEST(c.fence_ms, (extract(epoch FROM now()) * 1000)::bigint + ` + quarantine + `) END,
                 server_id = sid, wal_timeline = tli
-            WHERE (server_id, wal_timeline) IS DISTINCT FROM (sid, tli);
+            WHERE (c.server_id, c.wal_timeline) IS DISTINCT FROM (sid, tli);
         END IF;
         eff := COALESCE(want, cur);
         IF want = 'async' AND cur = 'sync' THEN
