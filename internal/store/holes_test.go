@@ -417,3 +417,69 @@ func TestFailoverAfterADeclaredRestoreKeepsItsQuarantine(t *testing.T) {
 			res.OK, tc.QuarantineUntil.Format(time.StampMilli), time.UnixMilli(res.Refusal.Until).Format(time.StampMilli), until.Format(time.StampMilli))
 	}
 }
+
+// Two standbys of one primary promoted one after the other, the second
+// never having streamed from the first (no WAL archive between them), take
+// the same timeline: PostgreSQL numbers a promotion's timeline one above
+// the newest it knows of. P raises the maximum TTL; both standbys replay
+// it. P fails, S1 is promoted (timeline 2), and nodeid init reads the raise
+// there and waits for S1's standbys. S1 fails in turn and S2 is promoted
+// (timeline 2 again): the confirmation reaching S2 must find another server
+// (the servers' starts differ), or it would confirm the raise without
+// anyone having looked at S2's standbys.
+func TestConfirmRaiseOnATwinTimeline(t *testing.T) {
+	t.Parallel()
+	const short, raiseTo = 6 * time.Second, time.Minute
+	pair, dbName := protocolPair(t, short)
+	ctx := ctxOf(t)
+	twin := pair.AddStandby(t, "s2")
+	if err := twin.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	if err := pair.Primary.Exec(ctx, dbName, mustSchemaSQL(t, Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: raiseTo})); err != nil {
+		t.Fatal(err)
+	}
+	if tc, err := p.ReadConfig(ctx); err != nil || tc.PendingMaxTTL != raiseTo {
+		t.Fatalf("the raise on P: %+v, %v", tc, err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := twin.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.FailOver(ctx); err != nil { // P fails, S1 is promoted
+		t.Fatal(err)
+	}
+	s1 := storeOn(t, pair.Standby.DSN(dbName), 0)
+	mark, err := s1.PendingRaise(ctx) // nodeid init, on S1
+	if err != nil || mark.Raise != raiseTo {
+		t.Fatalf("PendingRaise on S1: %+v, %v", mark, err)
+	}
+	// S1 takes writes of its own (its history is not S2's), then fails.
+	if err := pair.Standby.Exec(ctx, dbName, `CREATE TABLE s1_only (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Standby.Stop(ctx, pgtest.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	if err := twin.Promote(ctx); err != nil { // S2, which never streamed from S1
+		t.Fatal(err)
+	}
+	s2 := storeOn(t, twin.Standby.DSN(dbName), 0)
+	var s1Only bool
+	if err := s2.DB().QueryRowContext(ctx, `SELECT to_regclass('s1_only') IS NOT NULL`).Scan(&s1Only); err != nil || s1Only {
+		t.Fatalf("S2 has S1's writes (%v, %v): not a twin", s1Only, err)
+	}
+	again, err := s2.PendingRaise(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("mark read on S1: server %s, position %s; S2 is %s", mark.Server, mark.LSN, again.Server)
+	maxTTL, raised, err := s2.ConfirmRaise(ctx, mark)
+	if !errors.Is(err, ErrServerChanged) {
+		t.Errorf("ConfirmRaise on S2 of the raise read on S1 (another server, another history on the same timeline number %s): maximum %s, raised %v, err %v; want ErrServerChanged",
+			again.Server, maxTTL, raised, err)
+	}
+}

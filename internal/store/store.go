@@ -76,13 +76,14 @@ const (
 // lease statements, {identity} the restore's record of the server, and
 // {listChanged} and {listMoved} the list's tests of a server not yet seen
 // and of another system than the one recorded, and {server} the text of the
-// server's identity (its system identifier and timeline; empty for sync).
+// server's identity (its system identifier, timeline and start; empty for
+// sync).
 func expand(tmpl string, c Config, mode Replication) string {
 	head, identity, listChanged, listMoved, server := syncHead, "", "false", "false", "''"
 	if mode == Async {
 		head = asyncHead
 		identity = ", server_id = {sid}, wal_timeline = {tl}"
-		server = "{sid}::text || '/' || {tl}::text"
+		server = "{sid}::text || '/' || {tl}::text || '/' || {started}"
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
 		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
@@ -90,7 +91,8 @@ func expand(tmpl string, c Config, mode Replication) string {
 	tmpl = strings.NewReplacer("{head}", head, "{identity}", identity, "{listChanged}", listChanged, "{listMoved}", listMoved,
 		"{server}", server).Replace(tmpl)
 	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
-		"{mode}", string(mode), "{tl}", walTimeline, "{sid}", walServerID, "{era}", fmt.Sprint(EraOrigin)).Replace(tmpl)
+		"{mode}", string(mode), "{tl}", walTimeline, "{sid}", walServerID, "{era}", fmt.Sprint(EraOrigin),
+		"{started}", serverStarted).Replace(tmpl)
 }
 
 // statements are the SQL texts of a Store for one replication mode.
@@ -922,7 +924,7 @@ func (s *Store) Restored(ctx context.Context, maxTTL time.Duration) (generation 
 // new one. The confirmation makes it the maximum, but never more than $2,
 // the raise the standbys were seen to have (PendingRaise): a later raise,
 // which they may lack, stays pending. And only on the server where that
-// raise was read ($3, its system identifier and timeline): a WAL position
+// raise was read ($3, its system identifier, timeline and start): a WAL position
 // means nothing on another timeline, where a standby of a promoted server
 // can be past it and lack a raise made there since. Pending, a raise
 // already lengthens every quarantine. The statement answers with the
@@ -946,7 +948,7 @@ SELECT (SELECT max_ttl_ms FROM confirmed), q.server = $3::text FROM q`
 // maximum, up to m.Raise: the pending raise that PendingRaise read before
 // every standby was seen to replay its position. It reports the maximum,
 // and whether it raised it; a raise above m.Raise stays pending. On another
-// server than the one m was read on (a failover, a move since) it changes
+// server than the one m was read on (a failover, a move, a restart since) it changes
 // nothing and returns ErrServerChanged: read the raise again there.
 func (s *Store) ConfirmRaise(ctx context.Context, m RaiseMark) (maxTTL time.Duration, raised bool, err error) {
 	q, err := s.sqlFor(ctx)
@@ -971,7 +973,7 @@ func (s *Store) ConfirmRaise(ctx context.Context, m RaiseMark) (maxTTL time.Dura
 
 // ErrServerChanged is ConfirmRaise's refusal on another server than the
 // one its mark was read on.
-var ErrServerChanged = errors.New("the server is not the one the pending raise was read on (a failover or a move since): read it again")
+var ErrServerChanged = errors.New("the server is not the one the pending raise was read on (a failover, a move or a restart since): read it again")
 
 // RaiseMark is a pending raise of the maximum TTL as PendingRaise read it.
 type RaiseMark struct {
@@ -979,8 +981,9 @@ type RaiseMark struct {
 	// LSN is a WAL position that its commit precedes: a standby of that
 	// server that has replayed it has the raise.
 	LSN string
-	// Server is the server it was read on: its system identifier and WAL
-	// timeline ("" on a table that records synchronous replication).
+	// Server is the server it was read on: its system identifier, WAL
+	// timeline and start ("" on a table that records synchronous
+	// replication).
 	Server string
 }
 

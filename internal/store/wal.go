@@ -19,6 +19,14 @@ const walTimeline = `('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)
 // dump restored elsewhere, or a cluster upgraded by pg_upgrade, has another.
 const walServerID = `(SELECT system_identifier FROM pg_control_system())`
 
+// serverStarted is the SQL text of when the server's postmaster started,
+// in microseconds since the Unix epoch. Two standbys of one primary that
+// are promoted one after the other, without a WAL archive between them,
+// both take the next timeline: the system identifier and the timeline do
+// not tell them apart, and their starts do. A restart of the same server
+// changes it too, which only makes a caller read again.
+const serverStarted = `(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text`
+
 // WALFunctions names the functions walTimeline and walServerID call, for
 // messages.
 const WALFunctions = "pg_current_wal_lsn(), pg_walfile_name() and pg_control_system()"
