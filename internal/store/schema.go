@@ -43,7 +43,8 @@ import (
 // keep their epochs and horizons, and those last written before its last
 // recorded failover stay quarantined), and columns that earlier versions
 // used are renamed, so that their statements fail instead of running on
-// rules they do not know. The history's generation has no default, so that
+// rules they do not know; an unused column makes their DDL fail too, so
+// that it cannot add those columns back. The history's generation has no default, so that
 // a claim of a version that does not record it fails too. Every write is
 // durable when the transaction commits (synchronous_commit on), and no
 // statement waits more than lock_timeout for a lock, so that the DDL never
@@ -114,7 +115,7 @@ BEGIN
             ALTER TABLE {h} ALTER COLUMN generation DROP DEFAULT;
         END IF;
     END IF;
-    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'timeline' AND NOT attisdropped) THEN
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'timeline_seen_at' AND NOT attisdropped) THEN
         -- The configuration of the version that recorded WAL timelines:
         -- rows of its recorded timeline are of generation 2, earlier ones
         -- of generation 1, which stays quarantined as it was.
@@ -132,6 +133,16 @@ BEGIN
             EXECUTE pair INTO sid, tli;
             UPDATE {c} SET server_id = sid WHERE wal_timeline = tli;
         END IF;
+    END IF;
+    -- A column no statement uses, which fences out the DDL of every earlier
+    -- version: each renames a configuration's "timeline" to wal_timeline,
+    -- which exists, and fails as a whole. Run again after this one (an old
+    -- process that applies its DDL at start, an old nodeid init), it would
+    -- otherwise add back the columns whose renaming makes its statements
+    -- fail, and raise the maximum TTL at once on an asynchronous table.
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'timeline' AND NOT attisdropped) THEN
+        ALTER TABLE {c} ADD COLUMN timeline boolean CHECK (timeline IS NULL);
+        COMMENT ON COLUMN {c}.timeline IS 'unused: makes the DDL of nodeid versions earlier than this table fail on it';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'fence_ms' AND NOT attisdropped) THEN
         -- The versions that computed the quarantine from the maximum TTL
