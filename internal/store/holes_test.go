@@ -483,3 +483,54 @@ func TestConfirmRaiseOnATwinTimeline(t *testing.T) {
 			again.Server, maxTTL, raised, err)
 	}
 }
+
+// Two declared restores with a move between them. The first declaration
+// (a copy older than a raise: D = 1 min) quarantines every node ID until
+// F1. Before F1, the table is moved to another cluster (a dump, an
+// upgrade), which the DDL (nodeid init) sees first: its generation check,
+// like a claim's, leaves fence_ms unset until the next declaration, whose
+// D is the copy's maximum TTL. "A second
+// declaration never shortens the first's quarantine": when the move
+// forgot F1, C claimed node 0 59 s before F1.
+func TestAMoveKeepsTheDeclaredQuarantine(t *testing.T) {
+	t.Parallel()
+	const short, declared = 6 * time.Second, time.Minute
+	pair, dbName := protocolPair(t, short)
+	ctx := ctxOf(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	// move makes the table record another system identifier (it was
+	// restored here), which a claim or the DDL sees first.
+	move := func(byDDL bool) {
+		t.Helper()
+		if err := pair.Primary.Exec(ctx, dbName, `UPDATE `+ConfigTable(DefaultTable)+` SET server_id = server_id + 1`); err != nil {
+			t.Fatal(err)
+		}
+		if byDDL {
+			if err := p.Apply(ctx, short); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := p.Claim(ctx, 0, 0, "a", short, time.Now().UnixMilli()+short.Milliseconds())
+		if err != nil || res.OK || !res.Refusal.RestorePending {
+			t.Fatalf("a claim on the moved copy: %+v, %v; want refused, the restore pending", res, err)
+		}
+	}
+	move(false)
+	_, f1, err := p.Restored(ctx, declared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	move(true)
+	_, f2, err := p.Restored(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f2.Before(f1) {
+		t.Errorf("the first declaration quarantined node 0 until %s; after the move the second's ends at %s, %s sooner",
+			f1.Format(time.StampMilli), f2.Format(time.StampMilli), f1.Sub(f2).Round(time.Millisecond))
+	}
+	res, err := p.Claim(ctx, 0, 0, "c", short, time.Now().UnixMilli()+short.Milliseconds())
+	if err != nil || res.OK || !res.Refusal.Quarantined || res.Refusal.Until < f1.UnixMilli() {
+		t.Errorf("a claim after the second declaration: %+v, %v; want it refused, quarantined until the first's end %s", res, err, f1.Format(time.StampMilli))
+	}
+}

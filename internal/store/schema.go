@@ -34,7 +34,8 @@ import (
 // another system identifier (a dump restored elsewhere, an upgrade, a move)
 // leaves fence_ms unset, and no node ID is handed out, until the operator
 // declares the restore and the longest TTL the old history may hold
-// ("nodeid init --restored --max-ttl"). The declaration starts a generation
+// ("nodeid init --restored --max-ttl"); the quarantine that was running is
+// kept in moved_fence_ms until then, and the declaration's ends no sooner. The declaration starts a generation
 // too. A raise of the maximum TTL on an asynchronous table is pending
 // (raise_ttl_ms) until confirmed, once every standby has it.
 //
@@ -81,6 +82,7 @@ CREATE TABLE IF NOT EXISTS {c} (
     generation    bigint      NOT NULL DEFAULT 1 CHECK (generation > 0),
     generation_at timestamptz NOT NULL DEFAULT now(),
     fence_ms      bigint,
+    moved_fence_ms bigint,
     server_id     bigint,
     wal_timeline  bigint
 );
@@ -150,6 +152,10 @@ BEGIN
         ALTER TABLE {c} ADD COLUMN fence_ms bigint, ADD COLUMN raise_ttl_ms bigint CHECK (raise_ttl_ms > 0);
         UPDATE {c} SET fence_ms = (extract(epoch FROM generation_at) * 1000)::bigint + max_ttl_ms * 11 / 10;
     END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
+        -- The versions that forgot, at a move, the quarantine running.
+        ALTER TABLE {c} ADD COLUMN moved_fence_ms bigint;
+    END IF;
     -- The free rows in node ID order, by an expression no other index
     -- orders (node_id + 0), so that the planner reads the lowest free row
     -- from it whatever its statistics say: an index on node_id itself
@@ -199,6 +205,8 @@ BEGIN
             UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
                 fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN
                     GREATEST(c.fence_ms, (extract(epoch FROM now()) * 1000)::bigint + ` + quarantine + `) END,
+                moved_fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN c.moved_fence_ms
+                    ELSE GREATEST(c.moved_fence_ms, c.fence_ms) END,
                 server_id = sid, wal_timeline = tli
             WHERE (c.server_id, c.wal_timeline) IS DISTINCT FROM (sid, tli);
         END IF;

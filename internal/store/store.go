@@ -289,7 +289,8 @@ type Outcome struct {
 // identifier (a dump restored elsewhere, an upgrade, a move) cannot know how
 // stale its copy is: its generation waits for the operator's declaration
 // (restoredTemplate), which states the bound, and so does every generation
-// after it until then. Concurrent statements that see the change compute
+// after it until then; the quarantine that was running is kept
+// (moved_fence_ms), which the declaration never ends sooner. Concurrent statements that see the change compute
 // the same generation; the first to lock the configuration row records it,
 // and the others' update finds the identity recorded and changes nothing.
 // The synchronous head reads neither: the table's generation then changes
@@ -309,7 +310,8 @@ const asyncHead = `WITH id AS (
         set_config('synchronous_commit', 'on', true) AS durable
     FROM c
 ), seen AS (
-    UPDATE {c} SET generation = g.gen, generation_at = now(), server_id = g.sid, wal_timeline = g.tli, fence_ms = g.fence_ms
+    UPDATE {c} SET generation = g.gen, generation_at = now(), server_id = g.sid, wal_timeline = g.tli, fence_ms = g.fence_ms,
+        moved_fence_ms = CASE WHEN g.fence_ms IS NULL THEN GREATEST({c}.moved_fence_ms, {c}.fence_ms) ELSE {c}.moved_fence_ms END
     FROM g WHERE g.changed AND ({c}.server_id, {c}.wal_timeline) IS DISTINCT FROM (g.sid, g.tli)
 ), q AS (
     SELECT g.*, g.fence_ms IS NULL AS pending, COALESCE(g.fence_ms, 9223372036854775807) AS fence FROM g
@@ -885,7 +887,8 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) 
 // becomes quarantined for the longest lease the old history may hold (the
 // largest of the operator's bound $2, the maximum TTL and a pending raise)
 // and a tenth, or until the quarantine still running ends, if later (a
-// second declaration with a smaller bound never shortens the first's), and
+// second declaration with a smaller bound never shortens the first's, even
+// with a move between them: the move kept it in moved_fence_ms), and
 // its next claim takes an epoch of a new era (see
 // claimTemplate), above any the restored or the lost history could hold.
 // It ends a restore that a statement found pending (another system
@@ -895,7 +898,9 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) 
 // $1 lock timeout in ms; $2 the operator's bound, in ms.
 const restoredTemplate = `-- nodeid restored
 UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
-    fence_ms = GREATEST(c.fence_ms, (extract(epoch FROM now()) * 1000)::bigint + GREATEST($2::bigint, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10){identity}
+    fence_ms = GREATEST(c.fence_ms, c.moved_fence_ms,
+        (extract(epoch FROM now()) * 1000)::bigint + GREATEST($2::bigint, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10),
+    moved_fence_ms = NULL{identity}
 FROM (SELECT set_config('synchronous_commit', 'on', true) AS durable,
     set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout) AS q
 WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL
@@ -1106,8 +1111,10 @@ type TableConfig struct {
 	Unlogged string
 }
 
+// readConfigTemplate reads moved_fence_ms too, which nothing but the
+// statements needs, so that a table without it is an earlier version's.
 const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
-    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0),
+    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_fence_ms IS NULL,
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
      WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
 FROM {c}`
@@ -1125,7 +1132,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		mode        string
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &raiseMs, &mode, &c.Generation,
-		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, &c.Unlogged)
+		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, new(bool), &c.Unlogged)
 	missing := SQLState(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
@@ -1316,7 +1323,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation", []string{"SELECT", "UPDATE"}},
 		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation",
 			[]string{"SELECT", "INSERT", "UPDATE"}},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline",
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, server_id, wal_timeline",
 			[]string{"SELECT", "UPDATE"}},
 	} {
 		exists, err := s.exists(ctx, q.table)
