@@ -8,7 +8,7 @@ package store
 // Every action names the statement or client rule it stands for (act.rule).
 // The statements' rules are written once, in the methods of mstate whose
 // names start with the statement's (claim, renew, release, evict, verify,
-// raise, confirm, restored, seen); each rule a mutant may break reads
+// raise, confirm, restored, seen, ddl); each rule a mutant may break reads
 // m.mut once, at the line that the mutant changes.
 
 import (
@@ -63,8 +63,11 @@ var mutants = []struct {
 	{"confirm-unmarked", "a confirmation makes the raise pending when it runs the maximum, not the one whose WAL position the standbys were seen to replay", "2h:raise-twice"},
 	{"confirm-on-another-server", "a confirmation runs on whatever server init reaches, not only the one whose WAL position the standbys were seen to replay", "2h:raise+failover"},
 	{"fence-shortened", "a new generation's quarantine replaces a longer one still running (a failover after a declared restore)", "2h:restore+failover"},
+	{"move-forgets-fence", "a move forgets the quarantine running, and a declaration after it ends it sooner", "2h:move-twice"},
 	{"renew-any-epoch", "a renewal extends the row of its owner whatever the epoch", "3h:failover"},
 	{"renew-lowers-expiry", "a renewal sets the expiry from its now() even when the row's is later", "2h:late"},
+	{"switch-without-generation-check", "the DDL does not run the generation check before it records sync (or widens the range, or raises the maximum TTL)", "2h:ddl"},
+	{"widening-rows-current-generation", "the rows a widening of the range adds are of the current generation, not the one before", "2h:ddl"},
 }
 
 func knownMutant(name string) bool {
@@ -79,7 +82,8 @@ func knownMutant(name string) bool {
 // bounds are what a run of the model explores.
 type bounds struct {
 	holders   int  // at most maxHold
-	nodes     int  // at most maxNode
+	nodes     int  // the table's range at the start, at most maxNode
+	widenTo   int  // the range a widening makes it (ddl family), at most maxNode; 0 if none
 	tmax      tick // the last tick
 	maxStep   tick // the most ticks one action lets pass
 	depth     int  // actions per trace
@@ -102,7 +106,7 @@ type bounds struct {
 // repetitions add states faster than they add behaviours: a bound of the
 // exploration, stated with the others.
 type budget struct {
-	failovers, evictions, lost, restores, crashes, late int8
+	failovers, evictions, lost, restores, crashes, late, switches int8
 }
 
 // family is a set of environment actions.
@@ -116,6 +120,7 @@ const (
 	famCrash                       // a crash of the server (replicate stands for a flush)
 	famVerify                      // Verify in a transaction, end it
 	famLate                        // statements that execute late, after their holder gave up
+	famDDL                         // the DDL: switch the replication mode, widen the range
 )
 
 var familyNames = []struct {
@@ -123,7 +128,7 @@ var familyNames = []struct {
 	name string
 }{
 	{famFailover, "failover"}, {famEvict, "evict"}, {famRestore, "restore"}, {famRaise, "raise"},
-	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"},
+	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"}, {famDDL, "ddl"},
 }
 
 func (f family) String() string {
@@ -149,7 +154,14 @@ type row struct {
 type config struct {
 	maxTTL, raise tick // raise: a pending raise, 0 if none
 	fence         tick // noFence while a restore is not declared
-	gen, sid, tl  int8
+	moved         tick // moved_fence_ms: the fence a move left unset, 0 if none
+	// owed is a ghost: the longest lease the history that a restore not
+	// yet declared lost may hold, which its declaration must cover, 0 if
+	// none. A backup of a copy that owes it owes it too.
+	owed         tick
+	gen, sid, tl int8
+	nodes        int8 // the range: node IDs 0 to nodes-1 have rows
+	sync         bool // replication = 'sync': a failover loses no commit
 }
 
 // data is what a copy of the database holds.
@@ -228,7 +240,12 @@ type mstate struct {
 	// millisecond of each node.
 	maxEpoch   [maxNode]int32
 	maxGranted tick
-	stamp      [maxNode][nStamps]int8
+	// grantedSince is the largest TTL granted or renewed, in any history,
+	// since the backup was taken: the longest lease any holder of the
+	// history a restore of it loses may hold, which the operator declares
+	// (D). The quarantine a copy records covers the leases before it.
+	grantedSince tick
+	stamp        [maxNode][nStamps]int8
 }
 
 // model is a run of the model: its bounds and mutant.
@@ -242,7 +259,7 @@ func (m *model) initial() []mstate {
 	var s mstate
 	s.nextSID, s.srvSID, s.srvTL = 2, 1, 1
 	s.srvOff = m.b.srv0
-	s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1}
+	s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1, nodes: int8(m.b.nodes)}
 	for n := 0; n < m.b.nodes; n++ {
 		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
 	}
@@ -281,15 +298,18 @@ func (v *violation) Error() string { return "rule " + v.rule + ": " + v.what }
 // --- the statements -------------------------------------------------------
 
 // seen is the generation check at the head of the claim and the refusal
-// (asyncHead's q and seen; the renewal and the release have none): a server other than the one recorded (another
-// system identifier or another timeline) starts a new generation. After a
+// (asyncHead's q and seen; the renewal and the release have none), and of
+// the DDL (ddlHead): on a table that records async, a server other than
+// the one recorded (another system identifier or another timeline) starts
+// a new generation. A table that records sync never looks (syncHead; an
+// asynchronous statement's head changes nothing on it). After a
 // move (another system identifier), or while a move is not declared, no
 // quarantine can be computed: the fence stays unset until the operator
 // declares the restore. After a failover the quarantine lasts the larger of
 // the maximum TTL and a pending raise, and the servers' clock tolerance.
 func (m *model) seen(s *mstate) {
 	c, sid, tl := &s.db.cfg, s.srvSID, s.srvTL
-	if c.sid == sid && c.tl == tl {
+	if c.sync || c.sid == sid && c.tl == tl {
 		return
 	}
 	moved := c.sid != sid
@@ -299,6 +319,9 @@ func (m *model) seen(s *mstate) {
 	c.gen++
 	switch {
 	case moved || c.fence == noFence:
+		if c.fence != noFence && m.mut != "move-forgets-fence" {
+			c.moved = max(c.moved, c.fence) // kept until the declaration
+		}
 		c.fence = noFence
 	default:
 		c.fence = m.laterFence(c.fence, s.now()+m.quarantine(c))
@@ -367,7 +390,7 @@ func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev ti
 		return false, 0, row{}, 0, nil
 	}
 	now := s.now()
-	for n = 0; n < m.b.nodes; n++ {
+	for n = 0; n < int(c.nodes); n++ {
 		can, p := m.claimable(s, n)
 		if !can {
 			continue
@@ -486,14 +509,71 @@ func (m *model) verify(s *mstate, h int) bool {
 	return r.owner == int8(h+1) && r.epoch == hd.epoch && r.expires >= s.now()
 }
 
-// raise is the DDL that raises the table's maximum TTL to to: pending until
-// every standby has it (confirm).
+// raise is the DDL that raises the table's maximum TTL to to, after its
+// generation check (ddlHead): on a table that records async, pending until
+// every standby has it (confirm); on one that records sync, at once.
 func (m *model) raise(s *mstate, to tick) {
-	if m.mut == "raise-not-pending" {
-		s.db.cfg.maxTTL = to
+	m.ddlHead(s)
+	c := &s.db.cfg
+	if c.sync {
+		c.maxTTL, c.raise = max(c.maxTTL, to, c.raise), 0
 		return
 	}
-	s.db.cfg.raise = to
+	if m.mut == "raise-not-pending" {
+		c.maxTTL = to
+		return
+	}
+	c.raise = to
+}
+
+// ddlHead is the DDL's generation check (schemaTemplate's, on a table that
+// records async: the claim's, seen), which runs before it records sync,
+// adds rows or raises the maximum TTL: a failover, a move or a restore
+// that no claim has seen yet starts its generation there.
+func (m *model) ddlHead(s *mstate) {
+	if m.mut == "switch-without-generation-check" {
+		return // the DDL records sync, and adds rows, on a generation not yet started
+	}
+	m.seen(s)
+}
+
+// ddlSwitch is the DDL with the other replication mode (nodeid init
+// --replication, ApplyMode). To sync, after its generation check: a pending
+// raise becomes the maximum, and from its commit on a failover loses no
+// commit (the operator made the replication synchronous first). To async:
+// the server of now is recorded as the one, with no new generation (a
+// synchronous history lost nothing), and the switch's own commit is
+// replicated synchronously (the replication becomes asynchronous after it).
+func (m *model) ddlSwitch(s *mstate) {
+	m.ddlHead(s)
+	c := &s.db.cfg
+	if !c.sync {
+		c.sync, c.maxTTL, c.raise = true, max(c.maxTTL, c.raise), 0
+		return
+	}
+	c.sync, c.sid, c.tl = false, s.srvSID, s.srvTL
+}
+
+// ddlWiden is the DDL with a wider range (nodeid init --range, Apply),
+// after its generation check: the rows it adds are free, at epoch 0, and of
+// the generation before the current one (a generation 0 row becomes the
+// first generation's, as a new table's rows do), so that the current
+// quarantine and a new era's epochs cover a widening and claims of its rows
+// that a failover or a restore lost.
+func (m *model) ddlWiden(s *mstate, to int) {
+	m.ddlHead(s)
+	c := &s.db.cfg
+	g := c.gen - 1
+	if g == 0 {
+		g = c.gen // UPDATE ... SET claim_generation = c.generation WHERE claim_generation = 0
+	}
+	if m.mut == "widening-rows-current-generation" {
+		g = c.gen
+	}
+	for n := int(c.nodes); n < to; n++ {
+		s.db.rows[n] = row{gen: g, expires: never, horizon: stampLo}
+	}
+	c.nodes = int8(to)
 }
 
 // confirm makes the raise that init read (the mark) the maximum, once the
@@ -521,15 +601,20 @@ func (m *model) confirm(s *mstate) bool {
 // restored is restoredTemplate, "nodeid init --restored --max-ttl D": a new
 // generation from now, quarantined for the largest of D (the longest lease
 // the operator says the old history may hold), the maximum and a pending
-// raise, and the server recorded as the one.
+// raise, and the server recorded as the one; never sooner than the
+// quarantine a move left unset (moved_fence_ms).
 func (m *model) restored(s *mstate, d tick) {
 	c := &s.db.cfg
 	c.gen++
+	d = max(d, c.owed)
 	if m.mut == "f1-copy-max-ttl" {
 		d = 0
 	}
-	c.fence = m.laterFence(c.fence, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise}))
-	c.sid, c.tl = s.srvSID, s.srvTL
+	c.fence = m.laterFence(c.fence, max(c.moved, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise})))
+	c.moved, c.owed = 0, 0
+	if !c.sync { // the synchronous statement records no server
+		c.sid, c.tl = s.srvSID, s.srvTL
+	}
 }
 
 // --- actions ---------------------------------------------------------------
@@ -559,6 +644,8 @@ const (
 	aRaise
 	aMark
 	aConfirm
+	aSwitch
+	aWiden
 	nActKinds
 )
 
@@ -584,9 +671,11 @@ var rules = [nActKinds]string{
 	aPITR:       "the backup is restored on a new timeline (point-in-time recovery), and the operator declares it (nodeid init --restored --max-ttl)",
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
 	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, store.Restored, restoredTemplate)",
-	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending",
+	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending (async), at once (sync)",
 	aMark:       "nodeid init reads the pending raise and the WAL position to wait for (store.PendingRaise)",
 	aConfirm:    "the raise init read is confirmed once every standby has replayed its position; a later one stays pending (nodeid init, store.ConfirmRaise)",
+	aSwitch:     "the table's replication mode is switched, async to sync or back (nodeid init --replication, store.ApplyMode, the DDL of SchemaSQL)",
+	aWiden:      "the node range is widened: the DDL adds rows (nodeid init --range, store.Apply, the DDL of SchemaSQL)",
 }
 
 // act is one action: its kind, the holder or node it is about, and its
@@ -600,7 +689,7 @@ type act struct {
 func (a act) String() string {
 	name := [nActKinds]string{"tick", "call", "call-lost", "send", "exec", "exec-lost", "abandon",
 		"exec-late", "verify", "end-tx", "evict", "replicate", "failover", "crash", "backup", "move", "pitr",
-		"rollback", "declare", "raise", "mark", "confirm"}[a.kind]
+		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen"}[a.kind]
 	switch a.kind {
 	case aCall, aCallLost, aSend:
 		return fmt.Sprintf("%s %s h%d", name, [...]string{"", "claim", "renew", "release"}[a.arg], a.who)
@@ -677,7 +766,7 @@ func (m *model) enabled(s *mstate, out []act) []act {
 		}
 	}
 	if f&famEvict != 0 && s.left.evictions > 0 {
-		for n := 0; n < m.b.nodes; n++ {
+		for n := 0; n < int(s.db.cfg.nodes); n++ {
 			if s.db.rows[n].owner != 0 {
 				out = append(out, act{kind: aEvict, who: int8(n)})
 			}
@@ -718,6 +807,14 @@ func (m *model) enabled(s *mstate, out []act) []act {
 			out = append(out, act{kind: aConfirm})
 		}
 	}
+	if f&famDDL != 0 {
+		if s.left.switches > 0 {
+			out = append(out, act{kind: aSwitch})
+		}
+		if int(s.db.cfg.nodes) < m.b.widenTo {
+			out = append(out, act{kind: aWiden})
+		}
+	}
 	return out
 }
 
@@ -738,6 +835,8 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		s.left.crashes--
 	case aMove, aPITR, aRollback:
 		s.left.restores--
+	case aSwitch:
+		s.left.switches--
 	}
 	switch a.kind {
 	case aTick:
@@ -820,24 +919,37 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		}
 		m.abortTx(s)
 	case aBackup:
-		s.backup = s.db
+		s.backup, s.grantedSince = s.db, 0
 	case aMove, aPITR, aRollback:
 		s.servers++
 		s.db = s.backup
 		s.srvOff = a.arg
+		if s.standby.cfg.sync {
+			// A synchronous standby follows the restored server (it is
+			// rebuilt from it): promoting the old history would be a
+			// failover of a table that records sync that loses commits.
+			s.standby = s.db
+		}
 		switch a.kind {
 		case aMove:
 			s.srvSID, s.srvTL = s.nextSID, 1
 			s.nextSID++
+			s.db.cfg.owed = max(s.db.cfg.owed, s.grantedSince)
+			if s.db.cfg.sync {
+				// A copy that records sync never sees the move: the
+				// operator declares it before clients connect (the
+				// assumption), as the statements cannot.
+				m.restored(s, s.grantedSince)
+			}
 		case aPITR:
 			s.srvTL++
-			m.restored(s, s.maxGranted)
+			m.restored(s, s.grantedSince)
 		case aRollback:
-			m.restored(s, s.maxGranted)
+			m.restored(s, s.grantedSince)
 		}
 		m.abortTx(s)
 	case aDeclare:
-		m.restored(s, s.maxGranted)
+		m.restored(s, s.grantedSince)
 	case aRaise:
 		to := m.b.raiseTo
 		if max(s.db.cfg.raise, s.db.cfg.maxTTL) >= to {
@@ -851,6 +963,16 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		if !m.confirm(s) {
 			return false, nil
 		}
+	case aSwitch:
+		m.ddlSwitch(s)
+	case aWiden:
+		m.ddlWiden(s, m.b.widenTo)
+	}
+	if s.db.cfg.sync || a.kind == aSwitch {
+		// A table that records sync is replicated synchronously: the
+		// standby has every commit (the assumption), the switch's own
+		// included, either way.
+		s.standby, s.markSeen = s.db, s.mark != 0
 	}
 	return true, m.mint(s)
 }
@@ -904,6 +1026,7 @@ func (m *model) exec(s *mstate, h int, st stmt, delivered bool) *violation {
 		}
 		s.maxEpoch[n] = r.epoch
 		s.maxGranted = max(s.maxGranted, hd.ttl)
+		s.grantedSince = max(s.grantedSince, hd.ttl)
 		if !delivered {
 			return nil
 		}
@@ -923,6 +1046,7 @@ func (m *model) exec(s *mstate, h int, st stmt, delivered bool) *violation {
 					st.node, h, epochStr(st.epoch), pre.owner-1, epochStr(pre.epoch), pre.expires, now)}
 			}
 			s.maxGranted = max(s.maxGranted, hd.ttl)
+			s.grantedSince = max(s.grantedSince, hd.ttl)
 		}
 		if !hd.has || hd.epoch != st.epoch || hd.node != st.node {
 			return nil

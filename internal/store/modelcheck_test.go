@@ -95,6 +95,19 @@ func runs(long bool) []run {
 	// started its generation.
 	lateFailover := late
 	lateFailover.nodes, lateFailover.depth = 1, 12
+	// The DDL: a range of one node ID widened to two, the replication mode
+	// switched to sync and back, a failover and a lost answer.
+	ddl := two
+	ddl.nodes, ddl.widenTo, ddl.budget.switches, ddl.depth = 1, 2, 2, 10
+	// The same with the restores instead of the failover, shallower: a
+	// move, a point-in-time recovery or a rollback that loses a widening.
+	ddlRestore := ddl
+	ddlRestore.depth = 8
+	// A backup older than a raise, moved twice: the first move declared
+	// with the longest lease of the old history, the second with what was
+	// granted since (the copy's maximum).
+	moveTwice := copyFailover
+	moveTwice.nodes, moveTwice.depth, moveTwice.budget.restores, moveTwice.budget.failovers = 1, 8, 2, 0
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -122,13 +135,16 @@ func runs(long bool) []run {
 		fam("2h:raise-twice", twice, famRaise),
 		fam("2h:raise+failover", raiseFailover, famRaise),
 		fam("2h:restore+failover", copyFailover, famRestore|famFailover),
+		fam("2h:move-twice", moveTwice, famRestore),
+		fam("2h:ddl", ddl, famDDL|famFailover),
+		fam("2h:ddl+restore", ddlRestore, famDDL|famRestore),
 	}
 	all := raising(three)
-	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate
+	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate | famDDL
 	all.depth, all.tmax, all.maxStep = 30, 20, 3
 	all.srv0, all.srvOffs = 1, []tick{0, 1}
 	all.holdOffs = [][]tick{{0, -2, 1}, {2, 0, -2}, {-1, 3, 0}, {0, 0, 0}}
-	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2}
+	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2, switches: 2}
 	sim := run{name: "random", b: all, random: 100000}
 	if long {
 		sim.random = 5000000
@@ -310,6 +326,12 @@ func (m *model) describe(s *mstate) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, gen %d, fence %s, max %d", s.t, s.now(), s.srvSID, s.srvTL,
 		s.db.cfg.gen, fenceStr(s.db.cfg.fence), s.db.cfg.maxTTL)
+	if s.db.cfg.sync {
+		b.WriteString(" sync")
+	}
+	if m.b.widenTo > m.b.nodes {
+		fmt.Fprintf(&b, " nodes 0-%d", s.db.cfg.nodes-1)
+	}
 	if s.db.cfg.raise != 0 {
 		fmt.Fprintf(&b, " raise %d", s.db.cfg.raise)
 	}
@@ -317,7 +339,11 @@ func (m *model) describe(s *mstate) string {
 		fmt.Fprintf(&b, " marked %d", s.mark)
 	}
 	b.WriteString(")")
-	for n := 0; n < m.b.nodes; n++ {
+	for n := 0; n < max(m.b.nodes, m.b.widenTo); n++ {
+		if n >= int(s.db.cfg.nodes) {
+			fmt.Fprintf(&b, " [n%d absent]", n)
+			continue
+		}
 		r := s.db.rows[n]
 		owner := "-"
 		if r.owner != 0 {
