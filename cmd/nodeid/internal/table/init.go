@@ -298,7 +298,7 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		if !errors.Is(err, store.ErrServerChanged) {
 			break
 		}
-		fmt.Fprintf(stderr, "nodeid: the server of table %s changed (a failover or a move) while init waited for its standbys: reading the pending raise again there\n", table)
+		fmt.Fprintf(stderr, "nodeid: the server of table %s changed (a failover, a move or a restart) while init waited for its standbys: reading the pending raise again there\n", table)
 	}
 	if err != nil {
 		return store.TableConfig{}, err
