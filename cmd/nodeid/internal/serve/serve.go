@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,9 +152,10 @@ ID of its own, behind one address make a highly available ID service.`,
 // through a lock on PATH.lock, held while the socket serves (see
 // lockSocketPath): two serves started at once on a socket left behind
 // would otherwise both find it stale, and the second would remove the
-// first's new socket.
+// first's new socket. An abstract socket (Linux's @NAME) has no file to
+// leave behind, and so no lock: the kernel frees its name when it closes.
 func listen(network, addr string) (net.Listener, error) {
-	if network != "unix" {
+	if network != "unix" || abstractSocket(addr) {
 		return net.Listen(network, addr)
 	}
 	lock, err := lockSocketPath(addr)
@@ -166,6 +168,13 @@ func listen(network, addr string) (net.Listener, error) {
 		return nil, err
 	}
 	return lockedListener{ln, lock}, nil
+}
+
+// abstractSocket reports whether the Unix socket address addr is an
+// abstract one, which names no file: @NAME on Linux (and Android); a path
+// elsewhere.
+func abstractSocket(addr string) bool {
+	return strings.HasPrefix(addr, "@") && (runtime.GOOS == "linux" || runtime.GOOS == "android")
 }
 
 // lockedListener holds the lock of its socket's path until it is closed.

@@ -3,6 +3,7 @@
 package serve
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -974,6 +975,172 @@ func TestServeTwoServesOnAStaleSocket(t *testing.T) {
 		}
 		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 			t.Fatalf("trial %d: the socket outlived its serve: %v", trial, err)
+		}
+	}
+}
+
+// serveAsNobody runs this test binary as "nodeid serve --listen
+// unix:SOCK" under uid/gid 65534 (nobody), in the working directory cwd,
+// against a database that does not answer (serve listens before its first
+// claim), and returns its stderr up to the line saying it serves, or all
+// of it if it exits first; serving reports which. It skips the test unless
+// it runs as root.
+func serveAsNobody(t *testing.T, cwd, sock string) (stderr string, serving bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run serve as another user")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary's own directory is not nobody's to read.
+	bindir, err := os.MkdirTemp("", "serve-nobody-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(bindir) })
+	if err := os.Chmod(bindir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(bindir, "nodeid.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(bin, "serve", "--dsn", "postgres://x@127.0.0.1:1/x?connect_timeout=1", "--listen", "unix:"+sock)
+	c.Dir = cwd
+	c.Env = append(os.Environ(), clitest.EnvBeCLI+"=1")
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	errp, err := c.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(errp)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, errp)
+	}()
+	var b strings.Builder
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return b.String(), false
+			}
+			b.WriteString(l + "\n")
+			if strings.Contains(l, "serving IDs on") {
+				return b.String(), true
+			}
+		case <-timeout:
+			t.Fatalf("serve neither served nor exited in 30s: %s", b.String())
+		}
+	}
+}
+
+// TestServeSocketLockLeftByAnotherUser: the lock file of a socket's path
+// stays after serve exits, so one left by a serve that another user (root,
+// by hand) ran once on the path must not keep the service's own user from
+// serving there: it is created 0644 and opened read-only (flock needs no
+// write access). Before, it was created 0600 and opened for writing, and
+// every later serve of the service's user on the path exited 1 with
+// "permission denied". A lock file that still cannot be opened (0600, as
+// those serves left it) fails with an error that names it and its owner.
+func TestServeSocketLockLeftByAnotherUser(t *testing.T) {
+	dir, err := os.MkdirTemp("", "serve-sock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The service user's socket directory, as /run/nodeid.
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "ids.sock")
+	// root serves on the path once and exits cleanly.
+	ln, err := listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+		t.Fatalf("root's serve left its socket: %v", err)
+	}
+	if stderr, ok := serveAsNobody(t, dir, sock); !ok {
+		t.Errorf("the service user's serve on a path root once served on (socket removed, %s.lock left behind): did not serve:\n%s", sock, stderr)
+	}
+	if err := os.Chmod(sock+".lock", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stderr, ok := serveAsNobody(t, dir, sock)
+	if want := "lock file " + sock + ".lock, owned by root (uid 0) with mode -rw-------"; ok || !strings.Contains(stderr, want) || !strings.Contains(stderr, "permission denied") {
+		t.Errorf("the service user's serve on a path whose lock file is root's, 0600: served %t; want it refused with %q and the reason:\n%s", ok, want, stderr)
+	}
+}
+
+// TestServeAbstractSocketTakesNoLockFile: --listen unix:@NAME is a Linux
+// abstract socket, which has no file to leave behind, and takes no lock.
+// Before, serve created "@NAME.lock" in its working directory, and failed
+// when that directory was not writable (a service whose working directory
+// is /), where it had served before the lock.
+func TestServeAbstractSocketTakesNoLockFile(t *testing.T) {
+	cwd, err := os.MkdirTemp("", "serve-cwd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(cwd) })
+	if err := os.Chmod(cwd, 0o755); err != nil { // root's, not writable to nobody
+		t.Fatal(err)
+	}
+	name := "@nodeid-test-" + strings.TrimPrefix(filepath.Base(cwd), "serve-cwd-")
+	if stderr, ok := serveAsNobody(t, cwd, name); !ok {
+		t.Errorf("serve --listen unix:%s in a working directory it cannot write: did not serve:\n%s", name, stderr)
+	}
+	t.Chdir(cwd)
+	ln, err := listen("unix", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ents, _ := os.ReadDir(cwd); len(ents) > 0 {
+		t.Errorf("listening on the abstract socket %s left %s in the working directory", name, ents[0].Name())
+	}
+}
+
+// TestServeBuildsWhereFlockIsNot: the socket path's lock is built only
+// where syscall.Flock is (lock_unix.go), and lock_other.go takes no lock
+// elsewhere. Before, lock_unix.go was built for every unix, and the CLI
+// no longer built on Solaris and AIX ("undefined: syscall.Flock").
+func TestServeBuildsWhereFlockIsNot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds for other systems")
+	}
+	t.Parallel()
+	for _, target := range [][2]string{{"solaris", "amd64"}, {"aix", "ppc64"}} {
+		c := exec.Command(clitest.GoTool(), "build", "-o", os.DevNull, ".")
+		c.Env = append(os.Environ(), "GOOS="+target[0], "GOARCH="+target[1], "CGO_ENABLED=0")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("go build for %s/%s: %v\n%s", target[0], target[1], err, out)
 		}
 	}
 }
