@@ -17,6 +17,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -130,6 +131,89 @@ while :; do sleep 0.05; done
 			}
 		})
 	}
+}
+
+// TestRunCommandExitedBeforeTheLeaseEnded: a command that finished its
+// work and exited 0 by itself keeps its code when the lease ends (an
+// eviction) after that but before run has learnt that every process of
+// the command is gone (here its warden is held stopped, to widen a window
+// that is otherwise the warden's reaping and last /proc scan): run does
+// not signal it, and exits 0, as docs/run.md gives 5 only when run stopped
+// the command. Before, run sent SIGTERM to a command that no longer
+// existed and exited 5, "stopped because the lease ended (it exited with
+// code 0)": a finished batch job read as a failure, run again by a service
+// manager that restarts on failure.
+func TestRunCommandExitedBeforeTheLeaseEnded(t *testing.T) {
+	_, dsn := pgtest.NewDB(t)
+	dir := t.TempDir()
+	child := clitest.Script(t, `exec 2>/dev/null
+echo $PPID > `+dir+`/warden.tmp && mv `+dir+`/warden.tmp `+dir+`/warden
+echo $$ > `+dir+`/pid.tmp && mv `+dir+`/pid.tmp `+dir+`/pid
+echo "$NODEID_NODE $NODEID_EPOCH" > `+dir+`/started
+while [ ! -e `+dir+`/go ]; do sleep 0.01; done
+exit 0
+`)
+	b := harness.Start(t, "run", "--dsn", dsn, "--create", "--ttl", "6s", "--", child)
+	fields := strings.Fields(waitFile(t, filepath.Join(dir, "started"), b))
+	if len(fields) != 2 {
+		t.Fatalf("started: %q", fields)
+	}
+	warden, err := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(dir, "warden"), b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(dir, "pid"), b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(warden, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(warden, syscall.SIGCONT)
+		}
+	}()
+	// The command is done: it exits 0, a zombie that the stopped warden
+	// cannot reap.
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, 30*time.Second, "the command exited", func() error {
+		p, err := readProc(pid)
+		if err != nil {
+			return testkit.Stop(fmt.Errorf("the command is gone, reaped by a stopped warden? %w", err))
+		}
+		if p.alive() {
+			return fmt.Errorf("process %d is in state %c", pid, p.state)
+		}
+		return nil
+	})
+	// Then the lease ends; run learns it at its next renewal (TTL/3), and
+	// asks the stopped warden to stop the command.
+	harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
+	testkit.Until(t, 30*time.Second, "run asked to stop the command", func() error {
+		if strings.Contains(b.Stderr(), "sending SIGTERM") {
+			return nil
+		}
+		select {
+		case <-b.Done():
+			return testkit.Stop(fmt.Errorf("run exited %d: %s", b.Code(), b.Stderr()))
+		default:
+			return fmt.Errorf("stderr: %s", b.Stderr())
+		}
+	})
+	_ = syscall.Kill(warden, syscall.SIGCONT)
+	stopped = false
+	r := b.Wait(t, 30*time.Second)
+	if r.Code != 0 {
+		t.Errorf("the command exited 0 by itself before the lease ended: run exited %d, want 0; stderr:\n%s", r.Code, r.Stderr)
+	}
+	if want := child + " had exited by itself (code 0) before the lease's end reached it: it was not signalled"; !strings.Contains(r.Stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, r.Stderr)
+	}
+	checkLineFormat(t, r.Stderr)
 }
 
 // TestRunDeadline: when renewals fail, the command gets SIGTERM a grace

@@ -168,7 +168,13 @@ loop:
 	}
 	if err := lease.ReleaseStamped(context.Background(), exit.Horizon); err != nil {
 		if errors.Is(err, nodeid.ErrLeaseLost) {
-			if !exit.Terminated { // not reported yet
+			switch {
+			case exit.Terminated: // reported with the SIGTERM
+			case lost == nil && exit.Exited:
+				// run learnt that the lease ended, but the command had
+				// exited by then: it was not stopped, and its code stands.
+				fmt.Fprintf(env.Err, "nodeid: %s had exited by itself (code %d) before the lease's end reached it: it was not signalled\n", name, exit.Code)
+			default:
 				fmt.Fprintf(env.Err, "nodeid: %s before the command exited\n", cli.OneLine(strings.TrimPrefix(err.Error(), "nodeid: ")))
 			}
 		} else {
@@ -181,7 +187,8 @@ loop:
 	}
 	switch {
 	case exit.Terminated || exit.KilledBy != "":
-		// Stopped for the lease: the command's own code may well be 0.
+		// Stopped for the lease before it exited (a command that had
+		// exited by itself is not): the command's own code may well be 0.
 		how := "its warden exited without reporting its exit status"
 		if reported {
 			how = "it exited with code " + strconv.Itoa(code)

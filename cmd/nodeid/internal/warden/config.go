@@ -71,10 +71,15 @@ type Exit struct {
 	StartErr   error  // why the command could not start, if it could not
 	Exited     bool   // the command exited with Code (128+N if signal N killed it)
 	Code       int    // the command's exit code, if Exited
-	KilledBy   string // why every process of the command was killed: WhyDeadline, WhyGrace, WhyCeiling, or ""
+	KilledBy   string // why every process of the command was killed before its exit was reported: WhyDeadline, WhyGrace, WhyCeiling, or ""
 	SecondLine bool   // the supervisor killed the command's processes itself (the warden died, or missed the deadline)
-	Terminated bool   // SIGTERM was sent, or asked for with Terminate
-	Stepped    bool   // the wall clock was stepped while the lease was held
+	// Terminated says that the command was stopped before its exit was
+	// reported: SIGTERM was sent to it while it ran (asked for with
+	// Terminate, or a grace before the deadline), or the supervisor killed
+	// its processes itself after Terminate. A Terminate that came once the
+	// command had exited, reaped or not, signals nothing and counts not.
+	Terminated bool
+	Stepped    bool // the wall clock was stepped while the lease was held
 	// Horizon is the horizon at exit, unix ms: at least every stamp the
 	// command could have made. It is the wall clock read once every process
 	// of the command was gone or, if the clock was stepped, the larger of

@@ -49,7 +49,7 @@ type message struct {
 const (
 	evStarted = "started" // the command runs as Pid
 	evFailed  = "failed"  // the command could not start: Err; nothing ran
-	evTerm    = "term"    // SIGTERM sent (Why), SIGKILL in In
+	evTerm    = "term"    // SIGTERM sent to the running command (Why), SIGKILL in In
 	evKill    = "kill"    // SIGKILL sent to every process of the command (Why)
 	evExit    = "exit"    // the command exited with Code (128+N for signal N)
 	evDone    = "done"    // the command and all its descendants are gone
@@ -61,6 +61,7 @@ const (
 	WhyGrace    = "grace"    // the grace after a SIGTERM is over
 	WhyCeiling  = "ceiling"  // the wall clock reached the horizon ceiling less TTL/20
 	whyExited   = "exited"   // the command exited: its leftovers are killed
+	whyAsked    = "asked"    // SIGTERM asked for by the supervisor (Supervisor.Terminate)
 )
 
 // event is one report of the warden to its supervisor.

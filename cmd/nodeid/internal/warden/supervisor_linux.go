@@ -40,6 +40,7 @@ type Supervisor struct {
 	deadline    time.Time // the last deadline sent to the warden
 	ceiling     int64     // the last horizon ceiling sent to the warden
 	terminating bool      // SIGTERM sent or asked for
+	killing     bool      // the kill of every process of the command reported
 }
 
 // Start starts the warden process (Config.Warden) and, under it, the
@@ -169,9 +170,15 @@ func (s *Supervisor) Signal(sig syscall.Signal) {
 
 // Terminate stops the command: SIGTERM to its process group now, SIGKILL
 // to every process it started after the grace, at the deadline at the
-// latest. reason says why, in the message it writes to Config.Log.
+// latest. reason says why, in the message it writes to Config.Log. A
+// command that has exited is not signalled (the warden kills what it left
+// behind), and Exit.Terminated counts only a SIGTERM that the warden sent
+// while the command ran.
 func (s *Supervisor) Terminate(reason string) {
 	s.do(func(*clockAlarm) {
+		if s.exit.Exited {
+			return
+		}
 		killIn := max(min(time.Until(s.deadline), s.cfg.Grace), 0)
 		if !s.terminating {
 			s.terminating = true
@@ -245,6 +252,8 @@ func (s *Supervisor) handle(ev event) bool {
 	case evFailed:
 		s.exit.StartErr = errors.New(ev.Err)
 	case evTerm:
+		// The warden sends it before the command's exit, if at all.
+		s.exit.Terminated = s.exit.Terminated || !s.exit.Exited
 		if !s.terminating && s.exit.KilledBy == "" {
 			s.terminating = true
 			fmt.Fprintf(s.cfg.Log, "nodeid: the lease of node ID %d was not renewed and its deadline is %s away: sending SIGTERM to %s, SIGKILL in %s\n",
@@ -260,12 +269,17 @@ func (s *Supervisor) handle(ev event) bool {
 	return false
 }
 
-// report says once why every process of the command is being killed.
+// report says once why every process of the command is being killed, and
+// records it in Exit.KilledBy unless the command's exit was reported
+// before: then only what it left behind is killed.
 func (s *Supervisor) report(why string) {
-	if s.exit.KilledBy != "" {
+	if s.killing {
 		return
 	}
-	s.exit.KilledBy = why
+	s.killing = true
+	if !s.exit.Exited {
+		s.exit.KilledBy = why
+	}
 	switch why {
 	case WhyGrace:
 		fmt.Fprintf(s.cfg.Log, "nodeid: sending SIGKILL to %s and every process it started: the lease's grace is over\n", s.name)
@@ -282,6 +296,9 @@ func (s *Supervisor) report(why string) {
 // supervisor, a subreaper), round after round, until none is alive.
 func (s *Supervisor) kill() {
 	s.exit.SecondLine = true
+	// Asked to stop the command, whose exit the warden has not reported:
+	// this stops it.
+	s.exit.Terminated = s.exit.Terminated || s.terminating && !s.exit.Exited
 	me := os.Getpid()
 	k := treeKiller{root: me, since: s.wardenStart, failed: func(pid int, err error) {
 		fmt.Fprintf(s.cfg.Log, "nodeid: cannot kill process %d of %s: %v; trying again\n", pid, s.name, err)
@@ -327,7 +344,6 @@ func (s *Supervisor) finish() {
 			s.handle(ev)
 		}
 	}
-	s.exit.Terminated = s.terminating
 	s.exit.Horizon = s.cfg.Clock.NowMs()
 	if s.cfg.Steps != nil && s.cfg.Steps.Stepped() {
 		// The clock was set while the command ran: stamps made before a

@@ -243,8 +243,7 @@ func (w *warden) guard(msgs <-chan message) error {
 				return w.killAll(WhyDeadline, err)
 			}
 		case <-termA.C:
-			if !w.terminated && bootNow() >= w.deadline-int64(w.grace) {
-				w.terminate(w.deadline)
+			if !w.terminated && bootNow() >= w.deadline-int64(w.grace) && w.terminate(w.deadline) {
 				w.send(event{Ev: evTerm, Why: WhyDeadline, In: max(time.Duration(w.killAt-bootNow()), 0)})
 			}
 		case <-killA.C:
@@ -302,21 +301,38 @@ func (w *warden) handle(m message) {
 	case opSignal:
 		_ = syscall.Kill(-os.Getpid(), syscall.Signal(m.Signal))
 	case opTerminate:
-		w.terminate(m.KillAt)
+		if w.terminate(m.KillAt) {
+			w.send(event{Ev: evTerm, Why: whyAsked, In: max(time.Duration(w.killAt-bootNow()), 0)})
+		}
 	}
 }
 
 // terminate sends SIGTERM to the command's process group, and SIGCONT so
 // that a stopped command can act on it, and brings SIGKILL forward to
-// killAt if it is sooner.
-func (w *warden) terminate(killAt int64) {
+// killAt if it is sooner. It reports whether it sent them now: not if it
+// had already, nor to a command that has exited (reaped or not), which the
+// signals would not stop: what it left behind is killed once it is reaped.
+func (w *warden) terminate(killAt int64) bool {
 	w.killAt = min(w.killAt, killAt)
-	if w.terminated {
-		return
+	if w.terminated || w.commandExited() {
+		return false
 	}
 	w.terminated = true
 	_ = syscall.Kill(-os.Getpid(), syscall.SIGTERM)
 	_ = syscall.Kill(-os.Getpid(), syscall.SIGCONT)
+	return true
+}
+
+// commandExited reports whether the command has exited: reaped, or a
+// zombie that the reaper has yet to collect (the reaper may hold its
+// status while the warden's loop acts on a message).
+func (w *warden) commandExited() bool {
+	if w.exited {
+		return true
+	}
+	var info unix.Siginfo // zeroed: Signo stays 0 if the command runs
+	err := unix.Waitid(unix.P_PID, w.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == unix.ECHILD || err == nil && info.Signo == int32(unix.SIGCHLD)
 }
 
 // killAll kills every descendant of the warden, round after round, until
