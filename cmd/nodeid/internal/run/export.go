@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,8 @@ import (
 type export struct {
 	name, template string
 	parts          []exportPart
-	usesEpoch      bool // some placeholder reads the epoch
+	usesEpoch      bool       // some placeholder reads the epoch
+	form           numberForm // whether, and how, its value reads as a number
 }
 
 // exportPart is a literal text, or a placeholder when field is set.
@@ -68,7 +70,7 @@ func parseExport(s string) (export, error) {
 	if err != nil {
 		return bad("template %q: %v", tmpl, err)
 	}
-	e := export{name: name, template: tmpl, parts: parts}
+	e := export{name: name, template: tmpl, parts: parts, form: numberFormOf(parts)}
 	for _, p := range parts {
 		e.usesEpoch = e.usesEpoch || p.field == "epoch"
 	}
@@ -219,13 +221,17 @@ reads a worker ID of its own rather than NODEID_NODE. TEMPLATE is text with
 {node} and {epoch}, and integer operations on them, % (remainder) and /
 (truncating division), applied left to right: {node%32}, {node/32%32}.
 {{ and }} are literal braces. The exports that identify the generator,
-those of {node} arithmetic and digits alone ({node%32}, {node/32%32},
-1{node%32}; one with other text, as pod-{node}, is a label), must tell
-apart every node ID of the table's recorded range, whichever part of it
---range leases: run computes them for each and refuses (exit 2, before any
-claim) when two get the same values, as the numbers a generator reads (015
-is 15, or octal 13, as a leading 0 means to some readers; 08 is 0 to C's
-strtol). With --partition they are judged over
+numbers of {node} arithmetic and digits ({node%32}, {node/32%32},
+1{node%32}, and with the whitespace, sign and 0x or # that number readers
+skip or take: ' {node}', +{node}, 0x{node}; one with other text, as
+pod-{node}, is a label), must tell apart every node ID of the table's
+recorded range, whichever part of it --range leases: run computes them for
+each and refuses (exit 2, before any claim) when two get the same values,
+as the numbers a generator reads (015 is 15, or octal 13, as a leading 0
+means to some readers; 08 is 0 to C's strtol; 0x10 is 16). One that tells
+them apart on its own (INSTANCE={node}) is judged alone, and the others
+must tell them apart together without it. A number of {epoch} alone is
+refused over more than one node ID. With --partition they are judged over
 --range alone, for a table split between generators whose IDs never meet.
 Recipes (more in docs/export.md):
   CAP (.NET):  --export 'CAP_WORKERID={node}', with a --range within the
@@ -286,42 +292,151 @@ func checkExports(ctx context.Context, c *cli.Conn, f *exportFlags, partition, g
 	return cli.Usage(f.distinct(table, fmt.Sprintf("the range %s of table %s", table, c.Table()), false))
 }
 
-// identifies reports whether the export identifies the generator, as a
-// worker or datacenter ID does: its template is {node} arithmetic and
-// digits alone ({node%32}, {node/32%32}, 1{node%32}), so that its value is
-// a number, which a generator may read as its ID. Any other text makes it
-// a label (pod-{node}), which a generator does not read as its ID; and
-// {epoch} changes with every claim.
-func (e export) identifies() bool {
-	node := false
-	for _, p := range e.parts {
-		switch {
-		case p.field == "node":
-			node = true
-		case p.field != "" || strings.Trim(p.text, "0123456789") != "":
-			return false
-		}
-	}
-	return node
+// numberForm says whether an export's value is a number, which a
+// generator may read as its ID, and how it reads: its template is, once
+// the text number readers skip or take as a sign or a base is set aside,
+// placeholders and digits alone. Readers skip whitespace around a number
+// (Python's int, JavaScript's Number, Spring's binder, which trims it; C's
+// strtol the leading one) and take a leading + or - for its sign
+// (Integer.parseInt, int, strconv.Atoi, Number, strtol), and 0x or 0X
+// (strtol with base 0, Long.decode, int(v, 0), Number, Spring's
+// NumberUtils) or # (Long.decode, NumberUtils) before hexadecimal digits.
+// So " {node%32}", "+{node%32}", "0x{node%32}" are numbers as "{node%32}"
+// is, and "1{node%32}" is one too; "pod-{node}" is a label.
+type numberForm struct {
+	numeric bool // a number: at least one placeholder, no text but the above
+	hex     bool // 0x, 0X or # before the digits: read in hexadecimal
+	node    bool // a placeholder reads the node ID
+	epoch   bool // a placeholder reads the epoch
 }
 
-// exportReadings are the ways generators read an identifying export's
-// value as the number they take for their ID, the common one first, so
-// that a refusal names it when both find a collision; where says in an
-// error which readers the collision is for. The value is digits alone:
-// each placeholder writes a whole number, never negative and without
-// padding, and any text but digits makes the export a label, so no sign or
-// space can occur. But a template of two placeholders writes a leading
-// zero where the first is 0 ({node/100}{node%100} writes 015 for node 15),
-// and generators read a leading zero in three ways. Values of different
-// text can thus be the same number, and so the same worker ID.
-var exportReadings = []struct {
+// numberFormOf returns the numberForm of the template of parts.
+func numberFormOf(parts []exportPart) numberForm {
+	type token struct {
+		r     rune   // a character of text, if field is ""
+		field string // a placeholder's field
+	}
+	var toks []token
+	for _, p := range parts {
+		if p.field != "" {
+			toks = append(toks, token{field: p.field})
+			continue
+		}
+		for _, r := range p.text {
+			toks = append(toks, token{r: r})
+		}
+	}
+	text := func(i int, chars string) bool {
+		return i < len(toks) && toks[i].field == "" && strings.ContainsRune(chars, toks[i].r)
+	}
+	space := func(i int) bool { return i < len(toks) && toks[i].field == "" && unicode.IsSpace(toks[i].r) }
+	for len(toks) > 0 && space(0) {
+		toks = toks[1:]
+	}
+	for len(toks) > 0 && space(len(toks)-1) {
+		toks = toks[:len(toks)-1]
+	}
+	if text(0, "+-") {
+		toks = toks[1:]
+	}
+	var f numberForm
+	switch {
+	case text(0, "0") && text(1, "xX"):
+		f.hex, toks = true, toks[2:]
+	case text(0, "#"):
+		f.hex, toks = true, toks[1:]
+	}
+	digits := "0123456789"
+	if f.hex {
+		digits += "abcdefABCDEF"
+	}
+	for i, t := range toks {
+		switch {
+		case t.field == "node":
+			f.node = true
+		case t.field == "epoch":
+			f.epoch = true
+		case !text(i, digits):
+			return numberForm{}
+		}
+	}
+	f.numeric = f.node || f.epoch
+	return f
+}
+
+// identifies reports whether the export identifies the generator, as a
+// worker or datacenter ID does: its value is a number of {node}
+// arithmetic (numberForm: {node%32}, {node/32%32}, 1{node%32}, +{node},
+// 0x{node}), which a generator may read as its ID. Any other text makes it
+// a label (pod-{node}), which a generator does not read as its ID; and
+// {epoch} changes with every claim.
+func (e export) identifies() bool { return e.form.numeric && e.form.node && !e.form.epoch }
+
+// epochNumber reports whether the export's value is a number of {epoch}
+// alone ({epoch}, {epoch%32}), which a generator may read as its ID but
+// which tells no node IDs apart: every node ID's first claim has epoch 1.
+func (e export) epochNumber() bool { return e.form.numeric && e.form.epoch && !e.form.node }
+
+// exportReading is a way generators read an identifying export's value as
+// the number they take for their ID; where says in an error which readers
+// it is.
+type exportReading struct {
 	read  func(string) string
 	where string
-}{
+}
+
+// exportReadings are the ways generators read the digits of an
+// identifying export's value, the common one first, so that a refusal
+// names it when several find a collision. Each placeholder writes a whole
+// number, never negative and without padding, but a template of two
+// placeholders writes a leading zero where the first is 0
+// ({node/100}{node%100} writes 015 for node 15), and generators read a
+// leading zero in three ways. Values of different text can thus be the
+// same number, and so the same worker ID. A value in hexadecimal (0x, #)
+// reads so in each of them (exportNumber).
+var exportReadings = []exportReading{
 	{readDecimal, ""},
 	{readOctal, " where a leading 0 means octal (Java's Long.decode, Go's strconv.ParseInt with base 0, YAML 1.1)"},
 	{readOctalPrefix, " where a leading 0 means octal and the reading stops at an 8 or 9 (C's strtol and sscanf %i, Go's fmt.Sscan)"},
+}
+
+// exportNumber returns, written in decimal, the number read reads from v,
+// the value of an export of the numeric form f: the whitespace around it
+// and a + sign are skipped, a - sign is kept (but -0 is 0), and digits
+// after 0x, 0X or # are read in hexadecimal, whatever read; zero reports
+// whether other digits have a leading zero, without which the readings
+// agree.
+func exportNumber(f numberForm, v string, read func(string) string) (n string, zero bool) {
+	v = strings.TrimFunc(v, unicode.IsSpace)
+	sign := ""
+	if v != "" && (v[0] == '+' || v[0] == '-') {
+		sign, v = strings.TrimPrefix(v[:1], "+"), v[1:]
+	}
+	if f.hex {
+		v = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X"), "#")
+		n = readHex(v)
+	} else {
+		zero = len(v) > 1 && v[0] == '0'
+		n = read(v)
+	}
+	if n == "0" {
+		sign = ""
+	}
+	return sign + n, zero
+}
+
+// readHex returns, written in decimal, the number read from the
+// hexadecimal digits v (0x and # stripped); a number above 2^64-1 stays in
+// hexadecimal, 0x and lower case, without leading zeros.
+func readHex(v string) string {
+	t := strings.TrimLeft(strings.ToLower(v), "0")
+	if t == "" {
+		return "0"
+	}
+	if n, err := strconv.ParseUint(t, 16, 64); err == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	return "0x" + t
 }
 
 // readDecimal returns, written in decimal without leading zeros, the
@@ -369,10 +484,51 @@ func readOctalPrefix(v string) string {
 	return readDecimal(v)
 }
 
+// collision is two node IDs to which some exports give the same numbers
+// under one of exportReadings.
+type collision struct {
+	a, b    int64
+	reading exportReading
+}
+
+// collide returns two node IDs of r to which the exports es give the same
+// numbers under one of exportReadings; ok is false if there are none.
+func collide(es []export, r cli.NodeRange) (c collision, ok bool) {
+	leadingZero := false
+	for i, rd := range exportReadings {
+		if i > 0 && !leadingZero {
+			break
+		}
+		seen := make(map[string]int64, min(r.Size(), 1<<16))
+		for node := r.Lo; node <= r.Hi; node++ {
+			nums := make([]string, len(es))
+			for j, e := range es {
+				n, zero := exportNumber(e.form, e.value(node, 0), rd.read)
+				leadingZero = leadingZero || zero
+				nums[j] = n
+			}
+			key := strings.Join(nums, " ")
+			if other, dup := seen[key]; dup {
+				return collision{other, node, rd}, true
+			}
+			seen[key] = node
+		}
+	}
+	return collision{}, false
+}
+
 // distinct checks that distinct node IDs of r, described by over, get
 // distinct values of the exports that identify the generator, as numbers
 // under each of exportReadings, since that is what the generator takes
 // for its ID; partition says that r is this process's range alone.
+//
+// An identifying export that tells the node IDs apart on its own ({node},
+// INSTANCE={node} for logs, or a generator's whole ID) is judged alone:
+// the others must tell them apart together without it. A generator reads
+// its ID from the exports it knows, and one that reads WORKER_ID={node%32}
+// gets one worker ID on node IDs 0 and 32 whatever INSTANCE={node} beside
+// it says; DATACENTER_ID={node/32%32} and WORKER_ID={node%32}, which tell
+// them apart only together, are read together.
 func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) error {
 	var (
 		idents    []export
@@ -381,73 +537,97 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 	)
 	for _, e := range f.list {
 		epochOnly = epochOnly && e.usesEpoch
-		if e.identifies() {
+		switch {
+		case e.identifies():
 			idents = append(idents, e)
-		} else {
+		case !e.epochNumber():
 			labels = append(labels, e.name+"="+e.template)
 		}
 	}
-	switch {
-	case r.Size() < 2:
+	if r.Size() < 2 {
 		return nil
-	case epochOnly:
+	}
+	if epochOnly {
 		return fmt.Errorf("--export %s: every export uses {epoch}, so none tells the node IDs %s apart; export one from {node}", f, r)
-	case len(idents) == 0:
-		return nil // labels only: the generator takes its ID from elsewhere (NODEID_NODE)
 	}
-	// values returns the exports' values for node as NAME=VALUE, and as
-	// NAME=NUMBER, the numbers read reads them as; zero reports whether a
-	// value has a leading zero, without which the readings agree.
-	values := func(node int64, read func(string) string) (vals, nums []string, zero bool) {
-		for _, e := range idents {
+	for _, e := range f.list {
+		if e.epochNumber() {
+			return fmt.Errorf("--export %s: %s=%s is a number of {epoch} alone, which tells no node IDs of %s apart: every node ID's first claim has epoch 1, so a generator that reads it as its ID gets the same one on each, whatever else is exported; derive it from {node}, or, where the epoch itself is wanted, read %s, which the command has",
+				f, e.name, e.template, over, EnvEpoch)
+		}
+	}
+	// The identifying exports that tell the node IDs apart on their own
+	// are judged alone; the others together.
+	var alone, joint []export
+	for _, e := range idents {
+		if _, ok := collide([]export{e}, r); ok {
+			joint = append(joint, e)
+		} else {
+			alone = append(alone, e)
+		}
+	}
+	if len(joint) == 0 {
+		return nil // none, or each tells them apart
+	}
+	c, ok := collide(joint, r)
+	if !ok {
+		return nil
+	}
+	// values returns the joint exports' values for node as NAME=VALUE
+	// (quoted if it has whitespace), and as NAME=NUMBER, the numbers the
+	// reading reads them as.
+	values := func(node int64) (vals, nums string) {
+		var vs, ns []string
+		for _, e := range joint {
 			v := e.value(node, 0)
-			zero = zero || len(v) > 1 && v[0] == '0'
-			vals = append(vals, e.name+"="+v)
-			nums = append(nums, e.name+"="+read(v))
+			n, _ := exportNumber(e.form, v, c.reading.read)
+			if strings.ContainsFunc(v, unicode.IsSpace) {
+				v = strconv.Quote(v)
+			}
+			vs = append(vs, e.name+"="+v)
+			ns = append(ns, e.name+"="+n)
 		}
-		return vals, nums, zero
+		return strings.Join(vs, " "), strings.Join(ns, " ")
 	}
-	leadingZero := false
-	for i, rd := range exportReadings {
-		if i > 0 && !leadingZero {
-			break
+	a, nums := values(c.a)
+	b, _ := values(c.b)
+	get := "both get " + b
+	if a != b {
+		number := "number"
+		if len(joint) > 1 {
+			number = "numbers"
 		}
-		seen := make(map[string]int64, min(r.Size(), 1<<16))
-		for node := r.Lo; node <= r.Hi; node++ {
-			vals, nums, zero := values(node, rd.read)
-			leadingZero = leadingZero || zero
-			key := strings.Join(nums, " ")
-			other, dup := seen[key]
-			if !dup {
-				seen[key] = node
-				continue
-			}
-			otherVals, _, _ := values(other, rd.read)
-			get := "both get " + strings.Join(vals, " ")
-			if a, b := strings.Join(otherVals, " "), strings.Join(vals, " "); a != b {
-				number := "number"
-				if len(idents) > 1 {
-					number = "numbers"
-				}
-				get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, strings.Join(nums, " "), rd.where)
-			}
-			note := ""
-			if len(labels) > 0 {
-				are := " is a label"
-				if len(labels) > 1 {
-					are = " are labels"
-				}
-				note = fmt.Sprintf(" (%s%s, not an ID: only exports of {node} arithmetic alone tell generators apart)", strings.Join(labels, " and "), are)
-			}
-			advice := "or narrow --range"
-			if !partition {
-				advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
-			}
-			return fmt.Errorf("--export %s: node IDs %d and %d of %s %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
-				f, other, node, over, get, note, advice)
-		}
+		get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, nums, c.reading.where)
 	}
-	return nil
+	note := ""
+	if len(alone) > 0 {
+		var ds, names []string
+		for _, e := range alone {
+			ds = append(ds, e.name+"="+e.template)
+		}
+		for _, e := range joint {
+			names = append(names, e.name)
+		}
+		tells, its, is, it := "tells", "its", "it is", "it"
+		if len(alone) > 1 {
+			tells, its, is, it = "tell", "their", "they are", "them"
+		}
+		note += fmt.Sprintf(" (%s %s every node ID apart on %s own, so %s judged alone: a generator that reads %s without %s gets one ID on both)",
+			strings.Join(ds, " and "), tells, its, is, strings.Join(names, " and "), it)
+	}
+	if len(labels) > 0 {
+		are := " is a label"
+		if len(labels) > 1 {
+			are = " are labels"
+		}
+		note += fmt.Sprintf(" (%s%s, not an ID: only exports whose values are numbers of {node} arithmetic tell generators apart)", strings.Join(labels, " and "), are)
+	}
+	advice := "or narrow --range"
+	if !partition {
+		advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
+	}
+	return fmt.Errorf("--export %s: node IDs %d and %d of %s %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
+		f, c.a, c.b, over, get, note, advice)
 }
 
 // addTo puts the exports' values for node and epoch into env.
