@@ -4,14 +4,11 @@ package store
 // generation; renewals and releases do not look at the server. What else
 // must look: the DDL of nodeid init, before the table switches to
 // synchronous replication, whose statements never look, and before it adds
-// rows that a failover may have lost; and the creation of a table, which a
-// failover may have lost too.
+// rows that a failover may have lost.
 
 import (
 	"testing"
 	"time"
-
-	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
 // mustSchemaSQL returns the DDL of s.
@@ -139,60 +136,5 @@ func TestWideningAfterAFailoverQuarantinesTheNewRows(t *testing.T) {
 			res.Epoch, z.Epoch, res.PrevHorizon, z.PrevHorizon, z.Horizon)
 	case !res.OK && (!res.Refusal.Quarantined || res.Refusal.Until < z.Horizon):
 		t.Errorf("C refused, but not quarantined past Z's horizon %d: %+v", z.Horizon, res.Refusal)
-	}
-}
-
-// A table created on a primary whose creation (and every claim since) a
-// failover loses. The new primary has no table: the first Acquire with
-// WithCreateTable (or nodeid init, or the migration run again) creates a
-// fresh one there, of generation 1, every epoch 0 and every horizon 0. Z,
-// whose claim of node 0 the failover lost, mints until its deadline; C
-// claims node 0 on the new primary: rule 2 (epochs never repeat across
-// failovers) and rule 5 (disjoint stamp ranges) say C's epoch is above Z's
-// and C stamps after Z's horizon. Before the creation was quarantined on a
-// promoted server, C took Z's epoch 1 and stamped after 0.
-func TestTableCreationLostInAFailover(t *testing.T) {
-	t.Parallel()
-	const ttl = 6 * time.Second
-	ctx := ctxOf(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil { // the standby has the empty database
-		t.Fatal(err)
-	}
-	pair.Repl.Cut() // from here on the standby receives nothing
-	if err := pair.Primary.Exec(ctx, dbName, mustSchemaSQL(t, Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl})); err != nil {
-		t.Fatal(err)
-	}
-	p := storeOn(t, pair.Primary.DSN(dbName), 0)
-	z := claimNodeWithin(t, p, 0, "z", ttl, honest(ttl), 0)
-	if err := pair.FailOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := storeOn(t, pair.Standby.DSN(dbName), 0)
-	created, err := s.Create(ctx, ttl) // WithCreateTable's first Acquire on the new primary
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Claim(ctx, 0, 0, "c", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Z (lost): epoch %d, stamps (%d, %d]; table created again on the new primary: %v", z.Epoch, z.PrevHorizon, z.Horizon, created)
-	switch {
-	case res.OK && (res.Epoch <= z.Epoch || res.PrevHorizon < z.Horizon):
-		t.Fatalf("C claimed node 0 on the new primary %s after Z: epoch %d (Z's, lost: %d), stamping after %d, inside Z's range (%d, %d]: from C's claim (%d) to Z's horizon, %d ms both may stamp",
-			res.Now.Sub(z.Now).Round(time.Millisecond), res.Epoch, z.Epoch, res.PrevHorizon, z.PrevHorizon, z.Horizon, res.Now.UnixMilli(), z.Horizon-max(res.PrevHorizon, res.Now.UnixMilli()))
-	case !res.OK && (!res.Refusal.Quarantined || res.Refusal.Until < z.Horizon):
-		t.Fatalf("C refused, but not quarantined past Z's horizon %d: %+v", z.Horizon, res.Refusal)
-	}
-	// Once the quarantine ends, C claims node 0 at an epoch of a new era,
-	// stamping after Z's horizon.
-	c := claimNodeWithin(t, s, 0, "c", ttl, honest(ttl), 3*ttl)
-	if c.Epoch <= z.Epoch || c.PrevHorizon < z.Horizon {
-		t.Errorf("C's claim after the quarantine: epoch %#x (Z's %#x), stamping after %d (Z's horizon %d)", c.Epoch, z.Epoch, c.PrevHorizon, z.Horizon)
 	}
 }

@@ -137,11 +137,14 @@ BEGIN
         END IF;
     END IF;
     -- A column no statement uses, which fences out the DDL of every earlier
-    -- version: each renames a configuration's "timeline" to wal_timeline,
-    -- which exists, and fails as a whole. Run again after this one (an old
-    -- process that applies its DDL at start, an old nodeid init), it would
-    -- otherwise add back the columns whose renaming makes its statements
-    -- fail, and raise the maximum TTL at once on an asynchronous table.
+    -- version with generations: each renames a configuration's "timeline"
+    -- to wal_timeline, which exists, and fails as a whole. Run again after
+    -- this one (an old process that applies its DDL at start, an old nodeid
+    -- init), it would otherwise add back the columns whose renaming makes
+    -- its statements fail, and raise the maximum TTL at once on an
+    -- asynchronous table. (The DDL of the versions before generations runs,
+    -- and their statements still fail: they compare this boolean with a
+    -- number, or insert history rows without their generation.)
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'timeline' AND NOT attisdropped) THEN
         ALTER TABLE {c} ADD COLUMN timeline boolean CHECK (timeline IS NULL);
         COMMENT ON COLUMN {c}.timeline IS 'unused: makes the DDL of nodeid versions earlier than this table fail on it';
@@ -184,16 +187,8 @@ BEGIN
         IF want = 'async' THEN
             EXECUTE pair INTO sid, tli;
         END IF;
-        -- On an asynchronous server past its first timeline (a promoted
-        -- standby, a point-in-time recovery), a failover may have lost an
-        -- earlier creation of the table, and claims of it whose holders
-        -- still mint: the new table starts in generation 2, its rows of
-        -- generation 1 (below), quarantined for the maximum TTL and a
-        -- tenth, as after a failover; their first claims take epochs of a
-        -- new era.
         INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline)
-        VALUES ({lo}, {hi}, {ttl}, want, CASE WHEN tli > 1 THEN 2 ELSE 1 END, now(),
-            (extract(epoch FROM now()) * 1000)::bigint + CASE WHEN tli > 1 THEN {ttl}::bigint * 11 / 10 ELSE 0 END, sid, tli);
+        VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli);
     ELSE
         IF cur = 'async' THEN
             -- The generation check of a claim (asyncHead's seen): a
@@ -234,8 +229,7 @@ $nodeid$;
 -- failover or a restore may have lost a widening and the claims of its
 -- rows, which the current generation's quarantine and a new era's epochs
 -- then cover as they cover every older row. (A new table's rows, of
--- generation 0, become the first generation's below; those of a table
--- created quarantined are of generation 1.)
+-- generation 0, become the first generation's below.)
 INSERT INTO {t} (node_id, claim_generation)
 SELECT g, c.generation - 1 FROM {c} AS c, generate_series(c.min_node, c.max_node) AS g
 ON CONFLICT (node_id) DO NOTHING;

@@ -175,7 +175,6 @@ func initRun(ctx context.Context, o *InitOptions) error {
 	var (
 		tc          store.TableConfig
 		rows        []store.Row
-		listedAt    time.Time
 		generation  int64
 		quarantined time.Time
 		declared    = maxTTL
@@ -221,7 +220,7 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		if st, err = c.Store(cli.NodeRange{Lo: tc.MinNode, Hi: tc.MaxNode}); err != nil {
 			return err
 		}
-		rows, listedAt, err = st.List(ctx)
+		rows, _, err = st.List(ctx)
 		return err
 	})
 	if err != nil {
@@ -240,10 +239,6 @@ func initRun(ctx context.Context, o *InitOptions) error {
 	if o.Restored {
 		fmt.Fprintf(stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the longest lease of the old history, %s, and a tenth), and its next claim takes an epoch of a new era\n",
 			table, generation, cli.Exact(quarantined), max(declared, tc.MaxTTL, tc.PendingMaxTTL))
-	}
-	if n := quarantinedRows(rows, listedAt); n > 0 && !o.Restored && !tc.RestorePending {
-		fmt.Fprintf(stderr, "nodeid: %d of the %d node IDs of table %s are quarantined until %s: generation %d began on this server at %s (after a failover, or at a creation on a server past its first timeline, where a failover may have lost an earlier creation of the table and claims of it); they are claimable then\n",
-			n, len(rows), table, cli.Exact(tc.QuarantineUntil), tc.Generation, cli.Exact(tc.GenerationAt))
 	}
 	if tc.PendingMaxTTL > 0 {
 		if tc, err = confirmRaise(ctx, o, tc.MaxTTL); err != nil {
@@ -418,15 +413,4 @@ func confirmRows(ctx context.Context, o *InitOptions) error {
 		return fmt.Errorf("%s: the answer was not yes; nothing changed", what)
 	}
 	return nil
-}
-
-// quarantinedRows counts the rows that are quarantined at now.
-func quarantinedRows(rows []store.Row, now time.Time) int {
-	n := 0
-	for _, r := range rows {
-		if r.State(now) == store.Quarantined {
-			n++
-		}
-	}
-	return n
 }

@@ -147,29 +147,3 @@ func TestInitRaiseWaitsForTheStandbys(t *testing.T) {
 		t.Errorf("init once the standby caught up: %+v", r)
 	}
 }
-
-// A table created on a promoted server (a timeline past the first) starts
-// quarantined: a failover may have lost an earlier creation of it and
-// claims of it, and the new server keeps no trace of them. init says so,
-// and until when.
-func TestInitOnAPromotedServerQuarantinesTheNewTable(t *testing.T) {
-	t.Parallel()
-	ctx := clitest.Ctx(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.FailOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	dsn := pair.Standby.DSN(dbName)
-	r := harness.Run(t, "init", "--dsn", dsn, "--nodes", "2", "--max-ttl", "3s")
-	clitest.WantExit(t, r, cli.ExitOK, "2 of the 2 node IDs", "quarantined until", "past its first timeline")
-	if left, pending := quarantineLeft(t, dsn); left <= 0 || left > 3300*time.Millisecond || pending {
-		t.Errorf("node ID 0 of the table created on the promoted server: quarantined for %s more (restore pending %v); want up to 3.3s", left, pending)
-	}
-}
