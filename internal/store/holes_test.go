@@ -404,6 +404,12 @@ func TestFailoverAfterADeclaredRestoreKeepsItsQuarantine(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	// The list, before any claim has seen the failover, shows the
+	// quarantine that claim will start: never sooner than the declared one.
+	rows, _, err := s.List(ctx)
+	if err != nil || len(rows) != 1 || rows[0].QuarantinedUntil.Before(until) {
+		t.Errorf("the list after the failover: %+v, %v; want node 0 quarantined until the declared end %s", rows, err, until.Format(time.StampMilli))
+	}
 	res, err = s.Claim(ctx, 0, 0, "c", short, time.Now().UnixMilli()+short.Milliseconds())
 	if err != nil {
 		t.Fatal(err)

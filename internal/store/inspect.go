@@ -63,12 +63,13 @@ func (r Row) State(now time.Time) State {
 // reads the server's identity too, unless the server is a standby, and a
 // server that is not the one recorded begins a new generation now, as the
 // next claim will record (from its own time, so the quarantine shown may end
-// sooner than the one that claim starts).
+// sooner than the one that claim starts), never sooner than the quarantine
+// running, as the claim's.
 const listTemplate = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
     SELECT c.generation + c.changed::integer AS gen,
-        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN c.now_ms + ` + quarantine + ` END AS fence_ms
+        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms
     FROM c
 )
 SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
