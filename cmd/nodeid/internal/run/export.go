@@ -517,6 +517,20 @@ func collide(es []export, r cli.NodeRange) (c collision, ok bool) {
 	return collision{}, false
 }
 
+// constant reports whether the exports es give every node ID of r the same
+// values.
+func constant(es []export, r cli.NodeRange) bool {
+	for _, e := range es {
+		v := e.value(r.Lo, 0)
+		for node := r.Lo + 1; node <= r.Hi; node++ {
+			if e.value(node, 0) != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // distinct checks that distinct node IDs of r, described by over, get
 // distinct values of the exports that identify the generator, as numbers
 // under each of exportReadings, since that is what the generator takes
@@ -566,8 +580,12 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 			alone = append(alone, e)
 		}
 	}
-	if len(joint) == 0 {
-		return nil // none, or each tells them apart
+	if len(joint) == 0 || constant(joint, r) {
+		// None, or each tells them apart; or what is left takes one value
+		// over r, as DATACENTER_ID={node/32%32} beside WORKER_ID={node%32}
+		// over 0-31: a constant tells nothing apart, and is no ID of its
+		// own (DATACENTER_ID=0, written out, is no export of {node}).
+		return nil
 	}
 	c, ok := collide(joint, r)
 	if !ok {

@@ -593,3 +593,29 @@ func TestExportUnrelatedNumberDoesNotMaskAWorkerID(t *testing.T) {
 		t.Errorf("WORKER_ID={node%%32} INSTANCE={node} over 32-63 with --partition: %v", err)
 	}
 }
+
+// TestExportTwitterPairWithinOneDatacenterBlock: the 5+5-bit recipe of the
+// help and docs/export.md (hutool, MyBatis-Plus, flake-idgen,
+// @sapphire/snowflake) over a table or --partition range that lies inside
+// one block of 32 node IDs. WORKER_ID={node%32} then tells every node ID
+// apart on its own, so rule 3 sets it aside, and DATACENTER_ID, which is
+// constant over the range, was judged alone and refused; yet the pair a
+// generator reads is (0..31, constant): distinct under every reader, and
+// DATACENTER_ID=0, the same value as plain text, is accepted. What is left
+// once the exports that tell the node IDs apart on their own are set aside
+// is judged only if it varies over the range.
+func TestExportTwitterPairWithinOneDatacenterBlock(t *testing.T) {
+	for _, c := range []struct {
+		r    cli.NodeRange
+		args []string
+	}{
+		{cli.NodeRange{Lo: 0, Hi: 31}, []string{"DATACENTER_ID={node/32%32}", "WORKER_ID={node%32}"}},
+		{cli.NodeRange{Lo: 0, Hi: 31}, []string{"SEQUENCE_WORKERID={node%32}", "SEQUENCE_DATACENTERID={node/32%32}"}},
+		{cli.NodeRange{Lo: 32, Hi: 63}, []string{"FLAKE_DATACENTER={node/32%32}", "FLAKE_WORKER={node%32}"}},
+		{cli.NodeRange{Lo: 0, Hi: 15}, []string{"SNOWFLAKE_WORKER_ID={node/32%32}", "SNOWFLAKE_PROCESS_ID={node%32}"}},
+	} {
+		if err := parseExports(t, c.args...).distinct(c.r, "the range "+c.r.String(), true); err != nil {
+			t.Errorf("%v over %s: refused, though the pair is distinct for every reader: %v", c.args, c.r, err)
+		}
+	}
+}
