@@ -35,8 +35,8 @@ import (
 // leaves fence_ms unset, and no node ID is handed out, until the operator
 // declares the restore and the longest TTL the old history may hold
 // ("nodeid init --restored --max-ttl"); the quarantine that was running is
-// kept in moved_fence_ms until then, and the declaration's ends no sooner. The declaration starts a generation
-// too. A raise of the maximum TTL on an asynchronous table is pending
+// kept in moved_fence_ms until then, and the declaration's ends no sooner.
+// The declaration starts a generation too. A raise of the maximum TTL on an asynchronous table is pending
 // (raise_ttl_ms) until confirmed, once every standby has it.
 //
 // The statements are idempotent and take strong locks only where something
@@ -45,11 +45,12 @@ import (
 // recorded failover stay quarantined), and columns that earlier versions
 // used are renamed, so that their statements fail instead of running on
 // rules they do not know; an unused column makes their DDL fail too, so
-// that it cannot add those columns back. The history's generation has no default, so that
-// a claim of a version that does not record it fails too. Every write is
-// durable when the transaction commits (synchronous_commit on), and no
-// statement waits more than lock_timeout for a lock, so that the DDL never
-// queues the fleet's renewals behind a long transaction on the table.
+// that it cannot add those columns back. The history's generation has no
+// default, so that a claim of a version that does not record it fails too.
+// Every write is durable when the transaction commits (synchronous_commit
+// on), and no statement waits more than lock_timeout for a lock, so that
+// the DDL never queues the fleet's renewals behind a long transaction on
+// the table.
 const schemaTemplate = `SELECT set_config('synchronous_commit', 'on', true), set_config('lock_timeout', '{lockms}ms', true);
 CREATE TABLE IF NOT EXISTS {t} (
     node_id     integer     PRIMARY KEY CHECK (node_id >= 0),

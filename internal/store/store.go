@@ -290,8 +290,8 @@ type Outcome struct {
 // stale its copy is: its generation waits for the operator's declaration
 // (restoredTemplate), which states the bound, and so does every generation
 // after it until then; the quarantine that was running is kept
-// (moved_fence_ms), which the declaration never ends sooner. Concurrent statements that see the change compute
-// the same generation; the first to lock the configuration row records it,
+// (moved_fence_ms), which the declaration never ends sooner. Concurrent
+// statements that see the change compute the same generation; the first to lock the configuration row records it,
 // and the others' update finds the identity recorded and changes nothing.
 // The synchronous head reads neither: the table's generation then changes
 // only by an operator's declaration.
