@@ -228,8 +228,10 @@ pod-{node}, is a label), must tell apart every node ID of the table's
 recorded range, whichever part of it --range leases: run computes them for
 each and refuses (exit 2, before any claim) when two get the same values,
 as the numbers a generator reads (015 is 15, or octal 13, as a leading 0
-means to some readers; 08 is 0 to C's strtol; 0x10 is 16). One that tells
-them apart on its own (INSTANCE={node}) is judged alone, and the others
+means to some readers; 08 is 0 to C's strtol; 0x10 is 16, or 0 to C's
+atoi and JavaScript's parseInt(v, 10), which stop at the x: 0x{node} is
+refused). One that tells them apart on its own as most readers read it
+(INSTANCE={node}) is judged alone, under every reading, and the others
 must tell them apart together without it. A number of {epoch} alone is
 refused over more than one node ID. With --partition they are judged over
 --range alone, for a table split between generators whose IDs never meet.
@@ -381,8 +383,11 @@ func (e export) epochNumber() bool { return e.form.numeric && e.form.epoch && !e
 // the number they take for their ID; where says in an error which readers
 // it is.
 type exportReading struct {
-	read  func(string) string
+	read  func(string) string // reads the digits, once 0x or # is set aside
 	where string
+	// prefix says that the reading takes the leading decimal digits of the
+	// value, 0x and # included, in place of read (readDecimalPrefix).
+	prefix bool
 }
 
 // exportReadings are the ways generators read the digits of an
@@ -393,31 +398,37 @@ type exportReading struct {
 // ({node/100}{node%100} writes 015 for node 15), and generators read a
 // leading zero in three ways. Values of different text can thus be the
 // same number, and so the same worker ID. A value in hexadecimal (0x, #)
-// reads so in each of them (exportNumber).
+// reads so in the first three (exportNumber), and as 0 in the last, where
+// the reading stops at the x or the #.
 var exportReadings = []exportReading{
-	{readDecimal, ""},
-	{readOctal, " where a leading 0 means octal (Java's Long.decode, Go's strconv.ParseInt with base 0, YAML 1.1)"},
-	{readOctalPrefix, " where a leading 0 means octal and the reading stops at an 8 or 9 (C's strtol and sscanf %i, Go's fmt.Sscan)"},
+	{read: readDecimal},
+	{read: readOctal, where: " where a leading 0 means octal (Java's Long.decode, Go's strconv.ParseInt with base 0, YAML 1.1)"},
+	{read: readOctalPrefix, where: " where a leading 0 means octal and the reading stops at an 8 or 9 (C's strtol and sscanf %i, Go's fmt.Sscan)"},
+	{prefix: true, where: " where the reading takes the leading decimal digits and stops at the first other character, 0 if there are none (C's atoi and strtol with base 10, JavaScript's parseInt(v, 10), which gives NaN for none): 0x and # read as 0"},
 }
 
-// exportNumber returns, written in decimal, the number read reads from v,
+// exportNumber returns, written in decimal, the number rd reads from v,
 // the value of an export of the numeric form f: the whitespace around it
 // and a + sign are skipped, a - sign is kept (but -0 is 0), and digits
-// after 0x, 0X or # are read in hexadecimal, whatever read; zero reports
-// whether other digits have a leading zero, without which the readings
+// after 0x, 0X or # are read in hexadecimal, but by a prefix reading,
+// which reads the leading decimal digits; zero reports whether other
+// digits have a leading zero, without which the readings of the digits
 // agree.
-func exportNumber(f numberForm, v string, read func(string) string) (n string, zero bool) {
+func exportNumber(f numberForm, v string, rd exportReading) (n string, zero bool) {
 	v = strings.TrimFunc(v, unicode.IsSpace)
 	sign := ""
 	if v != "" && (v[0] == '+' || v[0] == '-') {
 		sign, v = strings.TrimPrefix(v[:1], "+"), v[1:]
 	}
-	if f.hex {
+	switch {
+	case rd.prefix:
+		n = readDecimalPrefix(v)
+	case f.hex:
 		v = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(v, "0x"), "0X"), "#")
 		n = readHex(v)
-	} else {
+	default:
 		zero = len(v) > 1 && v[0] == '0'
-		n = read(v)
+		n = rd.read(v)
 	}
 	if n == "0" {
 		sign = ""
@@ -448,6 +459,19 @@ func readDecimal(v string) string {
 		return t
 	}
 	return "0"
+}
+
+// readDecimalPrefix returns, written in decimal without leading zeros, the
+// number read from the leading decimal digits of v, 0 if it has none, as
+// C's atoi and strtol with base 10 and JavaScript's parseInt(v, 10) read
+// it: they stop at the first other character. 0x5 is 0, #5 is 0 (NaN to
+// parseInt, for every node ID alike), and 015 is 15.
+func readDecimalPrefix(v string) string {
+	end := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(v)
+	}
+	return readDecimal(v[:end])
 }
 
 // readOctal returns, written in decimal, the number read from the digits
@@ -485,31 +509,39 @@ func readOctalPrefix(v string) string {
 }
 
 // collision is two node IDs to which some exports give the same numbers
-// under one of exportReadings.
+// under one of exportReadings; first says it is the first, the common one.
 type collision struct {
 	a, b    int64
 	reading exportReading
+	first   bool
 }
 
 // collide returns two node IDs of r to which the exports es give the same
-// numbers under one of exportReadings; ok is false if there are none.
+// numbers under one of exportReadings, the first that finds some; ok is
+// false if there are none. A reading of the digits after the first is
+// applied only if some value has a leading zero, and the prefix reading
+// only if some export is in hexadecimal: otherwise they read what the
+// first does.
 func collide(es []export, r cli.NodeRange) (c collision, ok bool) {
-	leadingZero := false
+	leadingZero, hex := false, false
+	for _, e := range es {
+		hex = hex || e.form.hex
+	}
 	for i, rd := range exportReadings {
-		if i > 0 && !leadingZero {
-			break
+		if i > 0 && !(rd.prefix && hex || !rd.prefix && leadingZero) {
+			continue
 		}
 		seen := make(map[string]int64, min(r.Size(), 1<<16))
 		for node := r.Lo; node <= r.Hi; node++ {
 			nums := make([]string, len(es))
 			for j, e := range es {
-				n, zero := exportNumber(e.form, e.value(node, 0), rd.read)
+				n, zero := exportNumber(e.form, e.value(node, 0), rd)
 				leadingZero = leadingZero || zero
 				nums[j] = n
 			}
 			key := strings.Join(nums, " ")
 			if other, dup := seen[key]; dup {
-				return collision{other, node, rd}, true
+				return collision{other, node, rd, i == 0}, true
 			}
 			seen[key] = node
 		}
@@ -536,13 +568,16 @@ func constant(es []export, r cli.NodeRange) bool {
 // under each of exportReadings, since that is what the generator takes
 // for its ID; partition says that r is this process's range alone.
 //
-// An identifying export that tells the node IDs apart on its own ({node},
-// INSTANCE={node} for logs, or a generator's whole ID) is judged alone:
-// the others must tell them apart together without it. A generator reads
-// its ID from the exports it knows, and one that reads WORKER_ID={node%32}
-// gets one worker ID on node IDs 0 and 32 whatever INSTANCE={node} beside
-// it says; DATACENTER_ID={node/32%32} and WORKER_ID={node%32}, which tell
-// them apart only together, are read together.
+// An identifying export that tells the node IDs apart on its own as most
+// readers read it ({node}, INSTANCE={node} for logs, or a generator's
+// whole ID) is judged alone, under every reading: the others must tell
+// them apart together without it. A generator reads its ID from the
+// exports it knows, and one that reads WORKER_ID={node%32} gets one
+// worker ID on node IDs 0 and 32 whatever INSTANCE={node} beside it says;
+// one that reads WORKER_ID={node/10}{node%10} with C's strtol gets 0 on
+// node IDs 0 and 8 (00 and 08) whatever PORT=80{node%10} beside it says.
+// DATACENTER_ID={node/32%32} and WORKER_ID={node%32}, which tell them
+// apart only together, are read together.
 func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) error {
 	var (
 		idents    []export
@@ -570,13 +605,25 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 				f, e.name, e.template, over, EnvEpoch)
 		}
 	}
+	labelNote := ""
+	if len(labels) > 0 {
+		are := " is a label"
+		if len(labels) > 1 {
+			are = " are labels"
+		}
+		labelNote = fmt.Sprintf(" (%s%s, not an ID: only exports whose values are numbers of {node} arithmetic tell generators apart)", strings.Join(labels, " and "), are)
+	}
 	// The identifying exports that tell the node IDs apart on their own
-	// are judged alone; the others together.
+	// under the first reading are judged alone, under every reading; the
+	// others together.
 	var alone, joint []export
 	for _, e := range idents {
-		if _, ok := collide([]export{e}, r); ok {
+		switch c, ok := collide([]export{e}, r); {
+		case ok && c.first:
 			joint = append(joint, e)
-		} else {
+		case ok:
+			return f.refusal([]export{e}, c, over, labelNote, partition)
+		default:
 			alone = append(alone, e)
 		}
 	}
@@ -591,32 +638,6 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 	if !ok {
 		return nil
 	}
-	// values returns the joint exports' values for node as NAME=VALUE
-	// (quoted if it has whitespace), and as NAME=NUMBER, the numbers the
-	// reading reads them as.
-	values := func(node int64) (vals, nums string) {
-		var vs, ns []string
-		for _, e := range joint {
-			v := e.value(node, 0)
-			n, _ := exportNumber(e.form, v, c.reading.read)
-			if strings.ContainsFunc(v, unicode.IsSpace) {
-				v = strconv.Quote(v)
-			}
-			vs = append(vs, e.name+"="+v)
-			ns = append(ns, e.name+"="+n)
-		}
-		return strings.Join(vs, " "), strings.Join(ns, " ")
-	}
-	a, nums := values(c.a)
-	b, _ := values(c.b)
-	get := "both get " + b
-	if a != b {
-		number := "number"
-		if len(joint) > 1 {
-			number = "numbers"
-		}
-		get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, nums, c.reading.where)
-	}
 	note := ""
 	if len(alone) > 0 {
 		var ds, names []string
@@ -630,15 +651,41 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 		if len(alone) > 1 {
 			tells, its, is, it = "tell", "their", "they are", "them"
 		}
-		note += fmt.Sprintf(" (%s %s every node ID apart on %s own, so %s judged alone: a generator that reads %s without %s gets one ID on both)",
+		note = fmt.Sprintf(" (%s %s every node ID apart on %s own, so %s judged alone: a generator that reads %s without %s gets one ID on both)",
 			strings.Join(ds, " and "), tells, its, is, strings.Join(names, " and "), it)
 	}
-	if len(labels) > 0 {
-		are := " is a label"
-		if len(labels) > 1 {
-			are = " are labels"
+	return f.refusal(joint, c, over, note+labelNote, partition)
+}
+
+// refusal is the error of distinct for the exports es judged together, to
+// which the node IDs of c give the same numbers; note follows what they
+// get.
+func (f *exportFlags) refusal(es []export, c collision, over, note string, partition bool) error {
+	// values returns the exports' values for node as NAME=VALUE (quoted
+	// if it has whitespace), and as NAME=NUMBER, the numbers the reading
+	// reads them as.
+	values := func(node int64) (vals, nums string) {
+		var vs, ns []string
+		for _, e := range es {
+			v := e.value(node, 0)
+			n, _ := exportNumber(e.form, v, c.reading)
+			if strings.ContainsFunc(v, unicode.IsSpace) {
+				v = strconv.Quote(v)
+			}
+			vs = append(vs, e.name+"="+v)
+			ns = append(ns, e.name+"="+n)
 		}
-		note += fmt.Sprintf(" (%s%s, not an ID: only exports whose values are numbers of {node} arithmetic tell generators apart)", strings.Join(labels, " and "), are)
+		return strings.Join(vs, " "), strings.Join(ns, " ")
+	}
+	a, nums := values(c.a)
+	b, _ := values(c.b)
+	get := "both get " + b
+	if a != b {
+		number := "number"
+		if len(es) > 1 {
+			number = "numbers"
+		}
+		get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, nums, c.reading.where)
 	}
 	advice := "or narrow --range"
 	if !partition {

@@ -166,8 +166,12 @@ func TestExportDistinctReadsNumbers(t *testing.T) {
 		{[]string{"WORKER_ID=1{node%32}", "POD=pod-{node}"}, cli.NodeRange{Lo: 0, Hi: 31}, nil},
 		{[]string{"W={node/100}{node%100}"}, cli.NodeRange{Lo: 100, Hi: 999}, nil},
 		// Whitespace, a sign and a base are what readers skip or take:
-		// the values are numbers, checked as such.
-		{[]string{"W= {node}\t", "X=+{node}", "Y=-{node}", "Z=0x{node}", "V=#{node}", "U=0XfF{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, nil},
+		// the values are numbers, checked as such. A base is what readers
+		// that take the leading decimal digits stop at: 0x{node} is 0 to
+		// them (TestExportHexValueReadByLeadingDigits).
+		{[]string{"W= {node}\t", "X=+{node}", "Y=-{node}"}, cli.NodeRange{Lo: 0, Hi: 1023}, nil},
+		{[]string{"W= {node}\t", "Z=0x{node}", "V=#{node}", "U=0XfF{node}"}, cli.NodeRange{Lo: 0, Hi: 1023},
+			[]string{"node IDs 0 and 1 of the range 0-1023 get Z=0x0 and Z=0x1, which read as the same number (Z=0) where the reading takes the leading decimal digits"}},
 		{[]string{"W=+{node/100}{node%100}"}, cli.NodeRange{Lo: 0, Hi: 1023},
 			[]string{"node IDs 10 and 100 of the range 0-1023 get W=+010 and W=+10, which read as the same number (W=10)"}},
 		// Node 10 writes 0x010, node 100 0x10: both 16 in hexadecimal,
@@ -616,6 +620,83 @@ func TestExportTwitterPairWithinOneDatacenterBlock(t *testing.T) {
 	} {
 		if err := parseExports(t, c.args...).distinct(c.r, "the range "+c.r.String(), true); err != nil {
 			t.Errorf("%v over %s: refused, though the pair is distinct for every reader: %v", c.args, c.r, err)
+		}
+	}
+}
+
+// TestExportHexValueReadByLeadingDigits: a value with 0x or # is read in
+// hexadecimal by some readers (strtol with base 0, Long.decode, Number)
+// and by its leading decimal digits by others (C's atoi and strtol with
+// base 10, JavaScript's parseInt(v, 10)), which stop at the x or the #:
+// 0x5 is 0 to them, and #5 is 0 (NaN to parseInt). WORKER_ID=0x{node}
+// gives every node ID worker ID 0 there, and is refused as
+// WORKER_ID=0{node%1} would be. Before, only the hexadecimal reading was
+// checked, and it was accepted.
+func TestExportHexValueReadByLeadingDigits(t *testing.T) {
+	t.Parallel()
+	r := cli.NodeRange{Lo: 0, Hi: 1023}
+	const rule = "where the reading takes the leading decimal digits and stops at the first other character"
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"WORKER_ID=0x{node}"}, "--export WORKER_ID=0x{node}: node IDs 0 and 1 of the range 0-1023 get WORKER_ID=0x0 and WORKER_ID=0x1, which read as the same number (WORKER_ID=0) " + rule},
+		{[]string{"WORKER_ID=#{node}"}, "node IDs 0 and 1 of the range 0-1023 get WORKER_ID=#0 and WORKER_ID=#1, which read as the same number (WORKER_ID=0) " + rule},
+		{[]string{"WORKER_ID=0XfF{node}"}, "get WORKER_ID=0XfF0 and WORKER_ID=0XfF1, which read as the same number (WORKER_ID=0) " + rule},
+		{[]string{"WORKER_ID= -0x{node}"}, `get WORKER_ID=" -0x0" and WORKER_ID=" -0x1", which read as the same number (WORKER_ID=0) ` + rule},
+		{[]string{"WORKER_ID=+#{node}"}, "get WORKER_ID=+#0 and WORKER_ID=+#1, which read as the same number (WORKER_ID=0) " + rule},
+		// A datacenter ID in hexadecimal is 0 to those readers, and the
+		// worker ID beside it repeats every 32 node IDs.
+		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID=0x{node/32%32}"}, "node IDs 0 and 32 of the range 0-1023 get WORKER_ID=0 DATACENTER_ID=0x0 and WORKER_ID=0 DATACENTER_ID=0x1, which read as the same numbers (WORKER_ID=0 DATACENTER_ID=0) " + rule},
+		// In hexadecimal it tells the node IDs apart on its own, so it is
+		// judged alone, whatever is beside it.
+		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}", "INSTANCE=0x{node}"}, "node IDs 0 and 1 of the range 0-1023 get INSTANCE=0x0 and INSTANCE=0x1, which read as the same number (INSTANCE=0) " + rule},
+	} {
+		err := parseExports(t, c.args...).distinct(r, "the range 0-1023", false)
+		if err == nil {
+			t.Errorf("%v over 0-1023: accepted; C's atoi and JavaScript's parseInt(v, 10) read one worker ID for every node ID", c.args)
+		} else if !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v over 0-1023: %v\nwant an error saying %q", c.args, err, c.says)
+		}
+	}
+	// A label is still a label.
+	if err := parseExports(t, "WORKER_ID={node}", "TRACE=pod-0x{node}").distinct(r, "the range 0-1023", false); err != nil {
+		t.Errorf("WORKER_ID={node} TRACE=pod-0x{node} over 0-1023: %v", err)
+	}
+	if err := parseExports(t, "WORKER_ID=0x{node}").distinct(cli.NodeRange{Lo: 5, Hi: 5}, "the range 5-5", false); err != nil {
+		t.Errorf("WORKER_ID=0x{node} over the one node ID 5: %v", err)
+	}
+}
+
+// TestExportNumberBesideHidesNoOtherReading: an export that tells the node
+// IDs apart on its own as most readers read it is judged alone under every
+// reading, whatever is exported beside it. WORKER_ID={node/10}{node%10}
+// writes 00 and 08 for node IDs 0 and 8, both 0 to C's strtol with base 0,
+// and is refused alone; beside PORT=80{node%10} (800 and 808) it was
+// judged together with it, the pair told the node IDs apart under every
+// reading, and it was accepted, though a generator that reads WORKER_ID so
+// gets worker ID 0 on node IDs 0, 8 and 9 whatever PORT says.
+func TestExportNumberBesideHidesNoOtherReading(t *testing.T) {
+	t.Parallel()
+	r := cli.NodeRange{Lo: 0, Hi: 1023}
+	const says = "node IDs 0 and 8 of the range 0-1023 get WORKER_ID=00 and WORKER_ID=08, which read as the same number (WORKER_ID=0) where a leading 0 means octal and the reading stops at an 8 or 9"
+	for _, beside := range [][]string{nil, {"PORT=80{node%10}"}, {"PORT=80{node%10}", "POD=pod-{node}"}, {"SHARD={node%10}"}} {
+		args := append([]string{"WORKER_ID={node/10}{node%10}"}, beside...)
+		err := parseExports(t, args...).distinct(r, "the range 0-1023", false)
+		if err == nil {
+			t.Errorf("%v over 0-1023: accepted; C's strtol with base 0 reads WORKER_ID=00 and WORKER_ID=08 as worker ID 0", args)
+		} else if !strings.Contains(err.Error(), says) {
+			t.Errorf("%v over 0-1023: %v\nwant an error saying %q", args, err, says)
+		}
+	}
+	// Exports that tell the node IDs apart only together are still judged
+	// together, beside it or not.
+	for _, args := range [][]string{
+		{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}", "PORT=80{node%10}"},
+		{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}", "INSTANCE={node}"},
+	} {
+		if err := parseExports(t, args...).distinct(r, "the range 0-1023", false); err != nil {
+			t.Errorf("%v over 0-1023: %v", args, err)
 		}
 	}
 }

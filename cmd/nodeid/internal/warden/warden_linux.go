@@ -337,10 +337,13 @@ func (w *warden) commandExited() bool {
 
 // killAll kills every descendant of the warden, round after round, until
 // it has no child left (hence no descendant), reports it to the supervisor
-// and returns. why, if not empty, is reported first; cause is an error
-// that forced it.
+// and returns. why, if not empty, is reported first, but not for a command
+// that has exited (reaped or not): an alarm that expires as the command
+// exits by itself may be taken before its exit is noted, and the command
+// was not killed then; what it left behind is killed all the same. cause
+// is an error that forced it.
 func (w *warden) killAll(why string, cause error) error {
-	if why != "" && why != whyExited {
+	if why != "" && why != whyExited && !w.commandExited() {
 		w.send(event{Ev: evKill, Why: why})
 	}
 	k := treeKiller{root: os.Getpid(), failed: func(pid int, err error) {

@@ -15,16 +15,21 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nodeid/nodeid/internal/testkit"
 )
 
 // The tests run the warden, and for some the supervisor, as processes of
 // their own: this test binary, in the role roleEnv names.
 const (
-	roleEnv     = "WARDEN_TEST_ROLE"     // "warden" or "supervisor"
+	roleEnv     = "WARDEN_TEST_ROLE"     // "warden", "supervisor" or "kill-after-exit"
 	clockEnv    = "WARDEN_TEST_CLOCK"    // the offset file of the wall clock, for both roles
 	argvEnv     = "WARDEN_TEST_ARGV"     // supervisor: the command, as JSON
 	deadlineEnv = "WARDEN_TEST_DEADLINE" // supervisor: the deadline, from its start
+	whyEnv      = "WARDEN_TEST_WHY"      // kill-after-exit: the reason of the kill
+	heldEnv     = "WARDEN_TEST_HELD"     // kill-after-exit: true if the reaper holds the command's status
+	dirEnv      = "WARDEN_TEST_DIR"      // kill-after-exit: a directory of its own
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +46,8 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "supervisor":
 		os.Exit(superviseMain())
+	case "kill-after-exit":
+		os.Exit(killAfterExitMain(os.Getenv(whyEnv), os.Getenv(heldEnv) == "true", os.Getenv(dirEnv)))
 	}
 	testkit.Main(m, nil)
 }
@@ -482,5 +489,147 @@ func TestSupervisorStopped(t *testing.T) {
 	waitGone(t, pids, time.Minute, "with the supervisor stopped")
 	if p, err := readProc(sup.Process.Pid); err != nil || p.state != 'T' {
 		t.Errorf("the supervisor is not stopped any more: %+v, %v", p, err)
+	}
+}
+
+// killAfterExitMain is the kill-after-exit role: a warden whose command
+// (sh, leaving a sleep behind) has exited when the kill at the deadline or
+// the ceiling (why) begins. With held, the reaper has collected the
+// command and holds its status, not yet noted, as it does while the
+// warden's loop takes an alarm; without, the command is a zombie the
+// reaper has yet to collect, and stays one until the kill has begun (the
+// reaper starts once the sleep is killed). It writes the warden's events
+// to stdout.
+func killAfterExitMain(why string, held bool, dir string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := becomeSubreaper(); err != nil {
+		return fail(err)
+	}
+	clock, err := NewWallClock(nil)
+	if err != nil {
+		return fail(err)
+	}
+	w := &warden{
+		stderr: os.Stderr, events: &jsonLines{w: os.Stdout}, clock: clock, name: "sh",
+		grace: time.Second, ttl: time.Minute, ceiling: clock.NowMs(), deadline: bootNow(), killAt: bootNow(),
+		reaped: make(chan reapedChild),
+	}
+	sleepFile := filepath.Join(dir, "sleep")
+	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "sleep 1000 & echo $! > " + sleepFile + "; exit 3"},
+		&syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 2, 2}, Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	if err != nil {
+		return fail(err)
+	}
+	w.pid = pid
+	// Blocks until the command has exited: a zombie, not collected.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		return fail(err)
+	}
+	b, err := os.ReadFile(sleepFile)
+	if err != nil {
+		return fail(err)
+	}
+	sleep, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fail(err)
+	}
+	if held {
+		go w.reap()
+		// The reaper collects the command, then waits for the loop to take
+		// its status.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+			if err == unix.ECHILD {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fail(fmt.Errorf("the reaper did not collect the command within a minute (%v)", err))
+			}
+		}
+	} else {
+		go func() {
+			// The sleep dies in the kill's first round, after the kill
+			// decided what to report.
+			var info unix.Siginfo
+			_ = unix.Waitid(unix.P_PID, sleep, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			w.reap()
+		}()
+	}
+	if err := w.killAll(why, nil); err != nil {
+		return fail(err)
+	}
+	if alive := living([]int{pid, sleep}); len(alive) > 0 {
+		return fail(fmt.Errorf("processes %v outlived the kill", alive))
+	}
+	return 0
+}
+
+// TestKillAfterExitIsNoKill: a command that has exited by itself when the
+// kill at the deadline or the ceiling begins is not reported killed: its
+// exit and code are, and what it left behind is killed all the same. The
+// reaper may hold the command's status, or not have collected it yet,
+// while the warden's loop takes an alarm that expired at the same time;
+// before, the warden then reported the kill first, and run exited with 5,
+// the lease's end, although the command had exited first.
+func TestKillAfterExitIsNoKill(t *testing.T) {
+	for _, why := range []string{WhyDeadline, WhyCeiling, WhyGrace} {
+		for _, held := range []bool{true, false} {
+			name := why + "/zombie"
+			if held {
+				name = why + "/reaped"
+			}
+			t.Run(name, func(t *testing.T) {
+				c := exec.Command(os.Args[0], "-test.run=^$")
+				c.Env = append(os.Environ(), roleEnv+"=kill-after-exit", whyEnv+"="+why, heldEnv+"="+strconv.FormatBool(held), dirEnv+"="+t.TempDir())
+				c.Stderr = os.Stderr
+				c.WaitDelay = time.Second
+				var out bytes.Buffer
+				c.Stdout = &out
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- c.Wait() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("the warden: %v; events:\n%s", err, out.String())
+					}
+				case <-time.After(2 * time.Minute):
+					_ = c.Process.Kill()
+					<-done
+					t.Fatalf("the warden did not end within 2 minutes; events:\n%s", out.String())
+				}
+				var evs []event
+				dec := json.NewDecoder(&out)
+				for dec.More() {
+					var ev event
+					if err := dec.Decode(&ev); err != nil {
+						t.Fatal(err)
+					}
+					evs = append(evs, ev)
+				}
+				t.Logf("events: %+v", evs)
+				exited := false
+				for _, ev := range evs {
+					switch ev.Ev {
+					case evKill:
+						t.Errorf("the warden reported a kill (%s) of a command that had exited by itself: %+v", ev.Why, evs)
+					case evExit:
+						exited = true
+						if ev.Code != 3 {
+							t.Errorf("exit code %d, want the command's 3", ev.Code)
+						}
+					}
+				}
+				if !exited || len(evs) == 0 || evs[len(evs)-1].Ev != evDone {
+					t.Errorf("events %+v; want the command's exit, then done", evs)
+				}
+			})
+		}
 	}
 }
