@@ -97,7 +97,11 @@
 //     maximum TTL, or a raise of it still pending, and a tenth: on such a
 //     table a raise is pending until every standby streaming now and every
 //     replication slot has replayed it (nodeid init --max-ttl waits for
-//     them), so that no server that may be promoted lacks it. After another
+//     them), so that no server that may be promoted lacks it; and a table
+//     created on such a server with standbys hands out no node ID until
+//     every one of them has its creation (Acquire and nodeid init wait for
+//     them; ErrCreationPending), so that a failover never loses a table
+//     that handed out node IDs. After another
 //     system identifier (a dump restored elsewhere, an upgrade, a move) a
 //     copy cannot know how stale it is: no node ID is handed out
 //     (ErrRestorePending) until an operator declares the restore with the

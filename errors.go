@@ -69,6 +69,18 @@ var (
 	// stale it is. Acquire returns it at once, even with WithWait.
 	ErrRestorePending = errors.New("nodeid: restore not declared")
 
+	// ErrCreationPending: the table was created on an asynchronous server
+	// with standbys, and hands out no node ID until every standby has
+	// replayed its creation (a failover to one that lacks it would lose
+	// the table and every claim made in it). Acquire confirms the creation
+	// itself, waiting for the standbys within its context and at most
+	// CreationWait; it returns this error, at once even with WithWait,
+	// when it cannot: the role may not see the position of a standby that
+	// streams without a replication slot (grant pg_read_all_stats, or
+	// confirm it with "nodeid init"), or a standby has not replayed the
+	// creation in time.
+	ErrCreationPending = errors.New("nodeid: table creation not confirmed")
+
 	// ErrInvalidOption: an option passed to New has a bad value.
 	ErrInvalidOption = errors.New("nodeid: invalid option")
 

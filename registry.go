@@ -353,6 +353,14 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		return nil, err
 	}
 	r.recordClaim(res)
+	if !res.OK && res.Refusal.CreationPending && !retried {
+		// The table's creation waits for its standbys: confirm it, then
+		// claim again.
+		if err := r.settleCreation(ctx); err != nil {
+			return nil, err
+		}
+		return r.claimOnce(ctx, true)
+	}
 	if !res.OK && res.Refusal.ModeChanged && !retried {
 		// The table's replication mode changed since the Registry read it:
 		// the store has learnt the new one; check it and claim again.
@@ -366,6 +374,54 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		return nil, r.refusal(res.Refusal)
 	}
 	return r.lease(ctx, res, t0)
+}
+
+// CreationWait bounds how long Acquire waits for the standbys to replay a
+// table's pending creation (see ErrCreationPending).
+const CreationWait = time.Minute
+
+// creationSettler is a store whose table's creation may be pending
+// (*store.Store; a table in memory never is).
+type creationSettler interface {
+	SettleCreation(ctx context.Context, behind func(lsn string, sbs []store.Standby)) error
+}
+
+// settleCreation confirms the table's pending creation once every standby
+// has replayed it, within ctx and CreationWait, or says why it cannot.
+func (r *Registry) settleCreation(ctx context.Context) error {
+	table := r.cfg.table.Table
+	st, ok := r.st.(creationSettler)
+	if !ok {
+		return fmt.Errorf("%w: table %s", ErrCreationPending, table)
+	}
+	wctx, cancel := context.WithTimeout(ctx, CreationWait)
+	defer cancel()
+	var behind atomic.Pointer[string] // the standbys the wait met behind, for the error
+	_, err := bounded(r, wctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, st.SettleCreation(ctx, func(lsn string, sbs []store.Standby) {
+			labels := store.Labels(sbs)
+			behind.Store(&labels)
+			r.cfg.logger.Info("nodeid: the table's creation waits for its standbys to replay it before any node ID is handed out",
+				"table", table, "wal_position", lsn, "standbys", labels)
+		})
+	}, nil)
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("table %s was created on a server with standbys and hands out no node ID until every standby has replayed its creation", table)
+	var hidden *store.HiddenStandbyError
+	switch {
+	case errors.As(err, &hidden):
+		return fmt.Errorf("%w: %s, and %w: grant that, or confirm the creation with nodeid init --table %s", ErrCreationPending, what, err, table)
+	case wctx.Err() != nil:
+		late := "the standbys"
+		if b := behind.Load(); b != nil {
+			late = *b
+		}
+		return fmt.Errorf("%w: %s; stopped waiting for %s, which have not replayed it (a replication slot no standby uses keeps it waiting: drop it): %w",
+			ErrCreationPending, what, late, context.Cause(wctx))
+	}
+	return err
 }
 
 // lateTimeout bounds each of the two steps of a claim whose caller stopped
@@ -425,6 +481,9 @@ func (r *Registry) refusal(why store.Refusal) error {
 	case why.RestorePending:
 		return fmt.Errorf("%w: table %s is served by another server than the one it records (another system identifier: a dump restored elsewhere, an upgrade, a move), and no node ID is handed out until an operator declares the restore and the longest TTL any holder of the old history may hold: nodeid init --restored --max-ttl D --table %s",
 			ErrRestorePending, table, table)
+	case why.CreationPending:
+		return fmt.Errorf("%w: table %s was created on a server with standbys and hands out no node ID until every standby has replayed its creation: nodeid init --table %s confirms it",
+			ErrCreationPending, table, table)
 	case why.TTLAbove: // the table's maximum was changed since ensure read it
 		return &TableConfigError{Table: table, MinNode: r.lo, MaxNode: r.hi, TTL: r.cfg.ttl,
 			TableMinNode: r.tableLo, TableMaxNode: r.tableHi, MaxTTL: why.MaxTTL}

@@ -22,7 +22,9 @@ const (
 	// stays unclaimable for the maximum TTL and a tenth, and after another
 	// system identifier (a move, an upgrade) until an operator declares the
 	// restore. A raise of the maximum TTL is pending until every standby
-	// has it.
+	// has it, and so is a table's creation on a server with standbys (no
+	// node ID is handed out until then: the first Acquire, or nodeid init,
+	// waits for them).
 	Async Replication = "async"
 	// Sync: the database never loses an acknowledged commit in a failover
 	// (Patroni synchronous_mode_strict, CloudNativePG with required

@@ -809,6 +809,9 @@ func TestTwoPromotionsFromOneHistory(t *testing.T) {
 		if err := p.WaitReplayed(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+	settleCreation(t, ctx, first.Primary.DSN(dbName))
+	for _, p := range []*pgtest.Pair{first, second} {
 		p.Repl.Cut()
 	}
 	if err := first.FailOver(ctx); err != nil {
@@ -1084,6 +1087,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settleCreation(t, ctx, pair.Primary.DSN(dbName))
 	pair.Repl.Cut() // the standby will miss the raise
 	primaryDSN := pair.Primary.DSN(dbName)
 	execDSN(t, primaryDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))

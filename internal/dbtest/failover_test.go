@@ -141,6 +141,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settleCreation(t, ctx, pair.Primary.DSN(dbName))
 	open := func(dsn string) *sql.DB {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {

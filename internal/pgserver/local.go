@@ -187,9 +187,12 @@ func (l *local) basebackup(ctx context.Context, addr, slot string) error {
 	if err != nil {
 		return err
 	}
-	out, err := l.command(ctx, "pg_basebackup", "-D", l.data(), "-h", host, "-p", port, "-U", "postgres",
-		"--write-recovery-conf", "--create-slot", "--slot="+slot, "--wal-method=stream",
-		"--checkpoint=fast", "--no-sync").CombinedOutput()
+	args := []string{"-D", l.data(), "-h", host, "-p", port, "-U", "postgres", "--write-recovery-conf", "--wal-method=stream",
+		"--checkpoint=fast", "--no-sync"}
+	if slot != "" {
+		args = append(args, "--create-slot", "--slot="+slot)
+	}
+	out, err := l.command(ctx, "pg_basebackup", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_basebackup: %w\n%s", err, out)
 	}

@@ -73,8 +73,8 @@ func StartGatedPair(ctx context.Context, gate Gate, settings ...string) (*Pair, 
 // StartStandby starts a standby of primary, a server that StartPair
 // started with the same settings, cloned and streaming through a proxy of
 // its own (Repl, which asks gate, if not nil, before every chunk) from a
-// new replication slot named slot, and returns it as a Pair that shares the
-// primary: closing it leaves the primary running.
+// new replication slot named slot (none if slot is ""), and returns it as
+// a Pair that shares the primary: closing it leaves the primary running.
 func StartStandby(ctx context.Context, primary *Server, slot string, gate Gate, settings ...string) (*Pair, error) {
 	p := &Pair{Primary: primary, shared: true}
 	var err error

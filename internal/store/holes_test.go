@@ -41,6 +41,9 @@ func rangePair(t *testing.T, maxNode int64, maxTTL time.Duration) (*pgtest.Pair,
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := storeOn(t, pair.Primary.DSN(dbName), 0).SettleCreation(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
 	return pair, dbName
 }
 
@@ -538,5 +541,145 @@ func TestAMoveKeepsTheDeclaredQuarantine(t *testing.T) {
 	res, err := p.Claim(ctx, 0, 0, "c", short, time.Now().UnixMilli()+short.Milliseconds())
 	if err != nil || res.OK || !res.Refusal.Quarantined || res.Refusal.Until < f1.UnixMilli() {
 		t.Errorf("a claim after the second declaration: %+v, %v; want it refused, quarantined until the first's end %s", res, err, f1.Format(time.StampMilli))
+	}
+}
+
+// A table's creation lost in a failover. The table is created on a
+// primary whose standby receives nothing; the primary fails and the
+// standby, promoted, has no table, and the table is created again there.
+// The first table must have handed out nothing: its next holder on the
+// new table takes node 0 at epoch 1 and stamps at once, and a claim made
+// in the lost table had the same node ID and epoch, stamping in the same
+// range. The creation is pending until the standby has replayed it, and
+// no claim is made meanwhile; when it confirmed at once, a claim took
+// node 0 at epoch 1 in the lost table, 5.7 s inside the range that the
+// new table's claim then stamped.
+func TestALostCreationHandedOutNothing(t *testing.T) {
+	t.Parallel()
+	const ttl = 6 * time.Second
+	ctx := ctxOf(t)
+	pair := pgtest.NewPair(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.Repl.Cut()
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	if created, err := p.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	if tc, err := p.ReadConfig(ctx); err != nil || !tc.CreationPending {
+		t.Errorf("a table created on a primary with a standby: %+v, %v; want its creation pending", tc, err)
+	}
+	lost, err := p.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lost.OK || !lost.Refusal.CreationPending {
+		t.Errorf("a claim in a creation the standby lacks: %+v; want a refusal, the creation pending", lost)
+	}
+	// The standby, cut off, never replays it: the creation stays pending.
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var behind *StandbysBehindError
+	if err := p.SettleCreation(short, nil); !errors.As(err, &behind) || len(behind.Behind) == 0 {
+		t.Errorf("SettleCreation with the standby cut off: %v; want the standbys behind named", err)
+	}
+	if err := pair.FailOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	var had bool
+	if err := s.DB().QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, DefaultTable).Scan(&had); err != nil || had {
+		t.Fatalf("the promoted standby has the table (%v, %v): the creation was not lost", had, err)
+	}
+	if created, err := s.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create on the promoted standby: %v, %v", created, err)
+	}
+	// It has no standby of its own: nothing can lose this creation.
+	if err := s.SettleCreation(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := claimWithin(t, s, "next", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, ttl)
+	t.Logf("the new table's first claim: node %d epoch %d, stamping after %d", c.NodeID, c.Epoch, c.PrevHorizon)
+	if lost.OK && lost.NodeID == c.NodeID && c.PrevHorizon < lost.Horizon {
+		t.Errorf("duplicate IDs: the lost table's claim of node %d at epoch %d stamps up to unix ms %d, and the new table's claim at epoch %d stamps after %d: both may stamp %s before that",
+			lost.NodeID, lost.Epoch, lost.Horizon, c.Epoch, c.PrevHorizon, time.Duration(min(lost.Horizon-c.PrevHorizon, lost.Horizon-lost.Now.UnixMilli()))*time.Millisecond)
+	}
+}
+
+// A creation the standby has replayed is confirmed, on the server it was
+// read on only; a switch to sync confirms it too. A server without
+// standbys or slots creates a table that is not pending at all.
+func TestCreationConfirmedOnceReplayed(t *testing.T) {
+	t.Parallel()
+	const ttl = 6 * time.Second
+	ctx := ctxOf(t)
+	pair := pgtest.NewPair(t)
+	dbName, err := pair.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	if created, err := p.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	mark, err := p.PendingCreation(ctx)
+	if err != nil || !mark.Pending {
+		t.Fatalf("PendingCreation: %+v, %v", mark, err)
+	}
+	if ok, err := p.ConfirmCreation(ctx, CreationMark{Pending: true, LSN: mark.LSN, Server: mark.Server + "x"}); !errors.Is(err, ErrServerChanged) || ok {
+		t.Errorf("ConfirmCreation of a mark read on another server: %v, %v; want ErrServerChanged", ok, err)
+	}
+	var seen []Standby
+	if err := p.SettleCreation(ctx, func(_ string, sbs []Standby) { seen = sbs }); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("standbys waited for: %s", Labels(seen))
+	if tc, err := p.ReadConfig(ctx); err != nil || tc.CreationPending {
+		t.Fatalf("after SettleCreation: %+v, %v; want the creation confirmed", tc, err)
+	}
+	if res, err := p.Claim(ctx, 0, 0, "h", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || !res.OK {
+		t.Fatalf("a claim once the creation is confirmed: %+v, %v", res, err)
+	}
+
+	// A switch to sync confirms a pending creation.
+	sw := Config{Table: "switched", MinNode: 0, MaxNode: 0}
+	st, err := New(p.DB(), sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ApplyMode(ctx, ttl, ""); err != nil {
+		t.Fatal(err)
+	}
+	if tc, err := st.ReadConfig(ctx); err != nil || !tc.CreationPending {
+		t.Fatalf("a second table: %+v, %v; want its creation pending", tc, err)
+	}
+	if err := st.ApplyMode(ctx, ttl, Sync); err != nil {
+		t.Fatal(err)
+	}
+	if tc, err := st.ReadConfig(ctx); err != nil || tc.CreationPending {
+		t.Fatalf("after the switch to sync: %+v, %v; want the creation confirmed", tc, err)
+	}
+
+	// Without standbys or slots, nothing is pending.
+	if err := pair.FailOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alone, err := New(storeOn(t, pair.Standby.DSN(dbName), 0).DB(), Config{Table: "alone", MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created, err := alone.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	if tc, err := alone.ReadConfig(ctx); err != nil || tc.CreationPending {
+		t.Fatalf("a table created on a server without standbys: %+v, %v; want it not pending", tc, err)
 	}
 }

@@ -68,6 +68,7 @@ var mutants = []struct {
 	{"renew-lowers-expiry", "a renewal sets the expiry from its now() even when the row's is later", "2h:late"},
 	{"switch-without-generation-check", "the DDL does not run the generation check before it records sync (or widens the range, or raises the maximum TTL)", "2h:ddl"},
 	{"widening-rows-current-generation", "the rows a widening of the range adds are of the current generation, not the one before", "2h:ddl"},
+	{"creation-not-pending", "a table created on an asynchronous server with a standby hands out node IDs at once, before the standby has its creation", "2h:create"},
 }
 
 func knownMutant(name string) bool {
@@ -94,6 +95,7 @@ type bounds struct {
 	pending   tick     // a raise pending at the start, which the standby has, 0 if none
 	lacks     bool     // the standby lacks the pending raise at the start
 	backupMax tick     // the backup's maximum TTL, if not the table's: a copy older than a raise
+	absent    bool     // no copy has the table at the start (create family)
 	tol       tick     // the servers' clocks agree to within tol; the quarantine adds it
 	holdOffs  [][]tick // the holders' wall clocks: true time plus these, one set a run
 	srv0      tick     // the first server's clock: true time plus srv0
@@ -121,6 +123,7 @@ const (
 	famVerify                      // Verify in a transaction, end it
 	famLate                        // statements that execute late, after their holder gave up
 	famDDL                         // the DDL: switch the replication mode, widen the range
+	famCreate                      // the DDL creates the table where it is missing
 )
 
 var familyNames = []struct {
@@ -128,7 +131,7 @@ var familyNames = []struct {
 	name string
 }{
 	{famFailover, "failover"}, {famEvict, "evict"}, {famRestore, "restore"}, {famRaise, "raise"},
-	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"}, {famDDL, "ddl"},
+	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"}, {famDDL, "ddl"}, {famCreate, "create"},
 }
 
 func (f family) String() string {
@@ -162,6 +165,9 @@ type config struct {
 	gen, sid, tl int8
 	nodes        int8 // the range: node IDs 0 to nodes-1 have rows
 	sync         bool // replication = 'sync': a failover loses no commit
+	// creating: creation_pending, the table's creation not yet confirmed.
+	// A copy without the table has gen 0 and no rows.
+	creating bool
 }
 
 // data is what a copy of the database holds.
@@ -232,9 +238,11 @@ type mstate struct {
 	markSID, markTL int8
 	markSeen        bool
 	// mark is the pending raise that nodeid init read, with the WAL
-	// position it waits for the standbys to replay (PendingRaise), 0 if none.
-	mark tick
-	hold [maxHold]holder
+	// position it waits for the standbys to replay (PendingRaise), 0 if none;
+	// markCreate, that it read a pending creation (PendingCreation).
+	mark       tick
+	markCreate bool
+	hold       [maxHold]holder
 	// Ghosts, for the invariants: the highest epoch granted per node in any
 	// history, the largest TTL ever granted, and which lease stamped each
 	// millisecond of each node.
@@ -259,9 +267,11 @@ func (m *model) initial() []mstate {
 	var s mstate
 	s.nextSID, s.srvSID, s.srvTL = 2, 1, 1
 	s.srvOff = m.b.srv0
-	s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1, nodes: int8(m.b.nodes)}
-	for n := 0; n < m.b.nodes; n++ {
-		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
+	if !m.b.absent {
+		s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1, nodes: int8(m.b.nodes)}
+		for n := 0; n < m.b.nodes; n++ {
+			s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
+		}
 	}
 	s.standby, s.backup = s.db, s.db
 	if m.b.lacks {
@@ -309,8 +319,8 @@ func (v *violation) Error() string { return "rule " + v.rule + ": " + v.what }
 // the maximum TTL and a pending raise, and the servers' clock tolerance.
 func (m *model) seen(s *mstate) {
 	c, sid, tl := &s.db.cfg, s.srvSID, s.srvTL
-	if c.sync || c.sid == sid && c.tl == tl {
-		return
+	if c.gen == 0 || c.sync || c.sid == sid && c.tl == tl {
+		return // no table, or nothing to see
 	}
 	moved := c.sid != sid
 	if m.mut == "f1-copy-max-ttl" {
@@ -382,11 +392,12 @@ func (m *model) claimable(s *mstate, n int) (bool, tick) {
 func era(now tick) int32 { return int32(now+1) << 8 }
 
 // claim is claimTemplate: the lowest claimable node ID, for a TTL the table
-// allows, never while a restore is not declared.
+// allows, never while a restore is not declared or the table's creation
+// is not confirmed, and none on a server without the table.
 func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev tick, v *violation) {
 	c := &s.db.cfg
 	ttl := s.hold[h].ttl
-	if c.fence == noFence || ttl > c.maxTTL && m.mut != "claim-above-max" {
+	if c.gen == 0 || c.creating || c.fence == noFence || ttl > c.maxTTL && m.mut != "claim-above-max" {
 		return false, 0, row{}, 0, nil
 	}
 	now := s.now()
@@ -539,7 +550,8 @@ func (m *model) ddlHead(s *mstate) {
 
 // ddlSwitch is the DDL with the other replication mode (nodeid init
 // --replication, ApplyMode). To sync, after its generation check: a pending
-// raise becomes the maximum, and from its commit on a failover loses no
+// raise becomes the maximum, a pending creation is confirmed, and from its
+// commit on a failover loses no
 // commit (the operator made the replication synchronous first). To async:
 // the server of now is recorded as the one, with no new generation (a
 // synchronous history lost nothing), and the switch's own commit is
@@ -548,7 +560,7 @@ func (m *model) ddlSwitch(s *mstate) {
 	m.ddlHead(s)
 	c := &s.db.cfg
 	if !c.sync {
-		c.sync, c.maxTTL, c.raise = true, max(c.maxTTL, c.raise), 0
+		c.sync, c.maxTTL, c.raise, c.creating = true, max(c.maxTTL, c.raise), 0, false
 		return
 	}
 	c.sync, c.sid, c.tl = false, s.srvSID, s.srvTL
@@ -576,25 +588,45 @@ func (m *model) ddlWiden(s *mstate, to int) {
 	c.nodes = int8(to)
 }
 
-// confirm makes the raise that init read (the mark) the maximum, once the
-// standby has replayed the WAL position read with it, on the server it was
-// read on, and leaves a later raise pending.
+// create is the DDL on a server without the table (nodeid init,
+// WithCreateTable, the DDL of SchemaSQL): a new table of the run's range
+// and maximum TTL, free rows of its first generation, on the server of
+// now, with no quarantine; pending, since the model's server has a
+// standby, until the standby has its creation (confirm).
+func (m *model) create(s *mstate) {
+	s.db = data{cfg: config{maxTTL: m.b.maxTTL, fence: s.now(), gen: 1, sid: s.srvSID, tl: s.srvTL, nodes: int8(m.b.nodes),
+		creating: m.mut != "creation-not-pending"}}
+	for n := 0; n < m.b.nodes; n++ {
+		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
+	}
+}
+
+// confirm makes the raise that init read (the mark) the maximum, and ends
+// the pending creation it read, once the standby has replayed the WAL
+// position read with them, on the server they were read on; a later raise
+// stays pending.
 func (m *model) confirm(s *mstate) bool {
 	c, mark := &s.db.cfg, s.mark
-	if c.raise == 0 || !s.markSeen {
+	raise, create := c.raise != 0 && mark != 0, c.creating && s.markCreate
+	if !raise && !create || !s.markSeen {
 		return false
 	}
 	if (s.srvSID != s.markSID || s.srvTL != s.markTL) && m.mut != "confirm-on-another-server" {
-		return false // ErrServerChanged: init reads the raise again
+		return false // ErrServerChanged: init reads them again
 	}
-	if m.mut == "confirm-unmarked" {
-		mark = c.raise
+	if raise {
+		if m.mut == "confirm-unmarked" {
+			mark = c.raise
+		}
+		c.maxTTL = max(c.maxTTL, min(c.raise, mark))
+		if c.raise <= mark {
+			c.raise = 0
+		}
 	}
-	c.maxTTL = max(c.maxTTL, min(c.raise, mark))
-	if c.raise <= mark {
-		c.raise = 0
+	if create {
+		c.creating = false
 	}
-	s.mark, s.markSID, s.markTL, s.markSeen = 0, 0, 0, false
+	s.mark, s.markCreate, s.markSID, s.markTL, s.markSeen = 0, false, 0, 0, false
 	return true
 }
 
@@ -646,6 +678,7 @@ const (
 	aConfirm
 	aSwitch
 	aWiden
+	aCreate
 	nActKinds
 )
 
@@ -672,10 +705,11 @@ var rules = [nActKinds]string{
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
 	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, store.Restored, restoredTemplate)",
 	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending (async), at once (sync)",
-	aMark:       "nodeid init reads the pending raise and the WAL position to wait for (store.PendingRaise)",
-	aConfirm:    "the raise init read is confirmed once every standby has replayed its position; a later one stays pending (nodeid init, store.ConfirmRaise)",
+	aMark:       "nodeid init (or Acquire, for a creation) reads the pending raise or creation and the WAL position to wait for (store.PendingRaise, store.PendingCreation)",
+	aConfirm:    "the raise or the creation read is confirmed once every standby has replayed its position; a later raise stays pending (nodeid init, store.ConfirmRaise, store.ConfirmCreation)",
 	aSwitch:     "the table's replication mode is switched, async to sync or back (nodeid init --replication, store.ApplyMode, the DDL of SchemaSQL)",
 	aWiden:      "the node range is widened: the DDL adds rows (nodeid init --range, store.Apply, the DDL of SchemaSQL)",
+	aCreate:     "the DDL creates the table on a server without it (nodeid init, WithCreateTable, store.Create, the DDL of SchemaSQL)",
 }
 
 // act is one action: its kind, the holder or node it is about, and its
@@ -689,7 +723,7 @@ type act struct {
 func (a act) String() string {
 	name := [nActKinds]string{"tick", "call", "call-lost", "send", "exec", "exec-lost", "abandon",
 		"exec-late", "verify", "end-tx", "evict", "replicate", "failover", "crash", "backup", "move", "pitr",
-		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen"}[a.kind]
+		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen", "create"}[a.kind]
 	switch a.kind {
 	case aCall, aCallLost, aSend:
 		return fmt.Sprintf("%s %s h%d", name, [...]string{"", "claim", "renew", "release"}[a.arg], a.who)
@@ -772,8 +806,8 @@ func (m *model) enabled(s *mstate, out []act) []act {
 			}
 		}
 	}
-	if (f&(famFailover|famRaise) != 0 && s.left.failovers > 0 || f&famCrash != 0 && s.left.crashes > 0 || s.db.cfg.raise != 0) &&
-		s.standby != s.db {
+	if (f&(famFailover|famRaise) != 0 && s.left.failovers > 0 || f&famCrash != 0 && s.left.crashes > 0 || s.db.cfg.raise != 0 ||
+		s.db.cfg.creating) && s.standby != s.db {
 		out = append(out, act{kind: aReplicate})
 	}
 	if f&(famFailover|famRaise) != 0 && s.left.failovers > 0 {
@@ -795,17 +829,20 @@ func (m *model) enabled(s *mstate, out []act) []act {
 		}
 		out = append(out, act{kind: aDeclare})
 	}
-	if f&famRaise != 0 || (f&famRestore != 0 && m.b.raiseTo > 0) {
+	if f&(famRaise|famCreate) != 0 || (f&famRestore != 0 && m.b.raiseTo > 0) {
 		c := &s.db.cfg
 		if c.raise == 0 && c.maxTTL < m.b.raiseTo || max(c.raise, c.maxTTL) < m.b.raiseTo2 {
 			out = append(out, act{kind: aRaise})
 		}
-		if c.raise != 0 && (s.mark != c.raise || s.srvSID != s.markSID || s.srvTL != s.markTL) {
+		if (c.raise != 0 || c.creating) && (s.mark != c.raise || s.markCreate != c.creating || s.srvSID != s.markSID || s.srvTL != s.markTL) {
 			out = append(out, act{kind: aMark})
 		}
-		if c.raise != 0 && s.mark != 0 {
+		if c.raise != 0 && s.mark != 0 || c.creating && s.markCreate {
 			out = append(out, act{kind: aConfirm})
 		}
+	}
+	if f&famCreate != 0 && s.db.cfg.gen == 0 {
+		out = append(out, act{kind: aCreate})
 	}
 	if f&famDDL != 0 {
 		if s.left.switches > 0 {
@@ -904,8 +941,9 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 	case aReplicate:
 		s.standby = s.db
 		// Past the mark's position: on its timeline the standby has the
-		// raise; on another, the new timeline's WAL may have passed it.
-		s.markSeen = s.mark != 0
+		// raise or the creation; on another, the new timeline's WAL may
+		// have passed it.
+		s.markSeen = s.mark != 0 || s.markCreate
 	case aFailover:
 		s.servers++
 		s.db = s.standby
@@ -957,7 +995,7 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		}
 		m.raise(s, to)
 	case aMark:
-		s.mark, s.markSID, s.markTL = s.db.cfg.raise, s.srvSID, s.srvTL
+		s.mark, s.markCreate, s.markSID, s.markTL = s.db.cfg.raise, s.db.cfg.creating, s.srvSID, s.srvTL
 		s.markSeen = s.standby == s.db
 	case aConfirm:
 		if !m.confirm(s) {
@@ -967,12 +1005,14 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		m.ddlSwitch(s)
 	case aWiden:
 		m.ddlWiden(s, m.b.widenTo)
+	case aCreate:
+		m.create(s)
 	}
 	if s.db.cfg.sync || a.kind == aSwitch {
 		// A table that records sync is replicated synchronously: the
 		// standby has every commit (the assumption), the switch's own
 		// included, either way.
-		s.standby, s.markSeen = s.db, s.mark != 0
+		s.standby, s.markSeen = s.db, s.mark != 0 || s.markCreate
 	}
 	return true, m.mint(s)
 }

@@ -108,6 +108,11 @@ func runs(long bool) []run {
 	// granted since (the copy's maximum).
 	moveTwice := copyFailover
 	moveTwice.nodes, moveTwice.depth, moveTwice.budget.restores, moveTwice.budget.failovers = 1, 8, 2, 0
+	// No table anywhere at the start: the DDL creates it, a failover may
+	// lose the creation, and the DDL creates it again on the new primary.
+	create := two
+	create.nodes, create.absent, create.depth, create.holdOffs = 1, true, 12, [][]tick{{0, -2}}
+	create.budget.failovers = 2
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -138,6 +143,7 @@ func runs(long bool) []run {
 		fam("2h:move-twice", moveTwice, famRestore),
 		fam("2h:ddl", ddl, famDDL|famFailover),
 		fam("2h:ddl+restore", ddlRestore, famDDL|famRestore),
+		fam("2h:create", create, famCreate|famFailover),
 	}
 	all := raising(three)
 	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate | famDDL
@@ -324,8 +330,15 @@ func (m *model) report(w io.Writer, res result) {
 // describe is a one-line account of s.
 func (m *model) describe(s *mstate) string {
 	var b strings.Builder
+	if s.db.cfg.gen == 0 {
+		fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, no table)", s.t, s.now(), s.srvSID, s.srvTL)
+		return b.String() + m.describeHolders(s)
+	}
 	fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, gen %d, fence %s, max %d", s.t, s.now(), s.srvSID, s.srvTL,
 		s.db.cfg.gen, fenceStr(s.db.cfg.fence), s.db.cfg.maxTTL)
+	if s.db.cfg.creating {
+		b.WriteString(" creating")
+	}
 	if s.db.cfg.sync {
 		b.WriteString(" sync")
 	}
@@ -337,6 +350,9 @@ func (m *model) describe(s *mstate) string {
 	}
 	if s.mark != 0 {
 		fmt.Fprintf(&b, " marked %d", s.mark)
+	}
+	if s.markCreate {
+		b.WriteString(" marked creation")
 	}
 	b.WriteString(")")
 	for n := 0; n < max(m.b.nodes, m.b.widenTo); n++ {
@@ -351,6 +367,12 @@ func (m *model) describe(s *mstate) string {
 		}
 		fmt.Fprintf(&b, " [n%d %s e%s exp %s hz %d g%d]", n, owner, epochStr(r.epoch), expStr(r.expires), r.horizon, r.gen)
 	}
+	return b.String() + m.describeHolders(s)
+}
+
+// describeHolders is the holders' part of describe.
+func (m *model) describeHolders(s *mstate) string {
+	var b strings.Builder
 	for h := 0; h < m.b.holders; h++ {
 		hd := &s.hold[h]
 		fmt.Fprintf(&b, " h%d(clock %+d", h, hd.off)

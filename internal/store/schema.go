@@ -36,8 +36,11 @@ import (
 // declares the restore and the longest TTL the old history may hold
 // ("nodeid init --restored --max-ttl"); the quarantine that was running is
 // kept in moved_fence_ms until then, and the declaration's ends no sooner.
-// The declaration starts a generation too. A raise of the maximum TTL on an asynchronous table is pending
-// (raise_ttl_ms) until confirmed, once every standby has it.
+// The declaration starts a generation too. A raise of the maximum TTL on
+// an asynchronous table is pending (raise_ttl_ms) until confirmed, once
+// every standby has it; so is the creation of a table on an asynchronous
+// server with standbys (creation_pending), and no node ID is handed out
+// until then.
 //
 // The statements are idempotent and take strong locks only where something
 // changes: a table of an earlier version is brought up to date (its rows
@@ -84,6 +87,7 @@ CREATE TABLE IF NOT EXISTS {c} (
     generation_at timestamptz NOT NULL DEFAULT now(),
     fence_ms      bigint,
     moved_fence_ms bigint,
+    creation_pending boolean CHECK (creation_pending),
     server_id     bigint,
     wal_timeline  bigint
 );
@@ -160,6 +164,10 @@ BEGIN
         -- The versions that forgot, at a move, the quarantine running.
         ALTER TABLE {c} ADD COLUMN moved_fence_ms bigint;
     END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'creation_pending' AND NOT attisdropped) THEN
+        -- The versions whose tables were usable as soon as created.
+        ALTER TABLE {c} ADD COLUMN creation_pending boolean CHECK (creation_pending);
+    END IF;
     -- The free rows in node ID order, by an expression no other index
     -- orders (node_id + 0), so that the planner reads the lowest free row
     -- from it whatever its statistics say: an index on node_id itself
@@ -188,8 +196,17 @@ BEGIN
         IF want = 'async' THEN
             EXECUTE pair INTO sid, tli;
         END IF;
-        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline)
-        VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli);
+        -- A table created on an asynchronous server that has standbys is
+        -- pending until every standby has replayed its creation (confirmed
+        -- as a raise is): a failover to one that lacks it would let a new
+        -- table hand out the node IDs and epochs that the lost one did.
+        -- A server without standbys or physical replication slots has no
+        -- standby to lose it.
+        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline,
+            creation_pending)
+        VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli,
+            CASE WHEN want = 'async' AND (EXISTS (SELECT FROM pg_stat_replication)
+                OR EXISTS (SELECT FROM pg_replication_slots WHERE slot_type = 'physical')) THEN true END);
     ELSE
         IF cur = 'async' THEN
             -- The generation check of a claim (asyncHead's seen): a
@@ -216,13 +233,16 @@ BEGIN
         -- A raise of the maximum TTL is pending on an asynchronous table
         -- (raise_ttl_ms: quarantines count with it, leases may not use it)
         -- until every standby has it; on a synchronous one it is at once.
+        -- A switch to sync confirms a pending creation too: the replication
+        -- is synchronous by then, and the standbys have every commit.
         UPDATE {c} SET min_node = LEAST(min_node, {lo}), max_node = GREATEST(max_node, {hi}),
             max_ttl_ms = CASE WHEN eff = 'sync' THEN GREATEST(max_ttl_ms, {ttl}, COALESCE(raise_ttl_ms, 0)) ELSE max_ttl_ms END,
             raise_ttl_ms = CASE WHEN eff = 'sync' THEN NULL
                 WHEN {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0)) THEN {ttl} ELSE raise_ttl_ms END,
+            creation_pending = CASE WHEN eff = 'sync' THEN NULL ELSE creation_pending END,
             replication = eff
         WHERE min_node > {lo} OR max_node < {hi} OR {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0))
-            OR replication <> eff OR (eff = 'sync' AND raise_ttl_ms IS NOT NULL);
+            OR replication <> eff OR (eff = 'sync' AND (raise_ttl_ms IS NOT NULL OR creation_pending));
     END IF;
 END
 $nodeid$;

@@ -98,6 +98,7 @@ func expand(tmpl string, c Config, mode Replication) string {
 // statements are the SQL texts of a Store for one replication mode.
 type statements struct {
 	claim, refusal, renew, release, list, restored, pendingRaise, confirmRaise string
+	pendingCreation, confirmCreation                                           string
 }
 
 // Store runs the statements on one lease table.
@@ -140,7 +141,8 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 			claim: expand(claimTemplate, cfg, m), refusal: expand(refusalTemplate, cfg, m), renew: expand(renewTemplate, cfg, m),
 			release: expand(releaseTemplate, cfg, m), list: expand(listTemplate, cfg, m),
 			restored: expand(restoredTemplate, cfg, m), pendingRaise: expand(pendingRaiseTemplate, cfg, m),
-			confirmRaise: expand(confirmRaiseTemplate, cfg, m),
+			confirmRaise: expand(confirmRaiseTemplate, cfg, m), pendingCreation: expand(pendingCreationTemplate, cfg, m),
+			confirmCreation: expand(confirmCreationTemplate, cfg, m),
 		}
 	}
 	for _, q := range []struct {
@@ -224,6 +226,11 @@ type Refusal struct {
 	// upgrade, a move) and the operator has not declared the restore: no
 	// node ID is handed out until then.
 	RestorePending bool
+	// CreationPending is set while the table's creation is not confirmed:
+	// it was created on an asynchronous server with standbys, and no node
+	// ID is handed out until every standby has replayed it
+	// (ConfirmCreation).
+	CreationPending bool
 	// TTLAbove is set when the claim's TTL exceeds the table's maximum
 	// MaxTTL; Unconfigured when the table has no recorded configuration.
 	TTLAbove     bool
@@ -270,7 +277,8 @@ type Outcome struct {
 // generation's quarantine, after which a row last claimed in an earlier
 // generation may be claimed again; pending is set while a restore is not
 // declared, when no row may be claimed (fence_ms is then the largest
-// bigint). q also makes the statement's commit durable (synchronous_commit
+// bigint), and creating while the table's creation is not confirmed, when
+// no row may be claimed either. q also makes the statement's commit durable (synchronous_commit
 // on for its transaction only, whatever the server, database, role or
 // session set): every write of a lease statement joins q, so q is read
 // before anything is written. One statement, one transaction: no session
@@ -306,6 +314,7 @@ const asyncHead = `WITH id AS (
     LIMIT 1
 ), g AS (
     SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at,
+        COALESCE(c.creation_pending, false) AS creating,
         CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM c
@@ -340,6 +349,7 @@ const quarantine = `GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 1
 const syncHead = `WITH g AS (
     SELECT c.max_ttl_ms, c.replication AS mode, false AS changed, c.generation AS gen,
         (extract(epoch FROM now()) * 1000)::bigint AS now_ms, now() AS now_at, c.fence_ms,
+        COALESCE(c.creation_pending, false) AS creating,
         set_config('synchronous_commit', 'on', true) AS durable
     FROM {c} AS c
     LIMIT 1
@@ -402,7 +412,8 @@ const EraOrigin = 1577836800
 // claim at 65,536 node IDs); so each is read through its own partial
 // index, whatever the statistics say. A row whose horizon has not
 // passed is not claimable: its next holder would have to wait for its
-// clock. No row is claimable while a restore is not declared (q.pending).
+// clock. No row is claimable while a restore is not declared (q.pending),
+// nor while the table's creation is not confirmed (q.creating).
 // The statement ends the lapsed holder's history row and starts the new
 // one, and answers with the claimed row, or with no row when it found
 // nothing (refusalTemplate then says why). It claims only for the
@@ -446,7 +457,7 @@ const EraOrigin = 1577836800
 // $1, $2: range; $3: owner; $4: TTL in ms; $5: the horizon to record.
 const claimTemplate = "-- nodeid claim\n{head}" + `, lo AS (
     SELECT (SELECT min(t.node_id + 0) FROM {t} AS t WHERE ` + lapsedRows + `) AS lapsed_min
-    FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending
+    FROM q WHERE $4::bigint <= q.max_ttl_ms AND q.mode = '{mode}' AND NOT q.pending AND NOT q.creating
 ), fmin AS (
     SELECT t.node_id FROM {t} AS t, q WHERE ` + freeRows + `
     ORDER BY t.node_id + 0 LIMIT 1
@@ -510,7 +521,7 @@ FROM claimed c, pick`
 const refusalTemplate = "-- nodeid refusal\n{head}\n" + `SELECT now(),
     (SELECT count(*) FROM {t} WHERE node_id BETWEEN $1::integer AND $2::integer AND owner <> '' AND expires_at >= now()),
     w.cooling, w.node_id, w.until_ms, w.set_at, w.quarantined, w.evicted,
-    (SELECT max_ttl_ms FROM q), (SELECT mode FROM q), (SELECT pending FROM q)
+    (SELECT max_ttl_ms FROM q), (SELECT mode FROM q), (SELECT pending FROM q), (SELECT creating FROM q)
 FROM (
     SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms, t.claim_generation < q.gen AND q.fence >= x.own_ms AS quarantined,
         t.owner = '' AND t.expires_at >= now() AS evicted,
@@ -583,18 +594,19 @@ func (s *Store) refuse(ctx context.Context, q string, lo, hi int64, ttl time.Dur
 		held, cooling, soonest, until sql.NullInt64
 		setAt                         sql.NullTime
 		quarantined, evicted, pending sql.NullBool
+		creating                      sql.NullBool
 		maxTTL                        sql.NullInt64
 		mode                          sql.NullString
 	)
 	err := s.queryRow(ctx, q, false, []any{lo, hi},
-		&why.Now, &held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending)
+		&why.Now, &held, &cooling, &soonest, &until, &setAt, &quarantined, &evicted, &maxTTL, &mode, &pending, &creating)
 	if err != nil {
 		return Refusal{}, "", s.wrapErr("claim", err)
 	}
 	why.Held, why.Cooling, why.Soonest, why.Until = held.Int64, cooling.Int64, soonest.Int64, until.Int64
 	why.SetAt, why.Quarantined, why.Evicted = setAt.Time, quarantined.Bool, evicted.Bool
 	why.MaxTTL, why.Unconfigured = time.Duration(maxTTL.Int64)*time.Millisecond, !maxTTL.Valid
-	why.RestorePending = pending.Bool
+	why.RestorePending, why.CreationPending = pending.Bool, creating.Bool
 	why.TTLAbove = maxTTL.Valid && ttl.Milliseconds() > maxTTL.Int64
 	return why, Replication(mode.String), nil
 }
@@ -622,7 +634,7 @@ func firstClaimTemplate() string {
       AND NOT EXISTS (SELECT FROM pg_class WHERE oid IN ('{t}'::regclass, '{h}'::regclass, '{c}'::regclass) AND relpersistence <> 'p')
 )`
 	body, _, _ := strings.Cut(claimTemplate, claimedRow)
-	body = strings.Replace(body, "AND NOT q.pending\n", "AND NOT q.pending AND EXISTS (SELECT FROM rng)\n", 1)
+	body = strings.Replace(body, "AND NOT q.creating\n", "AND NOT q.creating AND EXISTS (SELECT FROM rng)\n", 1)
 	body = strings.Replace(body, ", lo AS (", rng+", lo AS (", 1)
 	return body + strings.Replace(claimedRow, "\nFROM claimed c, pick", ",\n    rng.min_node, rng.max_node\nFROM claimed c, pick, rng", 1)
 }
@@ -976,9 +988,9 @@ func (s *Store) ConfirmRaise(ctx context.Context, m RaiseMark) (maxTTL time.Dura
 	return time.Duration(ms.Int64) * time.Millisecond, true, nil
 }
 
-// ErrServerChanged is ConfirmRaise's refusal on another server than the
-// one its mark was read on.
-var ErrServerChanged = errors.New("the server is not the one the pending raise was read on (a failover, a move or a restart since): read it again")
+// ErrServerChanged is ConfirmRaise's and ConfirmCreation's refusal on
+// another server than the one their mark was read on.
+var ErrServerChanged = errors.New("the server is not the one the pending raise or creation was read on (a failover, a move or a restart since): read it again")
 
 // RaiseMark is a pending raise of the maximum TTL as PendingRaise read it.
 type RaiseMark struct {
@@ -1039,10 +1051,14 @@ type Standby struct {
 // replayed, and the physical replication slots, with how far each
 // standby has flushed (what a promotion replays). Roles that are neither
 // superusers nor members of pg_read_all_stats see the streaming standbys
-// without their positions.
-const standbysTemplate = `SELECT COALESCE(application_name, ''), COALESCE(host(client_addr), ''),
-    COALESCE(replay_lsn::text, ''), COALESCE(replay_lsn >= $1::pg_lsn, false)
-FROM pg_stat_replication
+// without their positions: a standby that streams from a slot (the slot's
+// active_pid, which any role may read) is then judged by its slot alone,
+// and one without a slot is listed without a position.
+const standbysTemplate = `SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
+    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false)
+FROM pg_stat_replication AS r
+WHERE r.replay_lsn IS NOT NULL
+    OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
 UNION ALL
 SELECT 'slot ' || slot_name, '', COALESCE(restart_lsn::text, ''), COALESCE(restart_lsn >= $1::pg_lsn, false)
 FROM pg_replication_slots WHERE slot_type = 'physical'
@@ -1071,6 +1087,183 @@ func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, er
 		out = append(out, sb)
 	}
 	return lsn, out, rows.Err()
+}
+
+// A table created on an asynchronous server that has standbys, or
+// physical replication slots, is pending (creation_pending) until every
+// one of them has replayed its creation: a failover to a standby that
+// lacked it would find no table, and a table created again there would
+// hand out the node IDs and epochs that the lost one had handed out, with
+// nothing to quarantine them. No claim is made in a creation a failover
+// can lose. The mark, as for a raise, is the WAL position written so far
+// (the DDL commits durably, so its commit record precedes it) and the
+// server it was read on, which gives it its meaning.
+const pendingCreationTemplate = `SELECT COALESCE(creation_pending, false), pg_current_wal_lsn()::text, {server} FROM {c}`
+
+// confirmCreationTemplate ends a pending creation, only on the server its
+// mark was read on ($2). It answers whether it confirmed, and whether the
+// server is that one.
+const confirmCreationTemplate = `-- nodeid confirm creation
+WITH q AS (
+    SELECT set_config('synchronous_commit', 'on', true) AS durable,
+        set_config('lock_timeout', $1::bigint || 'ms', true) AS lock_timeout, {server} AS server
+), confirmed AS (
+    UPDATE {c} AS c SET creation_pending = NULL
+    FROM q
+    WHERE q.durable IS NOT NULL AND q.lock_timeout IS NOT NULL AND q.server = $2::text AND c.creation_pending
+    RETURNING true
+)
+SELECT EXISTS (SELECT FROM confirmed), q.server = $2::text FROM q`
+
+// CreationMark is a pending creation as PendingCreation read it.
+type CreationMark struct {
+	Pending bool // the creation was pending then
+	// LSN is a WAL position that the creation's commit precedes, and
+	// Server the server it was read on (as RaiseMark's).
+	LSN, Server string
+}
+
+// PendingCreation reads whether the table's creation is pending, with the
+// WAL position to wait for and the server it was read on.
+func (s *Store) PendingCreation(ctx context.Context) (CreationMark, error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return CreationMark{}, err
+	}
+	var m CreationMark
+	if err := s.db.QueryRowContext(ctx, q.pendingCreation).Scan(&m.Pending, &m.LSN, &m.Server); err != nil {
+		return CreationMark{}, s.wrapErr("read the pending creation", err)
+	}
+	return m, nil
+}
+
+// ConfirmCreation ends the table's pending creation, once every standby
+// has replayed m.LSN, on the server m was read on; on another it changes
+// nothing and returns ErrServerChanged. It reports whether it confirmed
+// the creation (false when it was not pending).
+func (s *Store) ConfirmCreation(ctx context.Context, m CreationMark) (bool, error) {
+	q, err := s.sqlFor(ctx)
+	if err != nil {
+		return false, err
+	}
+	var confirmed, same bool
+	err = s.db.QueryRowContext(ctx, q.confirmCreation, LockTimeout.Milliseconds(), m.Server).Scan(&confirmed, &same)
+	switch {
+	case err != nil:
+		return false, s.wrapErr("confirm the creation", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
+	case !same:
+		return false, ErrServerChanged
+	}
+	return confirmed, nil
+}
+
+// SettleCreation confirms the table's creation if it is pending, once
+// every standby has replayed it (WaitStandbys), reading it again after a
+// change of server. It waits until ctx ends; behind, if not nil, is told
+// once which standbys it waits for.
+func (s *Store) SettleCreation(ctx context.Context, behind func(lsn string, sbs []Standby)) error {
+	for {
+		m, err := s.PendingCreation(ctx)
+		if err != nil || !m.Pending {
+			return err
+		}
+		if err := s.WaitStandbys(ctx, m.LSN, behind); err != nil {
+			return err
+		}
+		if _, err := s.ConfirmCreation(ctx, m); !errors.Is(err, ErrServerChanged) {
+			return err
+		}
+	}
+}
+
+// standbyPoll is how often WaitStandbys reads the standbys' positions.
+const standbyPoll = 200 * time.Millisecond
+
+// WaitStandbys waits until every standby the primary streams to, and
+// every physical replication slot, has WAL position lsn. behind, if not
+// nil, is told once which have not. A standby whose position this role
+// may not see gives a *HiddenStandbyError at once; the end of ctx, a
+// *StandbysBehindError naming the standbys still behind.
+func (s *Store) WaitStandbys(ctx context.Context, lsn string, behind func(lsn string, sbs []Standby)) error {
+	for said := false; ; {
+		_, sbs, err := s.Standbys(ctx, lsn)
+		if err != nil {
+			return err
+		}
+		var late []Standby
+		for _, sb := range sbs {
+			switch {
+			case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
+				return &HiddenStandbyError{Standby: sb, LSN: lsn}
+			case !sb.Caught:
+				late = append(late, sb)
+			}
+		}
+		if len(late) == 0 {
+			return nil
+		}
+		if !said && behind != nil {
+			behind(lsn, late)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return &StandbysBehindError{Behind: late, LSN: lsn}
+		case <-time.After(standbyPoll):
+		}
+	}
+}
+
+// HiddenStandbyError is WaitStandbys' refusal when this role may not see
+// how far a standby has replayed: pg_stat_replication shows the positions
+// to superusers and members of pg_read_all_stats.
+type HiddenStandbyError struct {
+	Standby Standby
+	LSN     string
+}
+
+func (e *HiddenStandbyError) Error() string {
+	return fmt.Sprintf("this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats)",
+		e.Standby.Label())
+}
+
+// StandbysBehindError is WaitStandbys' error when its context ended
+// before every standby had replayed LSN.
+type StandbysBehindError struct {
+	Behind []Standby
+	LSN    string
+}
+
+func (e *StandbysBehindError) Error() string {
+	return fmt.Sprintf("these standbys have not replayed WAL position %s: %s", e.LSN, Labels(e.Behind))
+}
+
+// Label names the standby for messages: its name, its address, and how
+// far it has replayed.
+func (sb Standby) Label() string {
+	name := sb.Name
+	if name == "" {
+		name = "-"
+	}
+	if sb.Addr != "" {
+		name += " (" + sb.Addr + ")"
+	}
+	switch {
+	case sb.Position == "" && strings.HasPrefix(sb.Name, "slot "):
+		return name + " (never used)"
+	case sb.Position != "" && !sb.Caught:
+		return name + " at " + sb.Position
+	}
+	return name
+}
+
+// Labels names the standbys for messages, comma-separated.
+func Labels(sbs []Standby) string {
+	out := make([]string, len(sbs))
+	for i, sb := range sbs {
+		out[i] = sb.Label()
+	}
+	return strings.Join(out, ", ")
 }
 
 // lockErr names what a statement that gave up waiting for a lock
@@ -1103,6 +1296,9 @@ type TableConfig struct {
 	GenerationAt    time.Time
 	QuarantineUntil time.Time
 	RestorePending  bool
+	// CreationPending is set while the table's creation is not confirmed
+	// (see ConfirmCreation): no node ID is handed out until then.
+	CreationPending bool
 	// ServerID and Timeline identify the server that began the generation
 	// (asynchronous replication only; 0 when not recorded).
 	ServerID, Timeline int64
@@ -1114,7 +1310,7 @@ type TableConfig struct {
 // readConfigTemplate reads moved_fence_ms too, which nothing but the
 // statements needs, so that a table without it is an earlier version's.
 const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
-    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_fence_ms IS NULL,
+    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_fence_ms IS NULL, COALESCE(creation_pending, false),
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
      WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
 FROM {c}`
@@ -1132,7 +1328,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		mode        string
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &raiseMs, &mode, &c.Generation,
-		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, new(bool), &c.Unlogged)
+		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, new(bool), &c.CreationPending, &c.Unlogged)
 	missing := SQLState(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
@@ -1323,7 +1519,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation", []string{"SELECT", "UPDATE"}},
 		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation",
 			[]string{"SELECT", "INSERT", "UPDATE"}},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, server_id, wal_timeline",
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, creation_pending, server_id, wal_timeline",
 			[]string{"SELECT", "UPDATE"}},
 	} {
 		exists, err := s.exists(ctx, q.table)

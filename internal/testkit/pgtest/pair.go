@@ -80,10 +80,23 @@ func NewPair(t testing.TB, settings ...string) *Pair {
 // primary running.
 func (p *Pair) AddStandby(t testing.TB, name string) *Pair {
 	t.Helper()
+	return p.addStandby(t, "pgtest_standby_"+name)
+}
+
+// AddStandbyWithoutSlot is AddStandby for a standby that streams without
+// a replication slot: the primary keeps no place for it, and only
+// pg_stat_replication shows how far it has replayed.
+func (p *Pair) AddStandbyWithoutSlot(t testing.TB) *Pair {
+	t.Helper()
+	return p.addStandby(t, "")
+}
+
+func (p *Pair) addStandby(t testing.TB, slot string) *Pair {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	g := newHoldGate()
-	q, err := pgserver.StartStandby(ctx, p.Primary.Server, "pgtest_standby_"+name, g, p.settings...)
+	q, err := pgserver.StartStandby(ctx, p.Primary.Server, slot, g, p.settings...)
 	if err != nil {
 		t.Fatal(err)
 	}

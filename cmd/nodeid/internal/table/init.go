@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -108,9 +107,16 @@ a raise is recorded as pending, which every quarantine counts with at once;
 init then waits (at most --standby-wait) until every standby the primary
 streams to (pg_stat_replication) has replayed it, and only then lets leases
 use it, so that a failover to a standby that lacks the raise cannot
-quarantine for the old maximum only. Seeing the standbys' positions needs
-pg_read_all_stats; without it, or for standbys the primary does not stream
-to now, check them yourself and pass --no-standby-wait.
+quarantine for the old maximum only. Seeing the position of a standby
+that streams without a replication slot needs pg_read_all_stats (one that
+streams from a physical slot is judged by its slot); without it, or for
+standbys the primary does not stream to now, check them yourself and pass
+--no-standby-wait. A table created
+with --replication async on a server that has standbys or physical
+replication slots is pending in the same way, and hands out no node ID,
+until every standby has replayed its creation: a failover to one that
+lacks it would let a table created again there hand out the node IDs the
+lost one did. init waits for that too.
 
 --replication records how the database replicates: async (the default for a
 new table: a failover may lose the latest commits, so every claim, and
@@ -160,9 +166,9 @@ the restored or the lost history could hold.`,
 	cmd.Flags().BoolVar(&o.Restored, "restored", false,
 		"declare a restore, a move or an upgrade (needs --max-ttl, the longest TTL the old history's holders may hold): quarantine every node ID for it and a tenth, and move its next epoch to a new era")
 	cmd.Flags().BoolVar(&o.NoStandbyWait, "no-standby-wait", false,
-		"confirm a raise of the maximum TTL without waiting for the standbys to replay it (you have checked them)")
+		"confirm a raise of the maximum TTL, or the table's creation, without waiting for the standbys to replay it (you have checked them)")
 	cmd.Flags().DurationVar(&o.StandbyWait, "standby-wait", time.Minute,
-		"how long to wait for every standby to replay a raise of the maximum TTL")
+		"how long to wait for every standby to replay a raise of the maximum TTL, or the table's creation")
 	return cmd
 }
 
@@ -240,6 +246,11 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		fmt.Fprintf(stdout, "table %s: generation %d begins: every node ID is quarantined until %s (the longest lease of the old history, %s, and a tenth), and its next claim takes an epoch of a new era\n",
 			table, generation, cli.Exact(quarantined), max(declared, tc.MaxTTL, tc.PendingMaxTTL))
 	}
+	if tc.CreationPending {
+		if tc, err = confirmCreation(ctx, o); err != nil {
+			return err
+		}
+	}
 	if tc.PendingMaxTTL > 0 {
 		if tc, err = confirmRaise(ctx, o, tc.MaxTTL); err != nil {
 			return err
@@ -252,6 +263,42 @@ func initRun(ctx context.Context, o *InitOptions) error {
 	_, err = fmt.Fprintf(stdout, "table %s is ready (history %s, configuration %s): node IDs %s, %d rows, maximum TTL %s, replication %s\n",
 		table, postgres.HistoryTable(table), postgres.ConfigTable(table), rec, len(rows), tc.MaxTTL, tc.Replication)
 	return err
+}
+
+// confirmCreation ends the table's pending creation once every standby
+// the primary streams to, and every physical replication slot, has
+// replayed it (or at once with --no-standby-wait), and returns the table's
+// configuration then: until then no node ID is handed out.
+func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, error) {
+	c, table := o.Conn, o.Conn.Table()
+	st, err := c.Store(o.nodes)
+	if err != nil {
+		return store.TableConfig{}, err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
+	defer cancel()
+	for {
+		mark, err := st.PendingCreation(ctx)
+		if err != nil || !mark.Pending {
+			if err != nil {
+				return store.TableConfig{}, err
+			}
+			return st.ReadConfig(ctx)
+		}
+		if !o.NoStandbyWait {
+			if err := waitForStandbys(waitCtx, o, st, mark.LSN, "the creation"); err != nil {
+				return store.TableConfig{}, err
+			}
+		}
+		_, err = st.ConfirmCreation(ctx, mark)
+		if !errors.Is(err, store.ErrServerChanged) {
+			if err != nil {
+				return store.TableConfig{}, err
+			}
+			return st.ReadConfig(ctx)
+		}
+		fmt.Fprintf(o.Env.Err, "nodeid: the server of table %s changed (a failover, a move or a restart) while init waited for its standbys: reading the pending creation again there\n", table)
+	}
 }
 
 // confirmRaise makes the pending raise of the maximum TTL the maximum, once
@@ -285,7 +332,7 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			return st.ReadConfig(ctx)
 		}
 		if !o.NoStandbyWait {
-			if err := waitForStandbys(waitCtx, o, st, mark.LSN); err != nil {
+			if err := waitForStandbys(waitCtx, o, st, mark.LSN, "the raise of the maximum TTL"); err != nil {
 				return store.TableConfig{}, err
 			}
 		}
@@ -312,47 +359,26 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 
 // waitForStandbys waits until every standby the primary streams to, and
 // every physical replication slot, has WAL position lsn, saying once on
-// stderr which have not; ctx bounds the wait (--standby-wait).
-func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, lsn string) error {
+// stderr which have not; ctx bounds the wait (--standby-wait). what is
+// what they must replay, for messages.
+func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, lsn, what string) error {
 	table := o.Conn.Table()
-	for said := false; ; {
-		var (
-			sbs []store.Standby
-			err error
-		)
-		if lsn, sbs, err = st.Standbys(ctx, lsn); err != nil {
-			return err
-		}
-		var behind []string
-		for _, sb := range sbs {
-			name := cli.OrDash(sb.Name)
-			if sb.Addr != "" {
-				name += " (" + sb.Addr + ")"
-			}
-			switch {
-			case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
-				return fmt.Errorf("the raise of the maximum TTL of table %s is recorded as pending and not confirmed: this role cannot see how far standby %s has replayed (pg_stat_replication shows the positions to superusers and members of pg_read_all_stats); grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
-					table, name, lsn)
-			case sb.Position == "":
-				behind = append(behind, name+" (never used)")
-			case !sb.Caught:
-				behind = append(behind, fmt.Sprintf("%s at %s", name, sb.Position))
-			}
-		}
-		if len(behind) == 0 {
-			return nil
-		}
-		if !said {
-			fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay the raise of the maximum TTL (WAL position %s): %s\n", lsn, strings.Join(behind, ", "))
-			said = true
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the raise of the maximum TTL of table %s stays pending: after %s these standbys have not replayed WAL position %s: %s; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
-				table, o.StandbyWait, lsn, strings.Join(behind, ", "))
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := st.WaitStandbys(ctx, lsn, func(lsn string, behind []store.Standby) {
+		fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay %s (WAL position %s): %s\n", what, lsn, store.Labels(behind))
+	})
+	var (
+		hidden *store.HiddenStandbyError
+		late   *store.StandbysBehindError
+	)
+	switch {
+	case errors.As(err, &hidden):
+		return fmt.Errorf("%s of table %s is recorded as pending and not confirmed: %w; grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
+			what, table, err, hidden.LSN)
+	case errors.As(err, &late):
+		return fmt.Errorf("%s of table %s stays pending: after %s %w; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
+			what, table, o.StandbyWait, err)
 	}
+	return err
 }
 
 // confirmRows asks for confirmation, unless --yes is given, before init

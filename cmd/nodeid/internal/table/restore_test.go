@@ -1,6 +1,7 @@
 package table
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -95,11 +97,13 @@ func TestRestorePending(t *testing.T) {
 // F1: with asynchronous replication a raise of the maximum TTL is pending
 // until every standby has replayed it: init waits for them and gives up
 // (the raise stays pending, leases may not use it) while one receives
-// nothing; a role that cannot see the standbys' positions is refused
-// unless the operator has checked them (--no-standby-wait); once the
-// standby has caught up, init confirms the raise. An earlier version took
-// a raise at once, and a failover to a standby that lacked it quarantined
-// for the old maximum only.
+// nothing; a role that cannot see the positions of the standbys that
+// stream without a slot is refused unless the operator has checked them
+// (--no-standby-wait), and one that streams from a slot is judged by its
+// slot; once the standby has caught up, init confirms the raise. An
+// earlier version took a raise at once, and a failover to a standby that
+// lacked it quarantined for the old maximum only. A table's creation is
+// pending in the same way.
 func TestInitRaiseWaitsForTheStandbys(t *testing.T) {
 	t.Parallel()
 	ctx := clitest.Ctx(t)
@@ -115,14 +119,25 @@ func TestInitRaiseWaitsForTheStandbys(t *testing.T) {
 	}
 	owner := clitest.WithUser(t, dsn, role, clitest.Secret)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "2", "--max-ttl", "3s")
-	harness.Must(t, "init", "--dsn", owner, "--table", "ids.nodes", "--nodes", "2", "--max-ttl", "3s")
+	// A second standby, without a slot.
+	slotless := pair.AddStandbyWithoutSlot(t)
+	if err := slotless.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The creation, on a primary with standbys, is pending until they
+	// have it: the owner, who may not see how far the one without a slot
+	// has replayed, is refused unless it has checked.
+	r := harness.Run(t, "init", "--dsn", owner, "--table", "ids.nodes", "--nodes", "2", "--max-ttl", "3s")
+	clitest.WantExit(t, r, cli.ExitFailure, "the creation of table ids.nodes is recorded as pending", "pg_read_all_stats", "--no-standby-wait")
+	clitest.WantExit(t, harness.Run(t, "run", "--dsn", owner, "--table", "ids.nodes", "--ttl", "3s", "--", "true"), cli.ExitFailure, "creation not confirmed")
+	harness.Must(t, "init", "--dsn", owner, "--table", "ids.nodes", "--nodes", "2", "--max-ttl", "3s", "--no-standby-wait")
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pair.Repl.Cut()
 
 	// The standby, cut off, is seen by its replication slot.
-	r := harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "12s", "--standby-wait", "2s")
+	r = harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "12s", "--standby-wait", "2s")
 	if r.Code != cli.ExitFailure || !strings.Contains(r.Stderr, "waiting for the standbys and replication slots to replay the raise") ||
 		!strings.Contains(r.Stderr, "stays pending") || !strings.Contains(r.Stderr, "have not replayed") {
 		t.Errorf("init --max-ttl 12s with a standby cut off: %+v", r)
@@ -146,4 +161,24 @@ func TestInitRaiseWaitsForTheStandbys(t *testing.T) {
 	if !strings.Contains(r.Stdout, "maximum TTL 12s") {
 		t.Errorf("init once the standby caught up: %+v", r)
 	}
+
+	// Without the standby that had no slot, the owner's raise is judged
+	// by the other's slot.
+	if err := slotless.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testkit.Until(t, time.Minute, "the slotless standby's walsender gone", func() error {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_replication`).Scan(&n); err != nil || n != 1 {
+			return fmt.Errorf("%d standbys streaming (%v)", n, err)
+		}
+		return nil
+	})
+	r = harness.Run(t, "init", "--dsn", owner, "--table", "ids.nodes", "--max-ttl", "20s", "--standby-wait", "30s")
+	clitest.WantExit(t, r, cli.ExitOK, "raised from 12s to 20s")
 }
