@@ -16,7 +16,7 @@ const (
 	Expired     State = "expired"     // leased, lapsed, not yet claimed again, and claimable
 	Evicted     State = "evicted"     // its lease evicted by an operator, and not yet expired
 	Cooling     State = "cooling"     // not held, but its previous holder's horizon has not passed
-	Quarantined State = "quarantined" // not held, last claimed before a failover or a restore, not claimable yet
+	Quarantined State = "quarantined" // not held, last claimed before a failover or a restore, or of a creation not confirmed, not claimable yet
 )
 
 // Row is one row of the lease table.
@@ -34,6 +34,9 @@ type Row struct {
 	Generation       int64
 	QuarantinedUntil time.Time
 	RestorePending   bool
+	// CreationPending is set while the table's creation is not confirmed
+	// (no row is claimable until every standby has replayed it).
+	CreationPending bool
 	// ClaimableAfter is the instant after which a row not held becomes
 	// claimable: its horizon, an evicted lease's expiry, a quarantine.
 	ClaimableAfter time.Time
@@ -47,7 +50,7 @@ func (r Row) State(now time.Time) State {
 		return Held
 	case unexpired:
 		return Evicted
-	case r.RestorePending || r.QuarantinedUntil.After(now):
+	case r.RestorePending || r.CreationPending || r.QuarantinedUntil.After(now):
 		return Quarantined
 	case !r.ClaimableAfter.Before(now):
 		return Cooling
@@ -68,7 +71,7 @@ func (r Row) State(now time.Time) State {
 const listTemplate = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
-    SELECT c.generation + c.changed::integer AS gen,
+    SELECT c.generation + c.changed::integer AS gen, COALESCE(c.creation_pending, false) AS creating,
         CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms
     FROM c
 )
@@ -78,7 +81,7 @@ SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
     t.claim_generation < g.gen AND g.fence_ms IS NULL,
     to_timestamp(GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at) THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END,
         CASE WHEN t.claim_generation < g.gen THEN g.fence_ms END) / 1000.0),
-    now()
+    COALESCE(g.creating, false), now()
 FROM {t} AS t LEFT JOIN g ON true
 WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
 
@@ -105,7 +108,7 @@ func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
 			pending                                   sql.NullBool
 		)
 		if err := rows.Scan(&r.NodeID, &r.Owner, &r.Epoch, &acquired, &expires, &r.HorizonMs, &r.Generation, &quarantined,
-			&pending, &claimable, &now); err != nil {
+			&pending, &claimable, &r.CreationPending, &now); err != nil {
 			return nil, time.Time{}, s.wrapErr("list", err)
 		}
 		r.AcquiredAt, r.ExpiresAt, r.QuarantinedUntil = acquired.Time, expires.Time, quarantined.Time

@@ -95,6 +95,9 @@ type nodeJSON struct {
 	QuarantinedUntil   *time.Time `json:"quarantined_until,omitempty"`
 	QuarantinedUntilMs *int64     `json:"quarantined_until_ms,omitempty"`
 	RestorePending     bool       `json:"restore_pending,omitempty"`
+	// CreationPending is set while the table's creation waits for its
+	// standbys to replay it, when no row is claimable.
+	CreationPending bool `json:"creation_pending,omitempty"`
 	// ClaimableAfter is set while a row that is not held is not claimable
 	// yet (evicted, cooling, quarantined): the instant after which it is.
 	ClaimableAfter   *time.Time `json:"claimable_after,omitempty"`
@@ -110,8 +113,8 @@ func rowJSON(r store.Row, now time.Time) nodeJSON {
 	}
 	switch r.State(now) {
 	case store.Evicted, store.Cooling, store.Quarantined:
-		j.RestorePending = r.RestorePending
-		if !r.RestorePending {
+		j.RestorePending, j.CreationPending = r.RestorePending, r.CreationPending
+		if !r.RestorePending && !r.CreationPending {
 			j.ClaimableAfter, j.ClaimableAfterMs = cli.JSONTime(r.ClaimableAfter)
 		}
 	}
@@ -165,6 +168,8 @@ func (n Nodes) Write(w io.Writer, o *ListOptions) error {
 	for _, r := range rows {
 		state, horizon := r.State(n.Now), relHorizon(r.HorizonMs, n.Now)
 		switch {
+		case r.CreationPending && state == store.Quarantined:
+			horizon = "creation not confirmed"
 		case r.RestorePending && state == store.Quarantined:
 			horizon = "restore not declared"
 		case state == store.Quarantined: // the next holder stamps after the quarantine
@@ -203,6 +208,9 @@ func (n Nodes) empty(o *ListOptions) string {
 	switch {
 	case s.Total == 0:
 		return fmt.Sprintf("table %s has no rows: \"%s\" adds the node range", n.Table, o.Conn.Command("init"))
+	case o.State == "" && n.Rows[0].CreationPending:
+		return fmt.Sprintf("no node IDs in use: the %d of table %s were never claimed (--all lists them), and none is handed out until every standby has replayed the table's creation (creation not confirmed: nodeid init, or the first Acquire, confirms it)",
+			s.Total, n.Table)
 	case o.State == "":
 		return fmt.Sprintf("no node IDs in use: the %d of table %s were never claimed (--all lists them)", s.Total, n.Table)
 	case o.State == string(store.Free) && !o.All && never > 0:

@@ -130,6 +130,21 @@ func TestInitRaiseWaitsForTheStandbys(t *testing.T) {
 	r := harness.Run(t, "init", "--dsn", owner, "--table", "ids.nodes", "--nodes", "2", "--max-ttl", "3s")
 	clitest.WantExit(t, r, cli.ExitFailure, "the creation of table ids.nodes is recorded as pending", "pg_read_all_stats", "--no-standby-wait")
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", owner, "--table", "ids.nodes", "--ttl", "3s", "--", "true"), cli.ExitFailure, "creation not confirmed")
+	for _, c := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{"list"}, []string{"creation not confirmed"}},
+		{[]string{"list", "--all"}, []string{"quarantined", "creation not confirmed"}},
+		{[]string{"show", "0"}, []string{"quarantined", "until every standby has replayed the table's creation"}},
+	} {
+		r := harness.Run(t, append(c.args, "--dsn", owner, "--table", "ids.nodes")...)
+		for _, w := range c.wants {
+			if r.Code != cli.ExitOK || !strings.Contains(r.Stdout+r.Stderr, w) {
+				t.Errorf("nodeid %s on a table whose creation is pending: %+v; want %q", strings.Join(c.args, " "), r, w)
+			}
+		}
+	}
 	harness.Must(t, "init", "--dsn", owner, "--table", "ids.nodes", "--nodes", "2", "--max-ttl", "3s", "--no-standby-wait")
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)

@@ -122,6 +122,8 @@ func WriteShow(w io.Writer, table string, r store.Row, hist []store.HistoryRow, 
 	}
 	kv.Row("generation", strconv.FormatInt(r.Generation, 10)+" (the table records "+string(mode)+" replication)")
 	switch st := r.State(now); {
+	case st == store.Quarantined && r.CreationPending:
+		kv.Row("quarantine", "until every standby has replayed the table's creation (nodeid init, or the first Acquire, confirms it)")
 	case st == store.Quarantined && r.RestorePending:
 		kv.Row("quarantine", "until a restore is declared (nodeid init --restored --max-ttl): the table is on another server than the one it records")
 	case st == store.Quarantined:
