@@ -486,7 +486,10 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 	t.Parallel()
 	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 0))
 	ctx := ctxOf(t)
-	r, err := nodeid.New(db, nodeid.WithTTL(nodeid.MinTTL))
+	// The renewal, at a third of the TTL, must meet the claim before the
+	// lease's deadline, with the test's polling between them: on a loaded
+	// machine a 3 s lease lapsed first (2 runs of many).
+	r, err := nodeid.New(db, nodeid.WithTTL(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
