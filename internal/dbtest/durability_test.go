@@ -1099,7 +1099,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err != nil || tc.MaxTTL != short || tc.PendingMaxTTL != long {
 		t.Fatalf("after the raise: %+v, %v; want the maximum %s, %s pending", tc, err, short, long)
 	}
-	lsn, standbys, err := st.Standbys(ctx, "")
+	now, standbys, err := st.Standbys(ctx, store.Mark{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1108,7 +1108,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	}
 	for _, sb := range standbys {
 		if sb.Caught {
-			t.Errorf("standby %+v has replayed %s, which the cut replication never sent it", sb, lsn)
+			t.Errorf("standby %+v has replayed %s, which the cut replication never sent it", sb, now.LSN)
 		}
 	}
 	h := newHolder(t, primaryDSN, "holder-h", long)
@@ -1135,8 +1135,8 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Until(t, time.Minute, "every standby reports it has replayed "+lsn, func() error {
-		_, standbys, err := st.Standbys(ctx, lsn)
+	testkit.Until(t, time.Minute, "every standby reports it has replayed "+now.LSN, func() error {
+		_, standbys, err := st.Standbys(ctx, now)
 		if err != nil || len(standbys) == 0 {
 			return testkit.Stop(fmt.Errorf("standbys after the replication resumed: %+v, %v", standbys, err))
 		}

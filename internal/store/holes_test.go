@@ -220,10 +220,10 @@ func TestLateReleaseOnANewPrimaryLiftsNoQuarantine(t *testing.T) {
 // WAL position lsn. The primary learns how far a standby has replayed from
 // its feedback, sent every few seconds: the tests wait for it, as init
 // does.
-func waitStandbysReport(t *testing.T, st *Store, lsn string) {
+func waitStandbysReport(t *testing.T, st *Store, m Mark) {
 	t.Helper()
-	testkit.Until(t, time.Minute, "the standbys report they have replayed "+lsn, func() error {
-		_, sbs, err := st.Standbys(ctxOf(t), lsn)
+	testkit.Until(t, time.Minute, "the standbys report they have replayed "+m.LSN, func() error {
+		_, sbs, err := st.Standbys(ctxOf(t), m)
 		if err != nil || len(sbs) == 0 {
 			return testkit.Stop(fmt.Errorf("standbys: %+v, %v", sbs, err))
 		}
@@ -260,14 +260,14 @@ func TestConfirmRaiseConfirmsOnlyWhatTheStandbysHave(t *testing.T) {
 	}
 	raise(raiseA)
 	mark, err := p.PendingRaise(ctx) // nodeid init, for A's raise
-	pending, lsn := mark.Raise, mark.LSN
+	pending := mark.Raise
 	if err != nil || pending != raiseA {
 		t.Fatalf("PendingRaise: %s, %v; want %s", pending, err, raiseA)
 	}
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitStandbysReport(t, p, lsn)
+	waitStandbysReport(t, p, mark.Mark)
 	pair.Repl.Cut() // the standby receives nothing more
 	raise(raiseB)   // operator B, meanwhile
 	maxTTL, raised, err := p.ConfirmRaise(ctx, mark)
@@ -355,8 +355,13 @@ func TestConfirmRaiseAcrossAFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every standby of S1 is seen past the position read on P, as init
-	// sees them, and the confirmation, reaching S1, refuses.
-	waitStandbysReport(t, s1, mark.LSN)
+	// sees them (S2's slot counts as one of the mark's: a slot's name says
+	// nothing of its server, and a new primary makes slots of the names
+	// the old one had, as Patroni does), and the confirmation, reaching S1,
+	// refuses.
+	onS1 := mark.Mark
+	onS1.Slots = append(onS1.Slots[:len(onS1.Slots):len(onS1.Slots)], "s2")
+	waitStandbysReport(t, s1, onS1)
 	maxTTL, raised, err := s1.ConfirmRaise(ctx, mark)
 	if !errors.Is(err, ErrServerChanged) || raised {
 		t.Errorf("ConfirmRaise on S1 of the raise read on P: maximum %s, raised %v, %v; want ErrServerChanged", maxTTL, raised, err)
@@ -369,7 +374,7 @@ func TestConfirmRaiseAcrossAFailover(t *testing.T) {
 	if err != nil || again.Raise != raiseTo || again.Server == mark.Server {
 		t.Fatalf("PendingRaise on S1: %+v, %v; want %s read on another server than %s", again, err, raiseTo, mark.Server)
 	}
-	if _, sbs, err := s1.Standbys(ctx, again.LSN); err != nil || len(sbs) == 0 || sbs[0].Caught {
+	if _, sbs, err := s1.Standbys(ctx, again.Mark); err != nil || len(sbs) == 0 || sbs[0].Caught {
 		t.Errorf("S1's standbys for the raise read on S1: %+v, %v; want S2 behind", sbs, err)
 	}
 }
@@ -634,7 +639,7 @@ func TestCreationConfirmedOnceReplayed(t *testing.T) {
 	if err != nil || !mark.Pending {
 		t.Fatalf("PendingCreation: %+v, %v", mark, err)
 	}
-	if ok, err := p.ConfirmCreation(ctx, CreationMark{Pending: true, LSN: mark.LSN, Server: mark.Server + "x"}); !errors.Is(err, ErrServerChanged) || ok {
+	if ok, err := p.ConfirmCreation(ctx, CreationMark{Pending: true, Mark: Mark{LSN: mark.LSN, Server: mark.Server + "x"}}); !errors.Is(err, ErrServerChanged) || ok {
 		t.Errorf("ConfirmCreation of a mark read on another server: %v, %v; want ErrServerChanged", ok, err)
 	}
 	var seen []Standby

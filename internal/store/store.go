@@ -995,24 +995,59 @@ var ErrServerChanged = errors.New("the server is not the one the pending raise o
 // RaiseMark is a pending raise of the maximum TTL as PendingRaise read it.
 type RaiseMark struct {
 	Raise time.Duration // the raise pending then, 0 when none
-	// LSN is a WAL position that its commit precedes: a standby of that
-	// server that has replayed it has the raise.
+	Mark
+}
+
+// Mark is where a pending raise or creation was read (walMark).
+type Mark struct {
+	// LSN is a WAL position that the commit of what was read precedes: a
+	// standby of that server that has replayed it has what was read.
 	LSN string
 	// Server is the server it was read on: its system identifier, WAL
 	// timeline and start ("" on a table that records synchronous
 	// replication).
 	Server string
+	// Slots are the physical replication slots that existed then: only
+	// their restart_lsn says how far a standby has flushed.
+	Slots []string
 }
 
-// pendingRaiseTemplate reads the pending raise, a WAL position that its
-// commit precedes (the position written so far) and the server's
-// identity, which gives the position its meaning. The DDL that raises the
-// maximum commits durably (it sets synchronous_commit on), so that its
-// commit record is written before any statement sees the raise. (The
-// position of the next record to insert would not need that, but it may
-// lie past a page header that no record follows yet, which no standby of
-// an idle primary ever replays.)
-const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), pg_current_wal_lsn()::text, {server} FROM {c}`
+// walMark is what a mark reads besides what is pending: a WAL position
+// that the commit of whatever the statement sees precedes, the server's
+// identity, which gives the position its meaning, and the physical
+// replication slots that exist then. The position is the next record's
+// (pg_current_wal_insert_lsn): a commit is seen only once its record is
+// inserted, though it may not be written yet (a DDL applied statement by
+// statement on a database with synchronous_commit off commits
+// asynchronously). The statement takes a transaction ID and commits
+// durably, so that its own commit record, after the position, is flushed
+// before the answer: the standbys can receive and replay past the
+// position even on an idle primary, where the next record's position may
+// lie past a page header that no record follows. A slot's restart_lsn
+// tells how far its standby has flushed only once the standby has
+// replied through it: a slot reserved after the mark starts at a
+// checkpoint's redo pointer, which may be past the position while its
+// standby lacks it; so only the slots that existed when the mark was read
+// count (a slot's restart_lsn is at or before the position then, and
+// moves past it only by its standby's replies).
+const walMark = `pg_current_wal_insert_lsn()::text, {server},
+    (SELECT COALESCE(string_agg(slot_name::text, ','), '') FROM pg_replication_slots WHERE slot_type = 'physical'),
+    set_config('synchronous_commit', 'on', true) IS NOT NULL AND pg_current_xact_id() IS NOT NULL`
+
+// pendingRaiseTemplate reads the pending raise and the mark (walMark).
+const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), ` + walMark + ` FROM {c}`
+
+// scanMark reads walMark's columns after the others, into m.
+func (s *Store) scanMark(ctx context.Context, q, what string, m *Mark, others ...any) error {
+	var slots string
+	if err := s.db.QueryRowContext(ctx, q).Scan(append(others, &m.LSN, &m.Server, &slots, new(bool))...); err != nil {
+		return s.wrapErr(what, err)
+	}
+	if slots != "" {
+		m.Slots = strings.Split(slots, ",")
+	}
+	return nil
+}
 
 // PendingRaise returns the table's pending raise of its maximum TTL (0 when
 // none), the WAL position to wait for and the server it was read on:
@@ -1027,8 +1062,8 @@ func (s *Store) PendingRaise(ctx context.Context) (RaiseMark, error) {
 		m  RaiseMark
 		ms int64
 	)
-	if err := s.db.QueryRowContext(ctx, q.pendingRaise).Scan(&ms, &m.LSN, &m.Server); err != nil {
-		return RaiseMark{}, s.wrapErr("read the pending raise", err)
+	if err := s.scanMark(ctx, q.pendingRaise, "read the pending raise", &m.Mark, &ms); err != nil {
+		return RaiseMark{}, err
 	}
 	m.Raise = time.Duration(ms) * time.Millisecond
 	return m, nil
@@ -1045,48 +1080,60 @@ type Standby struct {
 	// a slot never used.
 	Position string
 	Caught   bool // it has the position asked for
+	// New is set for a slot made after the mark was read, whose
+	// restart_lsn says nothing yet: it never counts as caught up.
+	New bool
 }
 
 // standbysTemplate lists the standbys streaming now, with how far each has
 // replayed, and the physical replication slots, with how far each
-// standby has flushed (what a promotion replays). Roles that are neither
-// superusers nor members of pg_read_all_stats see the streaming standbys
-// without their positions: a standby that streams from a slot (the slot's
+// standby has flushed (what a promotion replays); a slot that did not
+// exist when the mark was read ($2, comma-separated) has not caught up
+// whatever its restart_lsn (walMark). Roles that are neither superusers
+// nor members of pg_read_all_stats see the streaming standbys without
+// their positions: a standby that streams from a slot (the slot's
 // active_pid, which any role may read) is then judged by its slot alone,
 // and one without a slot is listed without a position.
 const standbysTemplate = `SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
-    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false)
+    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false), false
 FROM pg_stat_replication AS r
-WHERE r.replay_lsn IS NOT NULL
+WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
     OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
 UNION ALL
-SELECT 'slot ' || slot_name, '', COALESCE(restart_lsn::text, ''), COALESCE(restart_lsn >= $1::pg_lsn, false)
+SELECT 'slot ' || slot_name, '', COALESCE(restart_lsn::text, ''),
+    COALESCE(restart_lsn >= $1::pg_lsn, false) AND slot_name::text = ANY (string_to_array($2::text, ',')),
+    NOT slot_name::text = ANY (string_to_array($2::text, ','))
 FROM pg_replication_slots WHERE slot_type = 'physical'
 ORDER BY 1, 2`
 
-// Standbys returns the server's current WAL position, when lsn is "", and
-// its standbys (see Standby), each with whether it has lsn (or that
-// position).
-func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, error) {
-	if lsn == "" {
-		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn); err != nil {
-			return "", nil, s.wrapErr("read the WAL position", err)
+// Standbys returns the server's standbys (see Standby), each with whether
+// it has m.LSN; only the slots of m.Slots count. A zero m stands for the
+// server's WAL position now and its slots now, which Standbys returns.
+func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
+	if m.LSN == "" {
+		var slots string
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text,
+			(SELECT COALESCE(string_agg(slot_name::text, ','), '') FROM pg_replication_slots WHERE slot_type = 'physical')`).Scan(&m.LSN, &slots); err != nil {
+			return Mark{}, nil, s.wrapErr("read the WAL position", err)
+		}
+		if slots != "" {
+			m.Slots = strings.Split(slots, ",")
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, standbysTemplate, lsn)
+	rows, err := s.db.QueryContext(ctx, standbysTemplate, m.LSN, strings.Join(m.Slots, ","))
 	if err != nil {
-		return "", nil, s.wrapErr("read the standbys", err)
+		return Mark{}, nil, s.wrapErr("read the standbys", err)
 	}
 	defer rows.Close()
 	var out []Standby
 	for rows.Next() {
 		var sb Standby
-		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught); err != nil {
-			return "", nil, s.wrapErr("read the standbys", err)
+		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught, &sb.New); err != nil {
+			return Mark{}, nil, s.wrapErr("read the standbys", err)
 		}
 		out = append(out, sb)
 	}
-	return lsn, out, rows.Err()
+	return m, out, rows.Err()
 }
 
 // A table created on an asynchronous server that has standbys, or
@@ -1095,10 +1142,8 @@ func (s *Store) Standbys(ctx context.Context, lsn string) (string, []Standby, er
 // lacked it would find no table, and a table created again there would
 // hand out the node IDs and epochs that the lost one had handed out, with
 // nothing to quarantine them. No claim is made in a creation a failover
-// can lose. The mark, as for a raise, is the WAL position written so far
-// (the DDL commits durably, so its commit record precedes it) and the
-// server it was read on, which gives it its meaning.
-const pendingCreationTemplate = `SELECT COALESCE(creation_pending, false), pg_current_wal_lsn()::text, {server} FROM {c}`
+// can lose. The mark is a raise's (walMark).
+const pendingCreationTemplate = `SELECT COALESCE(creation_pending, false), ` + walMark + ` FROM {c}`
 
 // confirmCreationTemplate ends a pending creation, only on the server its
 // mark was read on ($2). It answers whether it confirmed, and whether the
@@ -1118,9 +1163,7 @@ SELECT EXISTS (SELECT FROM confirmed), q.server = $2::text FROM q`
 // CreationMark is a pending creation as PendingCreation read it.
 type CreationMark struct {
 	Pending bool // the creation was pending then
-	// LSN is a WAL position that the creation's commit precedes, and
-	// Server the server it was read on (as RaiseMark's).
-	LSN, Server string
+	Mark
 }
 
 // PendingCreation reads whether the table's creation is pending, with the
@@ -1131,8 +1174,8 @@ func (s *Store) PendingCreation(ctx context.Context) (CreationMark, error) {
 		return CreationMark{}, err
 	}
 	var m CreationMark
-	if err := s.db.QueryRowContext(ctx, q.pendingCreation).Scan(&m.Pending, &m.LSN, &m.Server); err != nil {
-		return CreationMark{}, s.wrapErr("read the pending creation", err)
+	if err := s.scanMark(ctx, q.pendingCreation, "read the pending creation", &m.Mark, &m.Pending); err != nil {
+		return CreationMark{}, err
 	}
 	return m, nil
 }
@@ -1167,7 +1210,9 @@ func (s *Store) SettleCreation(ctx context.Context, behind func(lsn string, sbs 
 		if err != nil || !m.Pending {
 			return err
 		}
-		if err := s.WaitStandbys(ctx, m.LSN, behind); err != nil {
+		if err := s.WaitStandbys(ctx, m.Mark, behind); errors.Is(err, ErrSlotsChanged) {
+			continue
+		} else if err != nil {
 			return err
 		}
 		if _, err := s.ConfirmCreation(ctx, m); !errors.Is(err, ErrServerChanged) {
@@ -1180,19 +1225,24 @@ func (s *Store) SettleCreation(ctx context.Context, behind func(lsn string, sbs 
 const standbyPoll = 200 * time.Millisecond
 
 // WaitStandbys waits until every standby the primary streams to, and
-// every physical replication slot, has WAL position lsn. behind, if not
-// nil, is told once which have not. A standby whose position this role
-// may not see gives a *HiddenStandbyError at once; the end of ctx, a
-// *StandbysBehindError naming the standbys still behind.
-func (s *Store) WaitStandbys(ctx context.Context, lsn string, behind func(lsn string, sbs []Standby)) error {
+// every physical replication slot, has the WAL position of m. behind, if
+// not nil, is told once which have not. A slot made since m was read,
+// whose position says nothing yet, gives ErrSlotsChanged at once: read a
+// mark again. A standby whose position this role may not see gives a
+// *HiddenStandbyError at once; the end of ctx, a *StandbysBehindError
+// naming the standbys still behind.
+func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string, sbs []Standby)) error {
+	lsn := m.LSN
 	for said := false; ; {
-		_, sbs, err := s.Standbys(ctx, lsn)
+		_, sbs, err := s.Standbys(ctx, m)
 		if err != nil {
 			return err
 		}
 		var late []Standby
 		for _, sb := range sbs {
 			switch {
+			case sb.New:
+				return ErrSlotsChanged
 			case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
 				return &HiddenStandbyError{Standby: sb, LSN: lsn}
 			case !sb.Caught:
@@ -1213,6 +1263,10 @@ func (s *Store) WaitStandbys(ctx context.Context, lsn string, behind func(lsn st
 		}
 	}
 }
+
+// ErrSlotsChanged is WaitStandbys' answer when a physical replication
+// slot was made since its mark was read: read a mark again.
+var ErrSlotsChanged = errors.New("a replication slot was made since the mark was read: read it again")
 
 // HiddenStandbyError is WaitStandbys' refusal when this role may not see
 // how far a standby has replayed: pg_stat_replication shows the positions

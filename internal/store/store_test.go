@@ -127,7 +127,7 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour || tc.PendingMaxTTL != 0 {
 		t.Fatalf("after the confirmation: %+v, %v; want a maximum of 1h0m0s, nothing pending", tc, err)
 	}
-	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: 2 * time.Hour, LSN: mark.LSN, Server: mark.Server}); err != nil || raised {
+	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: 2 * time.Hour, Mark: mark.Mark}); err != nil || raised {
 		t.Fatalf("ConfirmRaise with nothing pending: %v, %v; want nothing done", raised, err)
 	}
 	if tc, err := st.ReadConfig(ctx); err != nil || tc.MaxTTL != time.Hour {
@@ -165,7 +165,7 @@ func TestConfirmRaiseConfirmsTheRaiseItWasGiven(t *testing.T) {
 	}
 	apply(5 * time.Minute) // a later raise, which the standbys may lack
 	// On another server than the one it was read on, nothing is confirmed.
-	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: first, LSN: mark.LSN, Server: mark.Server + "0"}); !errors.Is(err, store.ErrServerChanged) || raised {
+	if _, raised, err := st.ConfirmRaise(ctx, store.RaiseMark{Raise: first, Mark: store.Mark{LSN: mark.LSN, Server: mark.Server + "0"}}); !errors.Is(err, store.ErrServerChanged) || raised {
 		t.Fatalf("ConfirmRaise of a raise read on another server: %v, %v; want ErrServerChanged", raised, err)
 	}
 	maxTTL, raised, err := st.ConfirmRaise(ctx, mark)

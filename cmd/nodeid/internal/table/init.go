@@ -286,7 +286,9 @@ func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, er
 			return st.ReadConfig(ctx)
 		}
 		if !o.NoStandbyWait {
-			if err := waitForStandbys(waitCtx, o, st, mark.LSN, "the creation"); err != nil {
+			if err := waitForStandbys(waitCtx, o, st, mark.Mark, "the creation"); errors.Is(err, store.ErrSlotsChanged) {
+				continue // a slot made meanwhile: read the mark again
+			} else if err != nil {
 				return store.TableConfig{}, err
 			}
 		}
@@ -332,7 +334,9 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			return st.ReadConfig(ctx)
 		}
 		if !o.NoStandbyWait {
-			if err := waitForStandbys(waitCtx, o, st, mark.LSN, "the raise of the maximum TTL"); err != nil {
+			if err := waitForStandbys(waitCtx, o, st, mark.Mark, "the raise of the maximum TTL"); errors.Is(err, store.ErrSlotsChanged) {
+				continue // a slot made meanwhile: read the mark again
+			} else if err != nil {
 				return store.TableConfig{}, err
 			}
 		}
@@ -361,9 +365,9 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 // every physical replication slot, has WAL position lsn, saying once on
 // stderr which have not; ctx bounds the wait (--standby-wait). what is
 // what they must replay, for messages.
-func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, lsn, what string) error {
+func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, mark store.Mark, what string) error {
 	table := o.Conn.Table()
-	err := st.WaitStandbys(ctx, lsn, func(lsn string, behind []store.Standby) {
+	err := st.WaitStandbys(ctx, mark, func(lsn string, behind []store.Standby) {
 		fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay %s (WAL position %s): %s\n", what, lsn, store.Labels(behind))
 	})
 	var (
