@@ -29,14 +29,7 @@ func TestCreateTableWaitsForTheStandby(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pair, dbName := pgtest.NewPairDB(t)
 	db, err := sql.Open("pgx", pair.Primary.DSN(dbName))
 	if err != nil {
 		t.Fatal(err)

@@ -46,14 +46,7 @@ func TestASlotMadeAfterTheMarkDoesNotConfirm(t *testing.T) {
 	t.Parallel()
 	const ttl = 6 * time.Second
 	ctx := ctxOf(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pair, dbName := pgtest.NewPairDB(t)
 	second := pair.AddStandbyWithoutSlot(t) // streams without a slot, then is cut off
 	if err := second.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
@@ -190,24 +183,5 @@ func TestAnAsynchronousCreationIsConfirmedBeforeItIsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the creation is confirmed; the claim in it: %+v", lost)
-	if err := pair.FailOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := storeOn(t, pair.Standby.DSN(dbName), 0)
-	var had bool
-	if err := s.DB().QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, DefaultTable).Scan(&had); err != nil || had {
-		t.Fatalf("the promoted standby has the table (%v, %v): the creation was not lost", had, err)
-	}
-	if created, err := s.Create(ctx, ttl); err != nil || !created {
-		t.Fatalf("Create on the promoted standby: %v, %v", created, err)
-	}
-	if err := s.SettleCreation(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	c := claimWithin(t, s, "next", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, ttl)
-	t.Logf("the new table's first claim: node %d epoch %d, stamping after %d", c.NodeID, c.Epoch, c.PrevHorizon)
-	if lost.OK && lost.NodeID == c.NodeID && c.PrevHorizon < lost.Horizon {
-		t.Errorf("duplicate IDs: the lost table's claim of node %d at epoch %d stamps up to unix ms %d, and the new table's claim at epoch %d stamps after %d: both may stamp %s before that",
-			lost.NodeID, lost.Epoch, lost.Horizon, c.Epoch, c.PrevHorizon, time.Duration(min(lost.Horizon-c.PrevHorizon, lost.Horizon-lost.Now.UnixMilli()))*time.Millisecond)
-	}
+	recreateAfterFailover(t, ctx, pair, dbName, lost, ttl)
 }

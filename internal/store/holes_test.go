@@ -563,14 +563,7 @@ func TestALostCreationHandedOutNothing(t *testing.T) {
 	t.Parallel()
 	const ttl = 6 * time.Second
 	ctx := ctxOf(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pair, dbName := pgtest.NewPairDB(t)
 	pair.Repl.Cut()
 	p := storeOn(t, pair.Primary.DSN(dbName), 0)
 	if created, err := p.Create(ctx, ttl); err != nil || !created {
@@ -593,27 +586,7 @@ func TestALostCreationHandedOutNothing(t *testing.T) {
 	if err := p.SettleCreation(short, nil); !errors.As(err, &behind) || len(behind.Behind) == 0 {
 		t.Errorf("SettleCreation with the standby cut off: %v; want the standbys behind named", err)
 	}
-	if err := pair.FailOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := storeOn(t, pair.Standby.DSN(dbName), 0)
-	var had bool
-	if err := s.DB().QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, DefaultTable).Scan(&had); err != nil || had {
-		t.Fatalf("the promoted standby has the table (%v, %v): the creation was not lost", had, err)
-	}
-	if created, err := s.Create(ctx, ttl); err != nil || !created {
-		t.Fatalf("Create on the promoted standby: %v, %v", created, err)
-	}
-	// It has no standby of its own: nothing can lose this creation.
-	if err := s.SettleCreation(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	c := claimWithin(t, s, "next", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, ttl)
-	t.Logf("the new table's first claim: node %d epoch %d, stamping after %d", c.NodeID, c.Epoch, c.PrevHorizon)
-	if lost.OK && lost.NodeID == c.NodeID && c.PrevHorizon < lost.Horizon {
-		t.Errorf("duplicate IDs: the lost table's claim of node %d at epoch %d stamps up to unix ms %d, and the new table's claim at epoch %d stamps after %d: both may stamp %s before that",
-			lost.NodeID, lost.Epoch, lost.Horizon, c.Epoch, c.PrevHorizon, time.Duration(min(lost.Horizon-c.PrevHorizon, lost.Horizon-lost.Now.UnixMilli()))*time.Millisecond)
-	}
+	recreateAfterFailover(t, ctx, pair, dbName, lost, ttl)
 }
 
 // A creation the standby has replayed is confirmed, on the server it was
@@ -623,14 +596,7 @@ func TestCreationConfirmedOnceReplayed(t *testing.T) {
 	t.Parallel()
 	const ttl = 6 * time.Second
 	ctx := ctxOf(t)
-	pair := pgtest.NewPair(t)
-	dbName, err := pair.Primary.CreateDatabase(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pair, dbName := pgtest.NewPairDB(t)
 	p := storeOn(t, pair.Primary.DSN(dbName), 0)
 	if created, err := p.Create(ctx, ttl); err != nil || !created {
 		t.Fatalf("Create: %v, %v", created, err)
@@ -686,5 +652,34 @@ func TestCreationConfirmedOnceReplayed(t *testing.T) {
 	}
 	if tc, err := alone.ReadConfig(ctx); err != nil || tc.CreationPending {
 		t.Fatalf("a table created on a server without standbys: %+v, %v; want it not pending", tc, err)
+	}
+}
+
+// recreateAfterFailover fails pair over to its standby, which must lack the
+// table (the creation was lost), creates the table there (the standby has
+// no standby of its own: nothing can lose this creation), claims node 0,
+// and fails the test if that claim stamps milliseconds that lost, a claim
+// made in the lost table, may stamp.
+func recreateAfterFailover(t *testing.T, ctx context.Context, pair *pgtest.Pair, dbName string, lost ClaimResult, ttl time.Duration) {
+	t.Helper()
+	if err := pair.FailOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	var had bool
+	if err := s.DB().QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, DefaultTable).Scan(&had); err != nil || had {
+		t.Fatalf("the promoted standby has the table (%v, %v): the creation was not lost", had, err)
+	}
+	if created, err := s.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create on the promoted standby: %v, %v", created, err)
+	}
+	if err := s.SettleCreation(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := claimWithin(t, s, "next", ttl, func() int64 { return time.Now().UnixMilli() + ttl.Milliseconds() }, ttl)
+	t.Logf("the new table's first claim: node %d epoch %d, stamping after %d", c.NodeID, c.Epoch, c.PrevHorizon)
+	if lost.OK && lost.NodeID == c.NodeID && c.PrevHorizon < lost.Horizon {
+		t.Errorf("duplicate IDs: the lost table's claim of node %d at epoch %d stamps up to unix ms %d, and the new table's claim at epoch %d stamps after %d: both may stamp %s before that",
+			lost.NodeID, lost.Epoch, lost.Horizon, c.Epoch, c.PrevHorizon, time.Duration(min(lost.Horizon-c.PrevHorizon, lost.Horizon-lost.Now.UnixMilli()))*time.Millisecond)
 	}
 }

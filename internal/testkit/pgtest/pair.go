@@ -71,6 +71,24 @@ func NewPair(t testing.TB, settings ...string) *Pair {
 	return pair
 }
 
+// NewPairDB starts a Pair for the test (NewPair), creates a database on its
+// primary and waits until the standby has replayed it; it returns the
+// Pair and the database's name.
+func NewPairDB(t testing.TB, settings ...string) (*Pair, string) {
+	t.Helper()
+	p := NewPair(t, settings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db, err := p.Primary.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return p, db
+}
+
 // AddStandby starts another standby of p's primary, cloned and streaming
 // through a proxy of its own, from a replication slot of its own, for the
 // test, and returns it as a Pair that shares the primary: two standbys of
