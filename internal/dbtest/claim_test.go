@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,24 +64,30 @@ func execSQL(t *testing.T, db *sql.DB, q string, args ...any) {
 	}
 }
 
+// claimRounds is how many rounds TestConcurrentClaimsOnExactlyAsManyClaimable
+// runs: 20 in the test command, more with the flag.
+var claimRounds = flag.Int("dbtest.claim-rounds", 20, "rounds of TestConcurrentClaimsOnExactlyAsManyClaimable")
+
 // A claim locks only the row it takes: N concurrent Acquires, each of its
 // own Registry, on exactly N claimable node IDs, some never claimed, some
 // released, some lapsed, among held ones, all succeed with distinct node
-// IDs, every round.
+// IDs, every round. Each round has a deadline of its own: under the race
+// detector on a loaded machine a round took 6 s, and 50 rounds outran one
+// deadline for them all.
 func TestConcurrentClaimsOnExactlyAsManyClaimable(t *testing.T) {
 	t.Parallel()
 	const (
-		n      = 64
-		rounds = 50
-		held   = 32
+		n    = 64
+		held = 32
 	)
+	rounds := *claimRounds
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "pgbouncer"}[pooled], func(t *testing.T) {
 			t.Parallel()
 			admin, db := provisioned(t, pooled, postgres.WithNodeRange(0, n+held-1))
 			db.SetMaxOpenConns(n)
-			ctx := ctxOf(t)
 			for round := range rounds {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				// Every third node ID is held; of the others, in turn, one is
 				// free (never claimed in round 0, released later), one lapsed.
 				execSQL(t, admin, `UPDATE snowflake_nodes SET
@@ -114,6 +121,7 @@ func TestConcurrentClaimsOnExactlyAsManyClaimable(t *testing.T) {
 				}
 				close(start)
 				wg.Wait()
+				cancel()
 				for _, r := range regs {
 					_ = r.Close()
 				}
