@@ -185,3 +185,77 @@ func TestAnAsynchronousCreationIsConfirmedBeforeItIsWritten(t *testing.T) {
 	t.Logf("the creation is confirmed; the claim in it: %+v", lost)
 	recreateAfterFailover(t, ctx, pair, dbName, lost, ttl)
 }
+
+// A slot of the mark that is dropped and made again under the same name
+// while the confirmation waits starts at a checkpoint's redo pointer, past
+// the mark, though its standby lacks the creation: a slot's name alone
+// does not say it is the one the mark saw. A slot counts only while the
+// connection that held it at the mark still holds it (an active slot
+// cannot be dropped); one taken up by another connection since is read
+// again with a new mark.
+func TestASlotMadeAgainDuringTheWaitDoesNotConfirm(t *testing.T) {
+	t.Parallel()
+	const ttl = 6 * time.Second
+	ctx := ctxOf(t)
+	// The standby's WAL is kept after its slot is dropped, so that it can
+	// stream again from where it was cut off.
+	pair, dbName := pgtest.NewPairDB(t, "wal_keep_size=256MB")
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	const slot = "pgserver_standby"
+	pair.Repl.Blackhole() // the standby lags, so that the confirmation waits
+	if created, err := p.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	mark, err := p.PendingCreation(ctx)
+	if err != nil || !mark.Pending {
+		t.Fatalf("PendingCreation: %+v, %v", mark, err)
+	}
+	// The standby is cut off, its slot dropped and made again after a
+	// checkpoint: it reserves WAL from the checkpoint's redo pointer.
+	pair.Repl.Cut()
+	waitQuery(t, ctx, p, "the standby's slot to be released",
+		`SELECT NOT active FROM pg_replication_slots WHERE slot_name = $1`, slot)
+	var slotLSN string
+	if _, err := p.DB().ExecContext(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DB().ExecContext(ctx, `CHECKPOINT`); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DB().QueryRowContext(ctx, `SELECT lsn::text FROM pg_create_physical_replication_slot($1, true)`, slot).Scan(&slotLSN); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, ctx, p, "the new slot to be past the mark",
+		`SELECT restart_lsn >= $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1`, slot, mark.LSN)
+	t.Logf("mark %s; the slot made again reserves WAL from %s", mark.LSN, slotLSN)
+	// The confirmation that read the mark before the slot was made again
+	// waits on: had it counted the slot, it would confirm the creation.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var behind *StandbysBehindError
+	if err := p.WaitStandbys(short, mark.Mark, nil); !errors.As(err, &behind) {
+		t.Fatalf("WaitStandbys with the mark's slot made again: %v; want the slot behind", err)
+	}
+	t.Logf("the creation stays pending: %v", behind)
+	if res, err := p.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || res.OK {
+		t.Fatalf("a claim in a creation the standby lacks: %+v, %v; want a refusal", res, err)
+	}
+	// The standby streams again, through the slot, from a new connection:
+	// the mark is read again, and the creation confirmed once the standby
+	// has it.
+	pair.Repl.Restore()
+	waitQuery(t, ctx, p, "the standby to take its slot again",
+		`SELECT active FROM pg_replication_slots WHERE slot_name = $1`, slot)
+	if err := p.WaitStandbys(ctx, mark.Mark, nil); !errors.Is(err, ErrSlotsChanged) {
+		t.Errorf("WaitStandbys for the mark read before the slot was taken up again: %v; want ErrSlotsChanged", err)
+	}
+	if err := p.SettleCreation(ctx, nil); err != nil {
+		t.Fatalf("SettleCreation once the standby streams again: %v", err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.Claim(ctx, 0, 0, "kept", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || !res.OK {
+		t.Fatalf("a claim in the confirmed creation: %+v, %v", res, err)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -341,26 +340,33 @@ func TestConfirmRaiseAcrossAFailover(t *testing.T) {
 		}
 		return nil
 	})
-	// S2, S1's standby, replays that far, then receives nothing more.
-	s2, err := pgserver.StartStandby(ctx, pair.Standby.Server, "s2", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s2.Close() })
+	// S2, S1's standby, replays that far, then receives nothing more,
+	// its replication connection held open (its slot on S1 stays taken).
+	s2 := pair.AddStandbyOfStandby(t, "s2")
 	if err := s2.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s2.Repl.Cut()
+	var s2Slot string
+	testkit.Until(t, time.Minute, "S2 to stream from its slot on S1 and report it has replayed "+mark.LSN, func() error {
+		err := s1.DB().QueryRowContext(ctx, `SELECT s.slot_name || ':' || s.active_pid
+			FROM pg_replication_slots AS s JOIN pg_stat_replication AS r ON r.pid = s.active_pid
+			WHERE s.slot_name = 'pgtest_standby_s2' AND r.replay_lsn >= $1::pg_lsn`, mark.LSN).Scan(&s2Slot)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errors.New("not yet")
+		}
+		return testkit.Stop(err)
+	})
+	s2.Repl.Blackhole()
 	if err := pair.Standby.Exec(ctx, dbName, ddl); err != nil { // the same raise, made again on S1
 		t.Fatal(err)
 	}
 	// Every standby of S1 is seen past the position read on P, as init
-	// sees them (S2's slot counts as one of the mark's: a slot's name says
-	// nothing of its server, and a new primary makes slots of the names
-	// the old one had, as Patroni does), and the confirmation, reaching S1,
-	// refuses.
+	// sees them (S2's slot counts as one of the mark's, as held by the
+	// process that holds it now: a slot's name says nothing of its
+	// server, and a new primary makes slots of the names the old one had,
+	// as Patroni does), and the confirmation, reaching S1, refuses.
 	onS1 := mark.Mark
-	onS1.Slots = append(onS1.Slots[:len(onS1.Slots):len(onS1.Slots)], "s2")
+	onS1.Slots = append(onS1.Slots[:len(onS1.Slots):len(onS1.Slots)], s2Slot)
 	waitStandbysReport(t, s1, onS1)
 	maxTTL, raised, err := s1.ConfirmRaise(ctx, mark)
 	if !errors.Is(err, ErrServerChanged) || raised {

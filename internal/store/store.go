@@ -1007,8 +1007,10 @@ type Mark struct {
 	// timeline and start ("" on a table that records synchronous
 	// replication).
 	Server string
-	// Slots are the physical replication slots that existed then: only
-	// their restart_lsn says how far a standby has flushed.
+	// Slots are the physical replication slots that existed then, each
+	// as its name, a colon and the process that held it ("" when none
+	// did): only their restart_lsn says how far a standby has flushed,
+	// and only while that process still holds them.
 	Slots []string
 }
 
@@ -1029,10 +1031,18 @@ type Mark struct {
 // checkpoint's redo pointer, which may be past the position while its
 // standby lacks it; so only the slots that existed when the mark was read
 // count (a slot's restart_lsn is at or before the position then, and
-// moves past it only by its standby's replies).
-const walMark = `pg_current_wal_insert_lsn()::text, {server},
-    (SELECT COALESCE(string_agg(slot_name::text, ','), '') FROM pg_replication_slots WHERE slot_type = 'physical'),
+// moves past it only by its standby's replies), and each only while the
+// process that held it then still holds it: a slot dropped and made again
+// under its name is a new slot, and an active slot cannot be dropped
+// (markSlots).
+const walMark = `pg_current_wal_insert_lsn()::text, {server}, ` + markSlots + `,
     set_config('synchronous_commit', 'on', true) IS NOT NULL AND pg_current_xact_id() IS NOT NULL`
+
+// markSlots lists the physical replication slots, each as its name, a
+// colon and the process that holds it ("" when none does): slot names
+// are lower-case letters, digits and underscores.
+const markSlots = `(SELECT COALESCE(string_agg(slot_name::text || ':' || COALESCE(active_pid::text, ''), ','), '')
+    FROM pg_replication_slots WHERE slot_type = 'physical')`
 
 // pendingRaiseTemplate reads the pending raise and the mark (walMark).
 const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), ` + walMark + ` FROM {c}`
@@ -1076,44 +1086,57 @@ type Standby struct {
 	Name string // application_name, or "slot " and the slot's name
 	Addr string // client_addr, "" for a local socket or a slot
 	// Position is how far it has replayed (pg_stat_replication), or
-	// flushed (a slot's restart_lsn): "" when the role may not see it, or
-	// a slot never used.
+	// flushed (a slot's restart_lsn): "" when the role may not see it
+	// (Hidden), a standby that has not replied yet, or a slot never used.
 	Position string
 	Caught   bool // it has the position asked for
-	// New is set for a slot made after the mark was read, whose
-	// restart_lsn says nothing yet: it never counts as caught up.
+	// Hidden is set for a streaming standby whose position this role may
+	// not see, and that streams from no slot to judge it by.
+	Hidden bool
+	// New is set for a slot made, or taken up by another process, since
+	// the mark was read: its restart_lsn says nothing of the standby the
+	// mark saw, and it never counts as caught up.
 	New bool
 }
 
 // standbysTemplate lists the standbys streaming now, with how far each has
 // replayed, and the physical replication slots, with how far each
-// standby has flushed (what a promotion replays); a slot that did not
-// exist when the mark was read ($2, comma-separated) has not caught up
-// whatever its restart_lsn (walMark). Roles that are neither superusers
-// nor members of pg_read_all_stats see the streaming standbys without
-// their positions: a standby that streams from a slot (the slot's
-// active_pid, which any role may read) is then judged by its slot alone,
-// and one without a slot is listed without a position.
+// standby has flushed (what a promotion replays). A slot counts only as
+// the mark saw it ($2, markSlots): held by the same process then and now
+// (an active slot cannot be dropped, so it is the slot the mark saw, and
+// its restart_lsn moves only by its standby's replies). A slot held by
+// none now is behind: it may have been made again since, at a redo
+// pointer past the mark. A slot the mark did not see, or held by another
+// process than then, is New: read the mark again (walMark). Roles that
+// are neither superusers nor members of pg_read_all_stats see the
+// streaming standbys without their positions: a standby that streams from
+// a slot (the slot's active_pid, which any role may read) is then judged
+// by its slot alone, and one without a slot is Hidden.
 const standbysTemplate = `SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
-    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false), false
+    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false),
+    r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false
 FROM pg_stat_replication AS r
 WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
     OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
 UNION ALL
-SELECT 'slot ' || slot_name, '', COALESCE(restart_lsn::text, ''),
-    COALESCE(restart_lsn >= $1::pg_lsn, false) AND slot_name::text = ANY (string_to_array($2::text, ',')),
-    NOT slot_name::text = ANY (string_to_array($2::text, ','))
-FROM pg_replication_slots WHERE slot_type = 'physical'
+SELECT 'slot ' || s.slot_name, '', COALESCE(s.restart_lsn::text, ''),
+    COALESCE(s.restart_lsn >= $1::pg_lsn, false) AND s.active_pid IS NOT NULL AND k.key = ANY (m.keys), false,
+    NOT s.slot_name::text = ANY (m.names) OR s.active_pid IS NOT NULL AND NOT k.key = ANY (m.keys)
+FROM pg_replication_slots AS s,
+    LATERAL (SELECT s.slot_name::text || ':' || COALESCE(s.active_pid::text, '') AS key) AS k,
+    (SELECT COALESCE(array_agg(x), '{}') AS keys, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
+        FROM unnest(string_to_array($2::text, ',')) AS x) AS m
+WHERE s.slot_type = 'physical'
 ORDER BY 1, 2`
 
 // Standbys returns the server's standbys (see Standby), each with whether
-// it has m.LSN; only the slots of m.Slots count. A zero m stands for the
-// server's WAL position now and its slots now, which Standbys returns.
+// it has m.LSN; only the slots of m.Slots count, as m saw them. A zero m
+// stands for the server's WAL position now and its slots now, which
+// Standbys returns.
 func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 	if m.LSN == "" {
 		var slots string
-		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text,
-			(SELECT COALESCE(string_agg(slot_name::text, ','), '') FROM pg_replication_slots WHERE slot_type = 'physical')`).Scan(&m.LSN, &slots); err != nil {
+		if err := s.db.QueryRowContext(ctx, `SELECT pg_current_wal_lsn()::text, `+markSlots).Scan(&m.LSN, &slots); err != nil {
 			return Mark{}, nil, s.wrapErr("read the WAL position", err)
 		}
 		if slots != "" {
@@ -1128,7 +1151,7 @@ func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 	var out []Standby
 	for rows.Next() {
 		var sb Standby
-		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught, &sb.New); err != nil {
+		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught, &sb.Hidden, &sb.New); err != nil {
 			return Mark{}, nil, s.wrapErr("read the standbys", err)
 		}
 		out = append(out, sb)
@@ -1226,9 +1249,9 @@ const standbyPoll = 200 * time.Millisecond
 
 // WaitStandbys waits until every standby the primary streams to, and
 // every physical replication slot, has the WAL position of m. behind, if
-// not nil, is told once which have not. A slot made since m was read,
-// whose position says nothing yet, gives ErrSlotsChanged at once: read a
-// mark again. A standby whose position this role may not see gives a
+// not nil, is told once which have not. A slot made, or taken up by
+// another process, since m was read, whose position says nothing of the
+// standby m saw, gives ErrSlotsChanged at once: read a mark again. A standby whose position this role may not see gives a
 // *HiddenStandbyError at once; the end of ctx, a *StandbysBehindError
 // naming the standbys still behind.
 func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string, sbs []Standby)) error {
@@ -1243,7 +1266,7 @@ func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string
 			switch {
 			case sb.New:
 				return ErrSlotsChanged
-			case sb.Position == "" && !strings.HasPrefix(sb.Name, "slot "):
+			case sb.Hidden:
 				return &HiddenStandbyError{Standby: sb, LSN: lsn}
 			case !sb.Caught:
 				late = append(late, sb)
@@ -1265,8 +1288,9 @@ func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string
 }
 
 // ErrSlotsChanged is WaitStandbys' answer when a physical replication
-// slot was made since its mark was read: read a mark again.
-var ErrSlotsChanged = errors.New("a replication slot was made since the mark was read: read it again")
+// slot was made, or taken up by another process, since its mark was read:
+// read a mark again.
+var ErrSlotsChanged = errors.New("a replication slot was made, or taken up by another process, since the mark was read: read it again")
 
 // HiddenStandbyError is WaitStandbys' refusal when this role may not see
 // how far a standby has replayed: pg_stat_replication shows the positions

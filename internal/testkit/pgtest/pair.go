@@ -98,7 +98,15 @@ func NewPairDB(t testing.TB, settings ...string) (*Pair, string) {
 // primary running.
 func (p *Pair) AddStandby(t testing.TB, name string) *Pair {
 	t.Helper()
-	return p.addStandby(t, "pgtest_standby_"+name)
+	return p.addStandby(t, p.Primary, "pgtest_standby_"+name)
+}
+
+// AddStandbyOfStandby is AddStandby for a standby of p's standby, once
+// that is promoted: the new primary's own standby, which never saw the
+// old primary. The slot is on p's standby.
+func (p *Pair) AddStandbyOfStandby(t testing.TB, name string) *Pair {
+	t.Helper()
+	return p.addStandby(t, p.Standby, "pgtest_standby_"+name)
 }
 
 // AddStandbyWithoutSlot is AddStandby for a standby that streams without
@@ -106,19 +114,19 @@ func (p *Pair) AddStandby(t testing.TB, name string) *Pair {
 // pg_stat_replication shows how far it has replayed.
 func (p *Pair) AddStandbyWithoutSlot(t testing.TB) *Pair {
 	t.Helper()
-	return p.addStandby(t, "")
+	return p.addStandby(t, p.Primary, "")
 }
 
-func (p *Pair) addStandby(t testing.TB, slot string) *Pair {
+func (p *Pair) addStandby(t testing.TB, upstream *Server, slot string) *Pair {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	g := newHoldGate()
-	q, err := pgserver.StartStandby(ctx, p.Primary.Server, slot, g, p.settings...)
+	q, err := pgserver.StartStandby(ctx, upstream.Server, slot, g, p.settings...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	added := &Pair{Primary: p.Primary, Standby: &Server{q.Standby}, Repl: &Proxy{Proxy: q.Repl, gate: g}, pair: q, settings: p.settings}
+	added := &Pair{Primary: upstream, Standby: &Server{q.Standby}, Repl: &Proxy{Proxy: q.Repl, gate: g}, pair: q, settings: p.settings}
 	t.Cleanup(func() { _ = added.Close() })
 	return added
 }
