@@ -263,11 +263,21 @@ func (s *Supervisor) handle(ev event) bool {
 		s.report(ev.Why)
 	case evExit:
 		s.exit.Code, s.exit.Exited = ev.Code, true
+		if ev.Code != killedCode {
+			// The command exited by itself as the kill was decided (the
+			// supervisor's alarm may fire before the warden's report of
+			// that exit is read): it was not killed.
+			s.exit.KilledBy = ""
+		}
 	case evDone:
 		return true
 	}
 	return false
 }
+
+// killedCode is the exit code the warden reports for a command that
+// SIGKILL ended.
+const killedCode = 128 + int(syscall.SIGKILL)
 
 // report says once why every process of the command is being killed, and
 // records it in Exit.KilledBy unless the command's exit was reported

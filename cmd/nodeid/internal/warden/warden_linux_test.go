@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -630,6 +631,27 @@ func TestKillAfterExitIsNoKill(t *testing.T) {
 					t.Errorf("events %+v; want the command's exit, then done", evs)
 				}
 			})
+		}
+	}
+}
+
+// The supervisor's own alarm may fire at the deadline just as the command
+// exits by itself, before it has read the warden's report of that exit:
+// the exit, once read, is the command's own, not a kill. A command that
+// SIGKILL ended was killed.
+func TestSupervisorKillAfterExitIsNoKill(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		want string
+	}{{0, ""}, {3, ""}, {128 + int(syscall.SIGTERM), ""}, {killedCode, WhyDeadline}} {
+		s := &Supervisor{cfg: Config{Log: io.Discard}, name: "cmd"}
+		s.report(WhyDeadline)
+		if s.exit.KilledBy != WhyDeadline {
+			t.Fatalf("KilledBy after the alarm: %q", s.exit.KilledBy)
+		}
+		s.handle(event{Ev: evExit, Code: c.code})
+		if !s.exit.Exited || s.exit.Code != c.code || s.exit.KilledBy != c.want {
+			t.Errorf("exit %d reported after the deadline's kill: %+v; want KilledBy %q", c.code, s.exit, c.want)
 		}
 	}
 }
