@@ -34,6 +34,7 @@ type export struct {
 	name, template string
 	parts          []exportPart
 	usesEpoch      bool       // some placeholder reads the epoch
+	usesNode       bool       // some placeholder reads the node ID
 	form           numberForm // whether, and how, its value reads as a number
 }
 
@@ -73,6 +74,7 @@ func parseExport(s string) (export, error) {
 	e := export{name: name, template: tmpl, parts: parts, form: numberFormOf(parts)}
 	for _, p := range parts {
 		e.usesEpoch = e.usesEpoch || p.field == "epoch"
+		e.usesNode = e.usesNode || p.field == "node"
 	}
 	return e, nil
 }
@@ -232,9 +234,14 @@ means to some readers; 08 is 0 to C's strtol; 0x10 is 16, or 0 to C's
 atoi and JavaScript's parseInt(v, 10), which stop at the x: 0x{node} is
 refused). One that tells them apart on its own as most readers read it
 (INSTANCE={node}) is judged alone, under every reading, and the others
-must tell them apart together without it. A number of {epoch} alone is
-refused over more than one node ID. With --partition they are judged over
---range alone, for a table split between generators whose IDs never meet.
+must tell them apart together without it. A label of {node} must tell
+them apart on its own by its digits, which a program may take for its ID
+(a StatefulSet-style ordinal): each run of digits that varies over the
+range, and all of them together (HOSTNAME=web-{node} passes,
+HOSTNAME=web-{node%32} is refused over 0-1023); one that also reads
+{epoch} is refused. A number of {epoch} alone is refused over more than
+one node ID. With --partition they are judged over --range alone, for a
+table split between generators whose IDs never meet.
 Recipes (more in docs/export.md):
   CAP (.NET):  --export 'CAP_WORKERID={node}', with a --range within the
     worker IDs CAP accepts
@@ -523,23 +530,35 @@ type collision struct {
 // only if some export is in hexadecimal: otherwise they read what the
 // first does.
 func collide(es []export, r cli.NodeRange) (c collision, ok bool) {
-	leadingZero, hex := false, false
-	for _, e := range es {
-		hex = hex || e.form.hex
-	}
-	for i, rd := range exportReadings {
+	hex := slices.ContainsFunc(es, func(e export) bool { return e.form.hex })
+	return collideBy(r, exportReadings, hex, func(node int64, rd exportReading) (string, bool) {
+		nums := make([]string, len(es))
+		leadingZero := false
+		for j, e := range es {
+			n, zero := exportNumber(e.form, e.value(node, 0), rd)
+			leadingZero = leadingZero || zero
+			nums[j] = n
+		}
+		return strings.Join(nums, " "), leadingZero
+	})
+}
+
+// collideBy returns two node IDs of r for which read gives the same key
+// under one of readings, the first that finds some; ok is false if there
+// are none. read returns the key of a node ID under a reading, and whether
+// a number in it has a leading zero. A reading after the first is applied
+// only if some number has a leading zero (the prefix reading: only if hex
+// is set), as collide says.
+func collideBy(r cli.NodeRange, readings []exportReading, hex bool, read func(node int64, rd exportReading) (key string, zero bool)) (c collision, ok bool) {
+	leadingZero := false
+	for i, rd := range readings {
 		if i > 0 && !(rd.prefix && hex || !rd.prefix && leadingZero) {
 			continue
 		}
 		seen := make(map[string]int64, min(r.Size(), 1<<16))
 		for node := r.Lo; node <= r.Hi; node++ {
-			nums := make([]string, len(es))
-			for j, e := range es {
-				n, zero := exportNumber(e.form, e.value(node, 0), rd)
-				leadingZero = leadingZero || zero
-				nums[j] = n
-			}
-			key := strings.Join(nums, " ")
+			key, zero := read(node, rd)
+			leadingZero = leadingZero || zero
 			if other, dup := seen[key]; dup {
 				return collision{other, node, rd, i == 0}, true
 			}
@@ -578,6 +597,10 @@ func constant(es []export, r cli.NodeRange) bool {
 // node IDs 0 and 8 (00 and 08) whatever PORT=80{node%10} beside it says.
 // DATACENTER_ID={node/32%32} and WORKER_ID={node%32}, which tell them
 // apart only together, are read together.
+//
+// A label of {node} (HOSTNAME=web-{node%32}) counts for none of them, but
+// must tell the node IDs apart on its own by the digits in it, which a
+// program may take for its ID (labelDigits).
 func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) error {
 	var (
 		idents    []export
@@ -603,6 +626,13 @@ func (f *exportFlags) distinct(r cli.NodeRange, over string, partition bool) err
 		if e.epochNumber() {
 			return fmt.Errorf("--export %s: %s=%s is a number of {epoch} alone, which tells no node IDs of %s apart: every node ID's first claim has epoch 1, so a generator that reads it as its ID gets the same one on each, whatever else is exported; derive it from {node}, or, where the epoch itself is wanted, read %s, which the command has",
 				f, e.name, e.template, over, EnvEpoch)
+		}
+	}
+	for _, e := range f.list {
+		if e.usesNode && !e.identifies() {
+			if err := f.labelDigits(e, r, over, partition); err != nil {
+				return err
+			}
 		}
 	}
 	labelNote := ""
@@ -687,12 +717,127 @@ func (f *exportFlags) refusal(es []export, c collision, over, note string, parti
 		}
 		get = fmt.Sprintf("get %s and %s, which read as the same %s (%s)%s", a, b, number, nums, c.reading.where)
 	}
-	advice := "or narrow --range"
-	if !partition {
-		advice = "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
-	}
 	return fmt.Errorf("--export %s: node IDs %d and %d of %s %s%s, and two processes holding them would mint the same IDs; export what tells them apart (as DATACENTER_ID={node/32%%32} beside WORKER_ID={node%%32}), %s",
-		f, c.a, c.b, over, get, note, advice)
+		f, c.a, c.b, over, get, note, narrowAdvice(partition))
+}
+
+// narrowAdvice is a refusal's last advice: to judge the exports over
+// fewer node IDs.
+func narrowAdvice(partition bool) string {
+	if partition {
+		return "or narrow --range"
+	}
+	return "or, if the processes that lease the table's other node IDs run generators of their own, whose IDs never meet these, run each with its own --range and --partition"
+}
+
+// labelDigits checks e, a label of {node}: an export that reads the node
+// ID and is no number of it (identifies), as POD=pod-{node} or
+// HOSTNAME=web-{node%32}. No generator reads it as its ID as it is, but a
+// program may take its ID from the digits in it: the last run, as the
+// ordinal of a StatefulSet pod's name (int(name.rsplit('-', 1)[1]),
+// ${HOSTNAME##*-}); the first, as a regular expression's search or, where
+// the value starts with it, C's atoi and JavaScript's parseInt(v, 10);
+// another, split out of the text; or all of them together, the rest
+// stripped (re.sub(r"\D", "", v)). So every run of digits in e's value
+// must tell the node IDs of r apart on its own, as the numbers of
+// exportReadings (but the prefix one: a run holds digits alone), and so
+// must all the digits together, as most readers read them, in decimal. A
+// run that is the same for every node ID of r is the label's own text
+// (k8s-{node}'s 8, pod-{node}-v2's 2), as if written out, and is not
+// judged. A label that also reads the epoch is refused: its digits mix
+// the node ID's with the epoch's, which changes with every claim, so they
+// tell no node IDs apart for sure (nodes 1 and 11 write 112 at epochs 12
+// and 2), and a run of the epoch alone is the same on every node ID's
+// first claim.
+func (f *exportFlags) labelDigits(e export, r cli.NodeRange, over string, partition bool) error {
+	if e.usesEpoch {
+		return fmt.Errorf("--export %s: %s=%s reads both {node} and {epoch}: a program may take its ID from the digits in it, and those mix the node ID's with the epoch's, which changes with every claim (node IDs 1 and 11 write 112 at epochs 12 and 2), so they tell no node IDs of %s apart for sure; export the epoch on its own (as GEN=g{epoch}), or read %s, which the command has",
+			f, e.name, e.template, over, EnvEpoch)
+	}
+	// runs is the number of runs of digits, which every node ID's value
+	// has alike: a placeholder writes one digit or more, and the text
+	// between them is fixed. digits returns a node ID's run i, or, for
+	// i == runs, all of them together.
+	runs := len(digitRuns(e.value(r.Lo, 0)))
+	digits := func(node int64, i int) string {
+		d := digitRuns(e.value(node, 0))
+		if i == runs {
+			return strings.Join(d, "")
+		}
+		return d[i]
+	}
+	// The last run first, as the commonest reading, then the others, then
+	// all together, unless there is one run, which is all of them.
+	order := []int{runs - 1}
+	for i := 0; i < runs-1; i++ {
+		order = append(order, i)
+	}
+	if runs > 1 {
+		order = append(order, runs)
+	}
+	for _, i := range order {
+		first, varies := digits(r.Lo, i), false
+		for node := r.Lo + 1; node <= r.Hi && !varies; node++ {
+			varies = digits(node, i) != first
+		}
+		if !varies {
+			continue
+		}
+		readings := exportReadings
+		if i == runs {
+			readings = exportReadings[:1]
+		}
+		c, ok := collideBy(r, readings, false, func(node int64, rd exportReading) (string, bool) {
+			return exportNumber(numberForm{}, digits(node, i), rd)
+		})
+		if !ok {
+			continue
+		}
+		which := fmt.Sprintf("digits of run %d of %d", i+1, runs)
+		switch {
+		case runs == 1:
+			which = "digits"
+		case i == runs:
+			which = "digits together"
+		case i == runs-1:
+			which = "last digits"
+		case i == 0:
+			which = "first digits"
+		}
+		value := func(node int64) string {
+			v := e.value(node, 0)
+			if strings.ContainsFunc(v, unicode.IsSpace) {
+				v = strconv.Quote(v)
+			}
+			return e.name + "=" + v
+		}
+		get := "both get " + value(c.a)
+		if a, b := value(c.a), value(c.b); a != b {
+			get = "get " + a + " and " + b
+		}
+		n, _ := exportNumber(numberForm{}, digits(c.a, i), c.reading)
+		return fmt.Errorf("--export %s: node IDs %d and %d of %s %s, whose %s read as the same number (%s)%s: %s=%s is a label, but a program may take its worker ID from the digits in it, as from a StatefulSet pod's ordinal (int(name.rsplit('-', 1)[1])), and two processes holding them would mint the same IDs; make every run of digits in it that changes with the node ID tell the node IDs apart, as the whole {node} does (web-{node}), or derive the label in the command from %s, %s",
+			f, c.a, c.b, over, get, which, n, c.reading.where, e.name, e.template, EnvNode, narrowAdvice(partition))
+	}
+	return nil
+}
+
+// digitRuns returns the runs of decimal digits in v, in order: w8-d10 has
+// 8 and 10.
+func digitRuns(v string) []string {
+	var runs []string
+	for {
+		i := strings.IndexAny(v, "0123456789")
+		if i < 0 {
+			return runs
+		}
+		v = v[i:]
+		j := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+		if j < 0 {
+			j = len(v)
+		}
+		runs, v = append(runs, v[:j]), v[j:]
+	}
 }
 
 // addTo puts the exports' values for node and epoch into env.

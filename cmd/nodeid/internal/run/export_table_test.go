@@ -4,6 +4,7 @@ package run
 
 import (
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
@@ -88,4 +89,42 @@ func TestExportDistinctOverTable(t *testing.T) {
 		clitest.WantExit(t, run(dsn, "--partition", "--export", "W={node%32}"), cli.ExitUsage, "--partition", "--range")
 		clitest.WantExit(t, run(dsn, "--partition", "--range", "0-31"), cli.ExitUsage, "--partition", "--export")
 	})
+}
+
+// TestExportLabelDigitsOverTable: a label of {node} whose digits do not
+// tell apart the node IDs of the table's range, as HOSTNAME=web-{node%32}
+// on a table of 1,024 (a program that takes its worker ID from the
+// hostname's ordinal gets one on node IDs 0, 32, 64, ...), exits with 2
+// before any claim, alone or beside numbers that tell the node IDs apart;
+// over a --partition range it tells apart, it passes. Before, it was
+// accepted unless a number beside it was refused.
+func TestExportLabelDigitsOverTable(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn) // node IDs 0-1023
+	run := func(args ...string) clitest.Result {
+		t.Helper()
+		args = append([]string{"run", "--dsn", dsn}, args...)
+		return harness.Run(t, append(args, "--", "sh", "-c", `echo "$HOSTNAME"`)...)
+	}
+	for _, args := range [][]string{
+		{"--export", "HOSTNAME=web-{node%32}"},
+		{"--export", "HOSTNAME=web-{node%32}", "--export", "WORKER_ID={node}"},
+		{"--export", "HOSTNAME=web-{node%32}", "--export", "WORKER_ID={node%32}", "--export", "DATACENTER_ID={node/32%32}"},
+		{"--range", "0-31", "--export", "HOSTNAME=web-{node%32}", "--export", "WORKER_ID={node}"},
+	} {
+		clitest.WantExit(t, run(args...), cli.ExitUsage, "--export HOSTNAME=web-{node%32}",
+			"node IDs 0 and 32 of the range 0-1023 of table snowflake_nodes both get HOSTNAME=web-0, whose digits read as the same number (0)", "--partition")
+	}
+	if n := claims(t, db); n != 0 {
+		t.Errorf("%d claims: a refused run claimed a node ID", n)
+	}
+	r := run("--range", "0-31", "--partition", "--export", "HOSTNAME=web-{node%32}", "--export", "WORKER_ID={node%32}")
+	if r.Code != 0 || r.Stdout != "web-0\n" {
+		t.Errorf("--range 0-31 --partition: %+v, want exit 0 and web-0", r)
+	}
+	r = run("--export", "HOSTNAME=web-{node}", "--export", "WORKER_ID={node%32}", "--export", "DATACENTER_ID={node/32%32}")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "web-") {
+		t.Errorf("HOSTNAME=web-{node} beside a worker and a datacenter ID: %+v, want exit 0", r)
+	}
 }

@@ -5,6 +5,7 @@ package run
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +97,9 @@ func TestExportDistinct(t *testing.T) {
 		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
 		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, cli.NodeRange{Lo: 0, Hi: 1024}, "node IDs 0 and 1024"},
 		{[]string{"WORKER_ID={node%32}", "DATACENTER_ID={node/64}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 0 and 32"},
-		{[]string{"ID={node%32}-{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, ""},
+		// A label is judged by its digits: the last are node/32, and the
+		// first, which C's atoi reads, node%32.
+		{[]string{"ID={node%32}-{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 0 and 1 of the range 0-1023 get ID=0-0 and ID=1-0, whose last digits read as the same number (0)"},
 		{[]string{"ID={node%32}{node/32}"}, cli.NodeRange{Lo: 0, Hi: 1023}, "node IDs 1 and 320 of the range 0-1023 get ID=10 and ID=010, which read as the same number (ID=10)"}, // 1|0 and 0|10
 		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 0, Hi: 1}, "every export uses {epoch}"},
 		{[]string{"E={epoch}"}, cli.NodeRange{Lo: 7, Hi: 7}, ""},
@@ -562,10 +565,17 @@ func TestExportNumberWithTextReadersSkip(t *testing.T) {
 			t.Errorf("--export WORKER_ID=%q: %v", tmpl, err)
 		}
 	}
-	// Other text still makes a label.
+	// Other text still makes a label, judged by its digits
+	// (TestExportLabelDigitsTellNodeIDsApart): refused over 0-1023, where
+	// they repeat, and accepted over 0-31, where 0x{node%32}- would be 0
+	// for every node ID to C's atoi if it were a number.
 	for _, tmpl := range []string{"pod-{node%32}", "0x{node%32}-", "x{node%32}", "+ {node%32}", "0x {node%32}"} {
-		if err := parseExports(t, "LABEL="+tmpl).distinct(r, "the range 0-1023", false); err != nil {
-			t.Errorf("--export LABEL=%q over 0-1023: %v; want it taken for a label", tmpl, err)
+		err := parseExports(t, "LABEL="+tmpl).distinct(r, "the range 0-1023", false)
+		if err == nil || !strings.Contains(err.Error(), "LABEL="+tmpl+" is a label, but a program may take its worker ID from the digits in it") {
+			t.Errorf("--export LABEL=%q over 0-1023: %v; want it taken for a label, and refused for its digits", tmpl, err)
+		}
+		if err := parseExports(t, "LABEL="+tmpl).distinct(cli.NodeRange{Lo: 0, Hi: 31}, "the range 0-31", false); err != nil {
+			t.Errorf("--export LABEL=%q over 0-31: %v; want it taken for a label", tmpl, err)
 		}
 	}
 }
@@ -698,5 +708,140 @@ func TestExportNumberBesideHidesNoOtherReading(t *testing.T) {
 		if err := parseExports(t, args...).distinct(r, "the range 0-1023", false); err != nil {
 			t.Errorf("%v over 0-1023: %v", args, err)
 		}
+	}
+}
+
+// TestExportLabelDigitsTellNodeIDsApart: a label of {node} (text around
+// the number, as HOSTNAME=web-{node%32}) is judged on its own by the
+// digits a program may take from it: a StatefulSet-style ordinal
+// (int(name.rsplit('-', 1)[1]), ${HOSTNAME##*-}), a regular expression's
+// run of digits, or all of them together. Each run of digits that varies
+// over the range, and all the digits together, must tell the node IDs
+// apart, whatever is exported beside it; a run that is the same for every
+// node ID (k8s, v2, us-east-1) is the label's own text. Before, a label
+// was not judged at all: HOSTNAME=web-{node%32} over 0-1023 was accepted
+// alone, beside WORKER_ID={node}, and beside a worker and a datacenter ID,
+// though a program that derives its worker ID from the hostname's ordinal
+// gets one on node IDs 0, 32, 64, ...
+func TestExportLabelDigitsTellNodeIDsApart(t *testing.T) {
+	t.Parallel()
+	all := cli.NodeRange{Lo: 0, Hi: 1023}
+	const web0 = "node IDs 0 and 32 of the range 0-1023 both get HOSTNAME=web-0, whose digits read as the same number (0): HOSTNAME=web-{node%32} is a label"
+	for _, c := range []struct {
+		args []string
+		r    cli.NodeRange
+		says string // "" if accepted
+	}{
+		// The label alone, beside a number that tells the node IDs apart
+		// on its own, and beside numbers that do it together.
+		{[]string{"HOSTNAME=web-{node%32}"}, all, web0},
+		{[]string{"HOSTNAME=web-{node%32}", "WORKER_ID={node}"}, all, web0},
+		{[]string{"HOSTNAME=web-{node%32}", "WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, all, web0},
+		{[]string{"HOSTNAME=web-{node%32}", "INSTANCE={node}", "WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, all, web0},
+		{[]string{"HOSTNAME=web-{node%32}", "WORKER_ID={node%32}"}, all, web0},
+		// Every run of digits that varies is judged, the last first.
+		{[]string{"ID=w{node%32}-d{node/32%32}", "WORKER_ID={node}"}, all,
+			"node IDs 0 and 1 of the range 0-1023 get ID=w0-d0 and ID=w1-d0, whose last digits read as the same number (0)"},
+		{[]string{"ID=w{node/32%32}-d{node}", "WORKER_ID={node}"}, all,
+			"node IDs 0 and 1 of the range 0-1023 get ID=w0-d0 and ID=w0-d1, whose first digits read as the same number (0)"},
+		{[]string{"POD=pod-{node}-{node%32}", "WORKER_ID={node}"}, all,
+			"node IDs 0 and 32 of the range 0-1023 get POD=pod-0-0 and POD=pod-32-0, whose last digits read as the same number (0)"},
+		{[]string{"HOST=v2-{node%32}-x1", "WORKER_ID={node}"}, all,
+			"node IDs 0 and 32 of the range 0-1023 both get HOST=v2-0-x1, whose digits of run 2 of 3 read as the same number (0)"},
+		// Each run tells node IDs 500-520 apart (0 to 20; 52 to 63, then 0
+		// to 8), but not the digits together, as re.sub(r"\D", "", v) reads
+		// them: 1-53 and 15-3 are both 153.
+		{[]string{"ID={node%100}-{node%64}"}, cli.NodeRange{Lo: 500, Hi: 520},
+			"node IDs 501 and 515 of the range 500-520 get ID=1-53 and ID=15-3, whose digits together read as the same number (153)"},
+		// The last run is node/32, and C's atoi reads the first: 8 from
+		// 8-1 (node 40), as from 8-0 (node 8).
+		{[]string{"ID={node%32}-{node/32}"}, all, "node IDs 0 and 1 of the range 0-1023 get ID=0-0 and ID=1-0, whose last digits read as the same number (0)"},
+		// A run is read as numbers are: 00 and 08 are 0 to C's strtol
+		// with base 0, 010 and 08 are 8 where a leading 0 means octal.
+		{[]string{"HOSTNAME=web-{node/10}{node%10}", "WORKER_ID={node}"}, all,
+			"node IDs 0 and 8 of the range 0-1023 get HOSTNAME=web-00 and HOSTNAME=web-08, whose digits read as the same number (0) where a leading 0 means octal and the reading stops at an 8 or 9"},
+		{[]string{"HOSTNAME=web-0{node}", "WORKER_ID={node}"}, all,
+			"node IDs 8 and 10 of the range 0-1023 get HOSTNAME=web-08 and HOSTNAME=web-010, whose digits read as the same number (8) where a leading 0 means octal"},
+		// The epoch changes with every claim: digits that mix it with the
+		// node ID's tell nothing apart for sure.
+		{[]string{"HOSTNAME=web-{node}-{epoch}", "WORKER_ID={node}"}, all, "HOSTNAME=web-{node}-{epoch} reads both {node} and {epoch}"},
+		{[]string{"W={node}{epoch}", "INSTANCE={node}"}, all, "W={node}{epoch} reads both {node} and {epoch}"},
+		// Labels whose digits tell the node IDs apart, or are the label's
+		// own text, pass.
+		{[]string{"POD=pod-{node}"}, all, ""},
+		{[]string{"HOSTNAME=web-{node}", "WORKER_ID={node%32}", "DATACENTER_ID={node/32%32}"}, all, ""},
+		{[]string{"POD=k8s-{node}", "A=us-east-1-web-{node}", "B=pod-{node}-v2", "C=api-v0-{node}", "D={node}-pod", "E=pod-0x{node}", "F=db01-{node}"}, all, ""},
+		{[]string{"HOSTNAME=web-{node%32}", "WORKER_ID={node%32}"}, cli.NodeRange{Lo: 0, Hi: 31}, ""},
+		{[]string{"ZONE=zone-{node/32}", "WORKER_ID={node%32}"}, cli.NodeRange{Lo: 32, Hi: 63}, ""},
+		{[]string{"GEN=g{epoch}", "WORKER_ID={node}"}, all, ""},
+		{[]string{"HOSTNAME=web-{node}-{epoch}"}, cli.NodeRange{Lo: 7, Hi: 7}, ""},
+	} {
+		err := parseExports(t, c.args...).distinct(c.r, "the range "+c.r.String(), false)
+		switch {
+		case c.says == "" && err != nil:
+			t.Errorf("%v over %s: %v", c.args, c.r, err)
+		case c.says != "" && err == nil:
+			t.Errorf("%v over %s: accepted; want an error saying %q", c.args, c.r, c.says)
+		case c.says != "" && !strings.Contains(err.Error(), c.says):
+			t.Errorf("%v over %s: %v\nwant an error saying %q", c.args, c.r, err, c.says)
+		}
+	}
+}
+
+// TestExportDocsExamples: the exports docs/export.md shows are judged as
+// it says. Each recipe of its table passes over the table's range, 0-1023
+// (or the recipe's --range), and so does each command marked "# accepted"
+// (with --partition, over its --range); each refusal it quotes ("nodeid:
+// --export ...: ..., ...") is what run says over 0-1023 of
+// snowflake_nodes, up to the "...".
+func TestExportDocsExamples(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(clitest.RepoRoot, "docs", "export.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exportArg := regexp.MustCompile(`--export '([^']*)'`)
+	rangeArg := regexp.MustCompile(`--range (\d+)-(\d+)`)
+	const over = "the range 0-1023 of table snowflake_nodes"
+	recipes, accepted, refusals := 0, 0, 0
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		var args []string
+		for _, m := range exportArg.FindAllStringSubmatch(line, -1) {
+			args = append(args, m[1])
+		}
+		r, partition := cli.DefaultRange, strings.Contains(line, "--partition")
+		if m := rangeArg.FindStringSubmatch(line); m != nil {
+			lo, _ := strconv.ParseInt(m[1], 10, 64)
+			hi, _ := strconv.ParseInt(m[2], 10, 64)
+			r = cli.NodeRange{Lo: lo, Hi: hi}
+		}
+		switch {
+		case strings.HasPrefix(line, "| ") && len(args) > 0:
+			recipes++
+			if err := parseExports(t, args...).distinct(r, "the range "+r.String(), false); err != nil {
+				t.Errorf("the recipe %q over %s: %v", args, r, err)
+			}
+		case strings.HasSuffix(line, "# accepted"):
+			accepted++
+			judged := cli.DefaultRange
+			if partition {
+				judged = r
+			}
+			if err := parseExports(t, args...).distinct(judged, "the range "+judged.String(), partition); err != nil {
+				t.Errorf("%s\n%v", line, err)
+			}
+		case strings.HasPrefix(line, "nodeid: --export "):
+			refusals++
+			want, ok := strings.CutSuffix(strings.TrimPrefix(line, "nodeid: "), ", ...")
+			list, _, _ := strings.Cut(strings.TrimPrefix(want, "--export "), ": ")
+			err := parseExports(t, strings.Split(list, ",")...).distinct(cli.DefaultRange, over, false)
+			if !ok || err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("docs/export.md says:\n%s\nrun says:\n%v", line, err)
+			}
+		}
+	}
+	if recipes < 5 || accepted < 3 || refusals < 4 {
+		t.Errorf("%d recipes, %d accepted commands, %d refusals found in docs/export.md: the test no longer reads it", recipes, accepted, refusals)
 	}
 }
