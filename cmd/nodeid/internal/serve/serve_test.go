@@ -1022,18 +1022,26 @@ func serveAsNobody(t *testing.T, cwd, sock string) (stderr string, serving bool)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = c.Process.Kill()
-		_ = c.Wait()
-	}()
-	lines := make(chan string)
+	// The reader passes lines on until this function returns, then reads
+	// on to the end of the killed serve's output, which Wait waits for.
+	lines, stop, read := make(chan string), make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(read)
 		defer close(lines)
 		sc := bufio.NewScanner(errp)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-stop:
+			}
 		}
 		_, _ = io.Copy(io.Discard, errp)
+	}()
+	defer func() {
+		close(stop)
+		_ = c.Process.Kill()
+		<-read
+		_ = c.Wait()
 	}()
 	var b strings.Builder
 	timeout := time.After(30 * time.Second)

@@ -144,7 +144,9 @@ func TestInitConfirmsManyRows(t *testing.T) {
 	if n := rows(); n != 4 {
 		t.Fatalf("%d rows after a widening that was not confirmed, want 4", n)
 	}
-	if r := harness.Run(t, append(wide, "--yes")...); r.Code != 0 || !strings.Contains(r.Stdout, "node IDs 0-99999, 100000 rows") || r.Stderr != "" {
+	// 99,996 rows take seconds on a loaded machine: more than init's
+	// default --timeout of 10s.
+	if r := harness.Run(t, append(wide, "--yes", "--timeout", "2m")...); r.Code != 0 || !strings.Contains(r.Stdout, "node IDs 0-99999, 100000 rows") || r.Stderr != "" {
 		t.Errorf("init --yes: %+v", r)
 	}
 	// Nothing more to add: no question.
