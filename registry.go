@@ -413,6 +413,10 @@ func (r *Registry) settleCreation(ctx context.Context) error {
 	switch {
 	case errors.As(err, &hidden):
 		return fmt.Errorf("%w: %s, and %w: grant that, or confirm the creation with nodeid init --table %s", ErrCreationPending, what, err, table)
+	case errors.Is(err, store.ErrServerChanged):
+		// The standbys were read on a standby, twice (a pooler that sends
+		// reads to one): their positions say nothing of the primary's.
+		return fmt.Errorf("%w: %s, and %w; confirm the creation with nodeid init --table %s on a connection to the primary", ErrCreationPending, what, err, table)
 	case wctx.Err() != nil:
 		late := "the standbys"
 		if b := behind.Load(); b != nil {

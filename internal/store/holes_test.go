@@ -360,14 +360,20 @@ func TestConfirmRaiseAcrossAFailover(t *testing.T) {
 	if err := pair.Standby.Exec(ctx, dbName, ddl); err != nil { // the same raise, made again on S1
 		t.Fatal(err)
 	}
-	// Every standby of S1 is seen past the position read on P, as init
-	// sees them (S2's slot counts as one of the mark's, as held by the
-	// process that holds it now: a slot's name says nothing of its
-	// server, and a new primary makes slots of the names the old one had,
-	// as Patroni does), and the confirmation, reaching S1, refuses.
+	// Every standby of S1 is past the position read on P (S2's slot
+	// counts as one of the mark's, as held by the process that holds it
+	// now: a slot's name says nothing of its server, and a new primary
+	// makes slots of the names the old one had, as Patroni does): the
+	// wait, reading them on S1, refuses, and so does the confirmation,
+	// reaching S1.
 	onS1 := mark.Mark
 	onS1.Slots = append(onS1.Slots[:len(onS1.Slots):len(onS1.Slots)], s2Slot)
-	waitStandbysReport(t, s1, onS1)
+	if _, sbs, err := s1.Standbys(ctx, onS1); !errors.Is(err, ErrServerChanged) {
+		t.Errorf("S1's standbys for the mark read on P: %+v, %v; want ErrServerChanged", sbs, err)
+	}
+	anywhere := onS1 // the positions alone, wherever they are read
+	anywhere.Server = ""
+	waitStandbysReport(t, s1, anywhere)
 	maxTTL, raised, err := s1.ConfirmRaise(ctx, mark)
 	if !errors.Is(err, ErrServerChanged) || raised {
 		t.Errorf("ConfirmRaise on S1 of the raise read on P: maximum %s, raised %v, %v; want ErrServerChanged", maxTTL, raised, err)

@@ -21,6 +21,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,11 @@ const (
 	Sync  Replication = "sync"  // a failover never does: no WAL function is used
 )
 
+// serverText is the SQL text of the server's identity that a mark names
+// (Mark.Server) on a table that records asynchronous replication: its
+// system identifier, WAL timeline and start.
+const serverText = "{sid}::text || '/' || {tl}::text || '/' || {started}"
+
 // expand substitutes the validated table names into a statement template:
 // {t} the lease table, {h} the history table, {c} the configuration table,
 // {mode} the mode, {era} EraOrigin, {tl} and {sid} the server's timeline and
@@ -83,7 +89,7 @@ func expand(tmpl string, c Config, mode Replication) string {
 	if mode == Async {
 		head = asyncHead
 		identity = ", server_id = {sid}, wal_timeline = {tl}"
-		server = "{sid}::text || '/' || {tl}::text || '/' || {started}"
+		server = serverText
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
 		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
@@ -989,7 +995,9 @@ func (s *Store) ConfirmRaise(ctx context.Context, m RaiseMark) (maxTTL time.Dura
 }
 
 // ErrServerChanged is ConfirmRaise's and ConfirmCreation's refusal on
-// another server than the one their mark was read on.
+// another server than the one their mark was read on, and what the
+// errors of Standbys and WaitStandbys match when they read the standbys
+// on another server than the mark's.
 var ErrServerChanged = errors.New("the server is not the one the pending raise or creation was read on (a failover, a move or a restart since): read it again")
 
 // RaiseMark is a pending raise of the maximum TTL as PendingRaise read it.
@@ -1001,7 +1009,9 @@ type RaiseMark struct {
 // Mark is where a pending raise or creation was read (walMark).
 type Mark struct {
 	// LSN is a WAL position that the commit of what was read precedes: a
-	// standby of that server that has replayed it has what was read.
+	// standby of that server that has replayed it has what was read. It
+	// is one byte into the record that follows what was read, so that no
+	// replication slot has reached it when the mark is read.
 	LSN string
 	// Server is the server it was read on: its system identifier, WAL
 	// timeline and start ("" on a table that records synchronous
@@ -1030,13 +1040,29 @@ type Mark struct {
 // replied through it: a slot reserved after the mark starts at a
 // checkpoint's redo pointer, which may be past the position while its
 // standby lacks it; so only the slots that existed when the mark was read
-// count (a slot's restart_lsn is at or before the position then, and
-// moves past it only by its standby's replies), and each only while the
-// process that held it then still holds it: a slot dropped and made again
-// under its name is a new slot, and an active slot cannot be dropped
-// (markSlots).
-const walMark = `pg_current_wal_insert_lsn()::text, {server}, ` + markSlots + `,
+// count, and each only while the process that held it then still holds
+// it: a slot dropped and made again under its name is a new slot, and an
+// active slot cannot be dropped (markSlots). The slots are read first
+// (markHead), and the position after them: a slot's restart_lsn, whether
+// its standby's last reply, a reserved redo pointer or where an operator
+// advanced it, is then at most the position, and it may be the position
+// itself on an idle primary, where nothing has been written since (a
+// slot reserved during a checkpoint, or advanced, and held by a standby
+// whose first reply has not come). So the mark waits for a byte past the
+// position (scanMark), which no slot of the mark reaches but by its
+// standby's replies.
+const walMark = `mark.lsn, {server}, mark.slots,
     set_config('synchronous_commit', 'on', true) IS NOT NULL AND pg_current_xact_id() IS NOT NULL`
+
+// markHead reads the physical replication slots, then the position of the
+// next WAL record, for walMark: a statement that reads a mark is markHead,
+// then its SELECT of walMark FROM the configuration and mark.
+const markHead = `WITH slots AS MATERIALIZED (
+    SELECT ` + markSlots + ` AS slots
+), mark AS MATERIALIZED (
+    SELECT pg_current_wal_insert_lsn()::text AS lsn, slots.slots FROM slots
+)
+`
 
 // markSlots lists the physical replication slots, each as its name, a
 // colon and the process that holds it ("" when none does): slot names
@@ -1045,18 +1071,36 @@ const markSlots = `(SELECT COALESCE(string_agg(slot_name::text || ':' || COALESC
     FROM pg_replication_slots WHERE slot_type = 'physical')`
 
 // pendingRaiseTemplate reads the pending raise and the mark (walMark).
-const pendingRaiseTemplate = `SELECT COALESCE(raise_ttl_ms, 0), ` + walMark + ` FROM {c}`
+const pendingRaiseTemplate = markHead + `SELECT COALESCE(raise_ttl_ms, 0), ` + walMark + ` FROM {c}, mark`
 
-// scanMark reads walMark's columns after the others, into m.
+// scanMark reads walMark's columns after the others, into m, and moves
+// its position a byte past the one read (walMark).
 func (s *Store) scanMark(ctx context.Context, q, what string, m *Mark, others ...any) error {
-	var slots string
-	if err := s.db.QueryRowContext(ctx, q).Scan(append(others, &m.LSN, &m.Server, &slots, new(bool))...); err != nil {
+	var lsn, slots string
+	if err := s.db.QueryRowContext(ctx, q).Scan(append(others, &lsn, &m.Server, &slots, new(bool))...); err != nil {
 		return s.wrapErr(what, err)
 	}
+	past, err := pastLSN(lsn)
+	if err != nil {
+		return s.wrapErr(what, err)
+	}
+	m.LSN = past
 	if slots != "" {
 		m.Slots = strings.Split(slots, ",")
 	}
 	return nil
+}
+
+// pastLSN returns the WAL position a byte after lsn ("X/Y", in hex).
+func pastLSN(lsn string) (string, error) {
+	hi, lo, ok := strings.Cut(lsn, "/")
+	h, herr := strconv.ParseUint(hi, 16, 32)
+	l, lerr := strconv.ParseUint(lo, 16, 32)
+	if !ok || herr != nil || lerr != nil {
+		return "", fmt.Errorf("a WAL position that is not one: %q", lsn)
+	}
+	v := (h<<32 | l) + 1
+	return fmt.Sprintf("%X/%X", v>>32, uint32(v)), nil
 }
 
 // PendingRaise returns the table's pending raise of its maximum TTL (0 when
@@ -1111,28 +1155,45 @@ type Standby struct {
 // are neither superusers nor members of pg_read_all_stats see the
 // streaming standbys without their positions: a standby that streams from
 // a slot (the slot's active_pid, which any role may read) is then judged
-// by its slot alone, and one without a slot is Hidden.
-const standbysTemplate = `SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
-    COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false),
-    r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false
-FROM pg_stat_replication AS r
-WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
-    OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
-UNION ALL
-SELECT 'slot ' || s.slot_name, '', COALESCE(s.restart_lsn::text, ''),
-    COALESCE(s.restart_lsn >= $1::pg_lsn, false) AND s.active_pid IS NOT NULL AND k.key = ANY (m.keys), false,
-    NOT s.slot_name::text = ANY (m.names) OR s.active_pid IS NOT NULL AND NOT k.key = ANY (m.keys)
-FROM pg_replication_slots AS s,
-    LATERAL (SELECT s.slot_name::text || ':' || COALESCE(s.active_pid::text, '') AS key) AS k,
-    (SELECT COALESCE(array_agg(x), '{}') AS keys, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
-        FROM unnest(string_to_array($2::text, ',')) AS x) AS m
-WHERE s.slot_type = 'physical'
-ORDER BY 1, 2`
+// by its slot alone, and one without a slot is Hidden. Every row, and one
+// row with no standby when there is none, names the server the statement
+// ran on ({server}, "" on a standby, or when the mark names none, $3):
+// the positions say something of a mark's standbys only when read on the
+// mark's server, which a failover, or a pooler that sends reads to a
+// standby (Pgpool-II's load balancing), may not be.
+const standbysTemplate = `SELECT me.server, x.name, x.addr, x.position, x.caught, x.hidden, x.new
+FROM (SELECT CASE WHEN $3::text = '' OR pg_is_in_recovery() THEN '' ELSE {server} END AS server) AS me
+LEFT JOIN (
+    SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
+        COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false),
+        r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false
+    FROM pg_stat_replication AS r
+    WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
+        OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
+    UNION ALL
+    SELECT 'slot ' || s.slot_name, '', COALESCE(s.restart_lsn::text, ''),
+        COALESCE(s.restart_lsn >= $1::pg_lsn, false) AND s.active_pid IS NOT NULL AND k.key = ANY (m.keys), false,
+        NOT s.slot_name::text = ANY (m.names) OR s.active_pid IS NOT NULL AND NOT k.key = ANY (m.keys)
+    FROM pg_replication_slots AS s,
+        LATERAL (SELECT s.slot_name::text || ':' || COALESCE(s.active_pid::text, '') AS key) AS k,
+        (SELECT COALESCE(array_agg(x), '{}') AS keys, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
+            FROM unnest(string_to_array($2::text, ',')) AS x) AS m
+    WHERE s.slot_type = 'physical'
+) AS x (name, addr, position, caught, hidden, new) ON true
+ORDER BY 2, 3`
+
+// standbysSQL is standbysTemplate with the server's identity as a mark
+// names it on a table that records asynchronous replication.
+var standbysSQL = strings.NewReplacer("{sid}", walServerID, "{tl}", walTimeline, "{started}", serverStarted).Replace(
+	strings.ReplaceAll(standbysTemplate, "{server}", serverText))
 
 // Standbys returns the server's standbys (see Standby), each with whether
 // it has m.LSN; only the slots of m.Slots count, as m saw them. A zero m
 // stands for the server's WAL position now and its slots now, which
-// Standbys returns.
+// Standbys returns. When m names a server (m.Server) and the standbys
+// were read on another (a failover since m was read, or a pooler that
+// sends reads to a standby), it returns an error that matches
+// ErrServerChanged: their positions say nothing of m's standbys.
 func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 	if m.LSN == "" {
 		var slots string
@@ -1143,20 +1204,43 @@ func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 			m.Slots = strings.Split(slots, ",")
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, standbysTemplate, m.LSN, strings.Join(m.Slots, ","))
+	rows, err := s.db.QueryContext(ctx, standbysSQL, m.LSN, strings.Join(m.Slots, ","), m.Server)
 	if err != nil {
 		return Mark{}, nil, s.wrapErr("read the standbys", err)
 	}
 	defer rows.Close()
-	var out []Standby
+	var (
+		out    []Standby
+		server string
+	)
 	for rows.Next() {
-		var sb Standby
-		if err := rows.Scan(&sb.Name, &sb.Addr, &sb.Position, &sb.Caught, &sb.Hidden, &sb.New); err != nil {
+		var (
+			sb                    Standby
+			name, addr, pos       sql.NullString
+			caught, hidden, fresh sql.NullBool
+		)
+		if err := rows.Scan(&server, &name, &addr, &pos, &caught, &hidden, &fresh); err != nil {
 			return Mark{}, nil, s.wrapErr("read the standbys", err)
 		}
+		if !name.Valid {
+			continue // no standby, no slot
+		}
+		sb.Name, sb.Addr, sb.Position = name.String, addr.String, pos.String
+		sb.Caught, sb.Hidden, sb.New = caught.Bool, hidden.Bool, fresh.Bool
 		out = append(out, sb)
 	}
-	return m, out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return Mark{}, nil, s.wrapErr("read the standbys", err)
+	}
+	if m.Server != "" && server != m.Server {
+		where := "a standby"
+		if server != "" {
+			where = "server " + server
+		}
+		return Mark{}, nil, fmt.Errorf("%w: the standbys' positions were read on %s, not on server %s (a failover since, or a pooler that sends reads to a standby)",
+			ErrServerChanged, where, m.Server)
+	}
+	return m, out, nil
 }
 
 // A table created on an asynchronous server that has standbys, or
@@ -1166,7 +1250,7 @@ func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 // hand out the node IDs and epochs that the lost one had handed out, with
 // nothing to quarantine them. No claim is made in a creation a failover
 // can lose. The mark is a raise's (walMark).
-const pendingCreationTemplate = `SELECT COALESCE(creation_pending, false), ` + walMark + ` FROM {c}`
+const pendingCreationTemplate = markHead + `SELECT COALESCE(creation_pending, false), ` + walMark + ` FROM {c}, mark`
 
 // confirmCreationTemplate ends a pending creation, only on the server its
 // mark was read on ($2). It answers whether it confirmed, and whether the
@@ -1226,16 +1310,24 @@ func (s *Store) ConfirmCreation(ctx context.Context, m CreationMark) (bool, erro
 // SettleCreation confirms the table's creation if it is pending, once
 // every standby has replayed it (WaitStandbys), reading it again after a
 // change of server. It waits until ctx ends; behind, if not nil, is told
-// once which standbys it waits for.
+// once which standbys it waits for. Standbys read twice on another server
+// than the primary the creation was read on, unchanged between the two
+// (a pooler that sends reads to a standby), end it with their error.
 func (s *Store) SettleCreation(ctx context.Context, behind func(lsn string, sbs []Standby)) error {
+	elsewhere := ""
 	for {
 		m, err := s.PendingCreation(ctx)
 		if err != nil || !m.Pending {
 			return err
 		}
-		if err := s.WaitStandbys(ctx, m.Mark, behind); errors.Is(err, ErrSlotsChanged) {
+		err = s.WaitStandbys(ctx, m.Mark, behind)
+		switch {
+		case errors.Is(err, ErrSlotsChanged):
 			continue
-		} else if err != nil {
+		case errors.Is(err, ErrServerChanged) && m.Server != elsewhere:
+			elsewhere = m.Server // read the mark again where the standbys are read
+			continue
+		case err != nil:
 			return err
 		}
 		if _, err := s.ConfirmCreation(ctx, m); !errors.Is(err, ErrServerChanged) {
@@ -1251,9 +1343,11 @@ const standbyPoll = 200 * time.Millisecond
 // every physical replication slot, has the WAL position of m. behind, if
 // not nil, is told once which have not. A slot made, or taken up by
 // another process, since m was read, whose position says nothing of the
-// standby m saw, gives ErrSlotsChanged at once: read a mark again. A standby whose position this role may not see gives a
-// *HiddenStandbyError at once; the end of ctx, a *StandbysBehindError
-// naming the standbys still behind.
+// standby m saw, gives ErrSlotsChanged at once: read a mark again. The
+// standbys read on another server than m's give an error that matches
+// ErrServerChanged at once (Standbys). A standby whose position this role
+// may not see gives a *HiddenStandbyError at once; the end of ctx, a
+// *StandbysBehindError naming the standbys still behind.
 func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string, sbs []Standby)) error {
 	lsn := m.LSN
 	for said := false; ; {

@@ -277,6 +277,7 @@ func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, er
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
 	defer cancel()
+	elsewhere := ""
 	for {
 		mark, err := st.PendingCreation(ctx)
 		if err != nil || !mark.Pending {
@@ -285,12 +286,10 @@ func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, er
 			}
 			return st.ReadConfig(ctx)
 		}
-		if !o.NoStandbyWait {
-			if err := waitForStandbys(waitCtx, o, st, mark.Mark, "the creation"); errors.Is(err, store.ErrSlotsChanged) {
-				continue // a slot made meanwhile: read the mark again
-			} else if err != nil {
-				return store.TableConfig{}, err
-			}
+		if again, err := waitForMark(waitCtx, o, st, mark.Mark, "the creation", &elsewhere); err != nil {
+			return store.TableConfig{}, err
+		} else if again {
+			continue
 		}
 		_, err = st.ConfirmCreation(ctx, mark)
 		if !errors.Is(err, store.ErrServerChanged) {
@@ -317,9 +316,10 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
 	defer cancel()
 	var (
-		mark   store.RaiseMark
-		maxTTL time.Duration
-		raised bool
+		mark      store.RaiseMark
+		maxTTL    time.Duration
+		raised    bool
+		elsewhere string
 	)
 	for {
 		// The raise to confirm is the one pending now, with a WAL position
@@ -333,12 +333,10 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			}
 			return st.ReadConfig(ctx)
 		}
-		if !o.NoStandbyWait {
-			if err := waitForStandbys(waitCtx, o, st, mark.Mark, "the raise of the maximum TTL"); errors.Is(err, store.ErrSlotsChanged) {
-				continue // a slot made meanwhile: read the mark again
-			} else if err != nil {
-				return store.TableConfig{}, err
-			}
+		if again, err := waitForMark(waitCtx, o, st, mark.Mark, "the raise of the maximum TTL", &elsewhere); err != nil {
+			return store.TableConfig{}, err
+		} else if again {
+			continue
 		}
 		maxTTL, raised, err = st.ConfirmRaise(ctx, mark)
 		if !errors.Is(err, store.ErrServerChanged) {
@@ -359,6 +357,29 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 			table, tc.PendingMaxTTL, mark.Raise)
 	}
 	return tc, err
+}
+
+// waitForMark waits for the standbys to have mark, unless
+// --no-standby-wait; again is set when the mark must be read again: a
+// replication slot made, or taken up by another process, meanwhile, or
+// the standbys read on another server than the mark's (a failover since),
+// once a server: read twice on the same other server (a pooler that sends
+// reads to a standby), they end the wait with their error. *elsewhere is
+// the last mark's server whose standbys were read elsewhere.
+func waitForMark(ctx context.Context, o *InitOptions, st *store.Store, mark store.Mark, what string, elsewhere *string) (again bool, err error) {
+	if o.NoStandbyWait {
+		return false, nil
+	}
+	err = waitForStandbys(ctx, o, st, mark, what)
+	switch {
+	case errors.Is(err, store.ErrSlotsChanged):
+		return true, nil
+	case errors.Is(err, store.ErrServerChanged) && mark.Server != *elsewhere:
+		*elsewhere = mark.Server
+		fmt.Fprintf(o.Env.Err, "nodeid: %v: reading %s of table %s again\n", err, what, o.Conn.Table())
+		return true, nil
+	}
+	return false, err
 }
 
 // waitForStandbys waits until every standby the primary streams to, and
