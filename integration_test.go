@@ -549,7 +549,8 @@ func TestDatabaseRestartedBeforeDeadlineLeaseSurvives(t *testing.T) {
 	srv := pgtest.NewServer(t)
 	db, _ := srv.NewDB(t)
 	ctx := testContext(t)
-	ttl := 6 * time.Second
+	// Long enough for two restarts on a loaded machine.
+	ttl := 20 * time.Second
 	r := newTestRegistry(t, db, WithTTL(ttl))
 	l := acquire(t, r)
 	for _, mode := range []pgtest.StopMode{pgtest.Fast, pgtest.Immediate} {
@@ -557,12 +558,23 @@ func TestDatabaseRestartedBeforeDeadlineLeaseSurvives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Two TTLs later the lease has renewed through the restarts.
-	select {
-	case <-l.Lost():
-		t.Fatalf("lease lost across a restart: %v", l.Err())
-	case <-time.After(2 * ttl):
+	// The lease renews through the restarts: its deadline moves past
+	// where a renewal before them could have put it.
+	restarted := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !l.Deadline().After(restarted.Add(ttl / 2)) {
+		select {
+		case <-l.Lost():
+			t.Fatalf("lease lost across a restart: %v", l.Err())
+		case <-ctx.Done():
+			t.Fatalf("no renewal after the restarts: deadline %s", l.Deadline())
+		case <-tick.C:
+		}
 	}
+	// The restarts ended the connections the pool keeps idle: drop them.
+	db.SetMaxIdleConns(0)
+	db.SetMaxIdleConns(2)
 	row := readRow(t, db, l.NodeID())
 	if row.expired || row.free || row.epoch != l.Epoch() || row.owner != r.Owner() {
 		t.Fatalf("row after restarts = %+v", row)
