@@ -22,9 +22,10 @@ const (
 	// stays unclaimable for the maximum TTL and a tenth, and after another
 	// system identifier (a move, an upgrade) until an operator declares the
 	// restore. A raise of the maximum TTL is pending until every standby
-	// has it, and so is a table's creation on a server with standbys (no
-	// node ID is handed out until then: the first Acquire, or nodeid init,
-	// waits for them).
+	// has it, and so is a table's creation (no node ID is handed out until
+	// then: the first Acquire, or nodeid init, waits for the standbys the
+	// server has once the creation has committed, and confirms it at once
+	// where there are none).
 	Async Replication = "async"
 	// Sync: the database never loses an acknowledged commit in a failover
 	// (Patroni synchronous_mode_strict, CloudNativePG with required

@@ -42,6 +42,22 @@ func provisioned(t *testing.T, pooled bool, opts ...postgres.Option) (*sql.DB, *
 	if _, err := admin.ExecContext(ctxOf(t), ddl); err != nil {
 		t.Fatal(err)
 	}
+	// Created by the DDL alone, as a migration tool does, the table's
+	// creation is pending until confirmed: at once, on a server without
+	// standbys.
+	sc := postgres.DefaultSchema()
+	for _, o := range opts {
+		if err := o(&sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := store.New(admin, store.Config{Table: sc.Table, MinNode: sc.MinNode, MaxNode: sc.MaxNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SettleCreation(ctxOf(t), nil); err != nil {
+		t.Fatal(err)
+	}
 	if !pooled {
 		return admin, admin
 	}

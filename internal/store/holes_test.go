@@ -602,8 +602,10 @@ func TestALostCreationHandedOutNothing(t *testing.T) {
 }
 
 // A creation the standby has replayed is confirmed, on the server it was
-// read on only; a switch to sync confirms it too. A server without
-// standbys or slots creates a table that is not pending at all.
+// read on only; a switch to sync confirms it too. On a server without
+// standbys or slots, Create confirms its creation at once, and a creation
+// by the DDL alone (a migration tool) is pending until the first
+// SettleCreation, which confirms it without waiting.
 func TestCreationConfirmedOnceReplayed(t *testing.T) {
 	t.Parallel()
 	const ttl = 6 * time.Second
@@ -664,6 +666,27 @@ func TestCreationConfirmedOnceReplayed(t *testing.T) {
 	}
 	if tc, err := alone.ReadConfig(ctx); err != nil || tc.CreationPending {
 		t.Fatalf("a table created on a server without standbys: %+v, %v; want it not pending", tc, err)
+	}
+	byDDL, err := New(alone.DB(), Config{Table: "by_ddl", MinNode: 0, MaxNode: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alone.DB().ExecContext(ctx, mustSchemaSQL(t, Schema{Table: "by_ddl", MinNode: 0, MaxNode: 0, MaxTTL: ttl})); err != nil {
+		t.Fatal(err)
+	}
+	if tc, err := byDDL.ReadConfig(ctx); err != nil || !tc.CreationPending {
+		t.Fatalf("a table created by the DDL alone: %+v, %v; want it pending", tc, err)
+	}
+	if res, err := byDDL.Claim(ctx, 0, 0, "early", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || res.OK || !res.Refusal.CreationPending {
+		t.Fatalf("a claim before the creation by the DDL alone is confirmed: %+v, %v; want it refused, the creation pending", res, err)
+	}
+	settle, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := byDDL.SettleCreation(settle, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := byDDL.Claim(ctx, 0, 0, "h", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || !res.OK {
+		t.Fatalf("a claim once the creation by the DDL alone is confirmed: %+v, %v", res, err)
 	}
 }
 

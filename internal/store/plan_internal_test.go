@@ -28,6 +28,9 @@ func scratchTable(t *testing.T, db *sql.DB, table string, nodes int64, mode Repl
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := st.SettleCreation(ctx, nil); err != nil { // no standby: confirmed at once
+		t.Fatal(err)
+	}
 	q, err := st.sqlFor(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +134,9 @@ func TestClaimReadsFewRowsWhateverTheStatistics(t *testing.T) {
 	}
 	st, err := New(db, Config{Table: "stale", MinNode: 0, MaxNode: nodes - 1})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SettleCreation(ctx, nil); err != nil { // no standby: confirmed at once
 		t.Fatal(err)
 	}
 	// Held as claims leave them (a statement for speed): every node ID but

@@ -96,6 +96,12 @@ func replay(t *testing.T, mut mutant, n int, seed uint64) error {
 		if _, err := db.ExecContext(ctxOf(t), ddl); err != nil {
 			t.Fatal(err)
 		}
+		// The model's table starts confirmed: no standby, none to wait for.
+		if st, err := New(db, Config{Table: table, MinNode: 0, MaxNode: int64(b.nodes - 1)}); err != nil {
+			t.Fatal(err)
+		} else if err := st.SettleCreation(ctxOf(t), nil); err != nil {
+			t.Fatal(err)
+		}
 		// The model's rows start at its earliest millisecond.
 		if _, err := db.ExecContext(ctxOf(t), `UPDATE `+table+` SET horizon_ms = $1`, replayMs(stampLo)); err != nil {
 			t.Fatal(err)

@@ -38,9 +38,10 @@ import (
 // kept in moved_fence_ms until then, and the declaration's ends no sooner.
 // The declaration starts a generation too. A raise of the maximum TTL on
 // an asynchronous table is pending (raise_ttl_ms) until confirmed, once
-// every standby has it; so is the creation of a table on an asynchronous
-// server with standbys (creation_pending), and no node ID is handed out
-// until then.
+// every standby has it; so is the creation of an asynchronous table
+// (creation_pending), and no node ID is handed out until then: a server
+// without standbys or slots once it has committed confirms it at once
+// (Store.Create, Store.Apply, SettleCreation).
 //
 // The statements are idempotent and take strong locks only where something
 // changes: a table of an earlier version is brought up to date (its rows
@@ -196,17 +197,17 @@ BEGIN
         IF want = 'async' THEN
             EXECUTE pair INTO sid, tli;
         END IF;
-        -- A table created on an asynchronous server that has standbys is
-        -- pending until every standby has replayed its creation (confirmed
-        -- as a raise is): a failover to one that lacks it would let a new
-        -- table hand out the node IDs and epochs that the lost one did.
-        -- A server without standbys or physical replication slots has no
-        -- standby to lose it.
+        -- A table created asynchronously is pending until every standby
+        -- has replayed its creation (confirmed as a raise is): a failover
+        -- to one that lacks it would let a new table hand out the node IDs
+        -- and epochs that the lost one did. Whether there are standbys is
+        -- read once the creation has committed, not here: a standby
+        -- attached while this transaction runs on receives its commit
+        -- late, or not at all.
         INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline,
             creation_pending)
         VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli,
-            CASE WHEN want = 'async' AND (EXISTS (SELECT FROM pg_stat_replication)
-                OR EXISTS (SELECT FROM pg_replication_slots WHERE slot_type = 'physical')) THEN true END);
+            CASE WHEN want = 'async' THEN true END);
     ELSE
         IF cur = 'async' THEN
             -- The generation check of a claim (asyncHead's seen): a

@@ -1243,9 +1243,9 @@ func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 	return m, out, nil
 }
 
-// A table created on an asynchronous server that has standbys, or
-// physical replication slots, is pending (creation_pending) until every
-// one of them has replayed its creation: a failover to a standby that
+// A table created asynchronously is pending (creation_pending) until
+// every standby and physical replication slot the server has once the
+// creation has committed has replayed it: a failover to a standby that
 // lacked it would find no table, and a table created again there would
 // hand out the node IDs and epochs that the lost one had handed out, with
 // nothing to quarantine them. No claim is made in a creation a failover
@@ -1599,7 +1599,34 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 	if err != nil {
 		return false, s.wrapErr("create", classifyDDL(err))
 	}
-	return created, nil
+	if created {
+		return true, s.confirmAlone(ctx)
+	}
+	return false, nil
+}
+
+// confirmAlone confirms the table's pending creation at once if the
+// server has neither a standby nor a physical replication slot now that
+// the creation has committed: none can lack it. Elsewhere the creation
+// stays pending, for SettleCreation (init, Acquire) to wait for them.
+func (s *Store) confirmAlone(ctx context.Context) error {
+	if tc, err := s.ReadConfig(ctx); err != nil || !tc.CreationPending {
+		return err
+	}
+	m, err := s.PendingCreation(ctx)
+	if err != nil || !m.Pending {
+		return err
+	}
+	_, sbs, err := s.Standbys(ctx, m.Mark)
+	if errors.Is(err, ErrServerChanged) || err == nil && len(sbs) > 0 {
+		return nil // standbys to wait for, or read elsewhere: left pending
+	} else if err != nil {
+		return err
+	}
+	if _, err := s.ConfirmCreation(ctx, m); !errors.Is(err, ErrServerChanged) {
+		return err
+	}
+	return nil
 }
 
 // Apply runs the DDL of SchemaSQL for the Store's table and range and
@@ -1647,7 +1674,7 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		return s.wrapErr("apply the schema", classifyDDL(err))
 	}
 	s.mode.Store(nil) // the next statement reads the mode the table now records
-	return nil
+	return s.confirmAlone(ctx)
 }
 
 // classifyDDL recognises the DDL's failures to evaluate the functions that

@@ -332,3 +332,68 @@ func TestPastLSN(t *testing.T) {
 		t.Errorf("pastLSN(x) = %s; want an error", got)
 	}
 }
+
+// A table's creation is pending when the server has standbys or slots as
+// the DDL runs, but it is created when its transaction commits: a
+// migration that creates the table in a transaction that also runs for a
+// while (a backfill, other DDL) commits it to every standby streaming
+// then. A standby attached meanwhile (cloned while the transaction was
+// open: the clone lacks the creation, and receives it as it streams) was
+// not waited for: the creation was not pending, the first claim came at
+// once, and a failover to that standby, before it received the commit,
+// let a table created again there hand out the same node ID and epoch for
+// the same milliseconds.
+func TestAStandbyAttachedDuringALongCreationIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	const ttl = 6 * time.Second
+	ctx := ctxOf(t)
+	pair, dbName := pgtest.NewPairDB(t)
+	admin := storeOn(t, pair.Primary.DSN(dbName), 0)
+	// The pair's standby is taken away and its slot dropped: the primary
+	// has no standby and no slot when the migration begins (the pair's
+	// standby is never promoted).
+	pair.Repl.Cut()
+	waitQuery(t, ctx, admin, "the standby to disconnect", `SELECT NOT EXISTS (SELECT FROM pg_stat_replication WHERE state = 'streaming')`)
+	waitQuery(t, ctx, admin, "the slot to be released", `SELECT NOT active FROM pg_replication_slots WHERE slot_name = 'pgserver_standby'`)
+	if _, err := admin.DB().ExecContext(ctx, `SELECT pg_drop_replication_slot('pgserver_standby')`); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, ctx, admin, "no standby and no slot", `SELECT NOT EXISTS (SELECT FROM pg_stat_replication) AND NOT EXISTS (SELECT FROM pg_replication_slots)`)
+
+	// The migration's transaction: the DDL, then more work.
+	tx, err := admin.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, mustSchemaSQL(t, Schema{Table: DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl})); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile a standby is attached, with a slot of its own, and
+	// streams: it is seen by the primary when the creation commits.
+	late := pair.AddStandby(t, "late")
+	if err := late.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitQuery(t, ctx, admin, "the late standby to stream", `SELECT EXISTS (SELECT FROM pg_stat_replication WHERE state = 'streaming')`)
+	late.Repl.Blackhole() // it lags behind the commit
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := admin.ReadConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the creation committed with a standby streaming: pending %v", tc.CreationPending)
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := admin.SettleCreation(short, nil); err == nil {
+		t.Errorf("the creation is confirmed (pending %v at its commit) while the standby streaming then lacks it", tc.CreationPending)
+	}
+	lost, err := admin.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a claim in the table: %+v", lost)
+	recreateAfterFailover(t, ctx, late, dbName, lost, ttl)
+}
