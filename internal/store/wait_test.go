@@ -397,3 +397,36 @@ func TestAStandbyAttachedDuringALongCreationIsWaitedFor(t *testing.T) {
 	t.Logf("a claim in the table: %+v", lost)
 	recreateAfterFailover(t, ctx, late, dbName, lost, ttl)
 }
+
+// A standby that has connected and not replied yet has no position in
+// pg_stat_replication, even for a role that may see the positions: it is
+// behind, and waited for, not one this role may not see (which ended the
+// wait with a HiddenStandbyError, and failed init).
+func TestAStandbyYetToReplyIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	const ttl = 6 * time.Second
+	ctx := ctxOf(t)
+	pair, dbName := pgtest.NewPairDB(t)
+	admin := storeOn(t, pair.Primary.DSN(dbName), 0) // a superuser
+	if created, err := admin.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	var at string
+	if err := admin.DB().QueryRowContext(ctx, `SELECT lsn::text FROM pg_create_physical_replication_slot('silent', true)`).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	holdSlot(t, ctx, pair.Primary.DSN(dbName), "silent", at)
+	waitQuery(t, ctx, admin, "the silent standby to stream", `SELECT EXISTS (SELECT FROM pg_stat_replication AS r
+		JOIN pg_replication_slots AS s ON s.active_pid = r.pid WHERE s.slot_name = 'silent' AND r.replay_lsn IS NULL)`)
+	mark, err := admin.PendingCreation(ctx)
+	if err != nil || !mark.Pending {
+		t.Fatalf("PendingCreation: %+v, %v", mark, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var behind *StandbysBehindError
+	if err := admin.WaitStandbys(short, mark.Mark, nil); !errors.As(err, &behind) {
+		t.Fatalf("WaitStandbys with a standby yet to reply: %v; want it waited for, behind", err)
+	}
+	t.Logf("waited for: %v", behind)
+}
