@@ -98,8 +98,9 @@
 //     table a raise is pending until every standby streaming now and every
 //     replication slot has replayed it (nodeid init --max-ttl waits for
 //     them), so that no server that may be promoted lacks it; and a table
-//     created on such a server with standbys hands out no node ID until
-//     every one of them has its creation (Acquire and nodeid init wait for
+//     created on such a server hands out no node ID until every standby
+//     it has once the creation has committed has the creation (confirmed
+//     at once where there are none; Acquire and nodeid init wait for
 //     them; ErrCreationPending), so that a failover never loses a table
 //     that handed out node IDs. After another
 //     system identifier (a dump restored elsewhere, an upgrade, a move) a

@@ -69,9 +69,9 @@ var (
 	// stale it is. Acquire returns it at once, even with WithWait.
 	ErrRestorePending = errors.New("nodeid: restore not declared")
 
-	// ErrCreationPending: the table was created on an asynchronous server
-	// with standbys, and hands out no node ID until every standby has
-	// replayed its creation (a failover to one that lacks it would lose
+	// ErrCreationPending: the table was created asynchronously, and hands
+	// out no node ID until every standby the server has once the creation
+	// has committed has replayed it (a failover to one that lacks it would lose
 	// the table and every claim made in it). Acquire confirms the creation
 	// itself, waiting for the standbys within its context and at most
 	// CreationWait; it returns this error, at once even with WithWait,

@@ -408,7 +408,7 @@ func (r *Registry) settleCreation(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	what := fmt.Sprintf("table %s was created on a server with standbys and hands out no node ID until every standby has replayed its creation", table)
+	what := fmt.Sprintf("table %s was created asynchronously and hands out no node ID until every standby has replayed its creation", table)
 	var hidden *store.HiddenStandbyError
 	switch {
 	case errors.As(err, &hidden):
@@ -486,7 +486,7 @@ func (r *Registry) refusal(why store.Refusal) error {
 		return fmt.Errorf("%w: table %s is served by another server than the one it records (another system identifier: a dump restored elsewhere, an upgrade, a move), and no node ID is handed out until an operator declares the restore and the longest TTL any holder of the old history may hold: nodeid init --restored --max-ttl D --table %s",
 			ErrRestorePending, table, table)
 	case why.CreationPending:
-		return fmt.Errorf("%w: table %s was created on a server with standbys and hands out no node ID until every standby has replayed its creation: nodeid init --table %s confirms it",
+		return fmt.Errorf("%w: table %s was created asynchronously and hands out no node ID until every standby has replayed its creation: nodeid init --table %s confirms it",
 			ErrCreationPending, table, table)
 	case why.TTLAbove: // the table's maximum was changed since ensure read it
 		return &TableConfigError{Table: table, MinNode: r.lo, MaxNode: r.hi, TTL: r.cfg.ttl,

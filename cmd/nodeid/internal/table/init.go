@@ -112,11 +112,12 @@ that streams without a replication slot needs pg_read_all_stats (one that
 streams from a physical slot is judged by its slot); without it, or for
 standbys the primary does not stream to now, check them yourself and pass
 --no-standby-wait. A table created
-with --replication async on a server that has standbys or physical
-replication slots is pending in the same way, and hands out no node ID,
-until every standby has replayed its creation: a failover to one that
-lacks it would let a table created again there hand out the node IDs the
-lost one did. init waits for that too.
+with --replication async is pending in the same way, and hands out no
+node ID, until every standby and replication slot the server has once
+the creation has committed has replayed it (confirmed at once where there
+are none): a failover to one that lacks it would let a table created
+again there hand out the node IDs the lost one did. init waits for that
+too.
 
 --replication records how the database replicates: async (the default for a
 new table: a failover may lose the latest commits, so every claim, and
