@@ -1350,12 +1350,17 @@ const standbyPoll = 200 * time.Millisecond
 // *StandbysBehindError naming the standbys still behind.
 func (s *Store) WaitStandbys(ctx context.Context, m Mark, behind func(lsn string, sbs []Standby)) error {
 	lsn := m.LSN
+	var late []Standby // behind at the last read
 	for said := false; ; {
 		_, sbs, err := s.Standbys(ctx, m)
-		if err != nil {
+		if err != nil && late != nil && ctx.Err() != nil {
+			// ctx ended as the standbys were read again: they are behind
+			// as the last read found them.
+			return &StandbysBehindError{Behind: late, LSN: lsn}
+		} else if err != nil {
 			return err
 		}
-		var late []Standby
+		late = nil
 		for _, sb := range sbs {
 			switch {
 			case sb.New:
