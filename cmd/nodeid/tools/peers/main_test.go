@@ -149,6 +149,8 @@ func TestRunSmoke(t *testing.T) {
 		{"nodeid", "Acquire", 1, "round trips"},
 		{"nodeid", "Release", 1, "round trips"},
 		{"floor", "UPDATE", 1, "round trips"},
+		{"bare", "claim (UPDATE, SKIP LOCKED)", 1, "round trips"},
+		{"bare", "release (UPDATE)", 1, "round trips"},
 		{"etcd", "claim (Grant, Get, Txn)", 3, "RPCs"},
 		{"etcd", "Revoke", 1, "RPCs"},
 		{"redis", "claim (EVALSHA)", 1, "round trips"},
@@ -171,18 +173,18 @@ func TestRunSmoke(t *testing.T) {
 	// Warm-up, timed and closing turns: each claimed node 0, and the next
 	// claim of node 0 shows the previous release freed it.
 	claims := warmup + 20 + 1
-	if len(res.Claims) != 3 {
-		t.Fatalf("claims of %d allocators, want 3: %+v", len(res.Claims), res.Claims)
+	if len(res.Claims) != 4 {
+		t.Fatalf("claims of %d allocators, want 4: %+v", len(res.Claims), res.Claims)
 	}
-	for i, peer := range []string{"nodeid", "etcd", "redis"} {
+	for i, peer := range []string{"nodeid", "bare", "etcd", "redis"} {
 		c := res.Claims[i]
 		if c.Peer != peer || !reflect.DeepEqual(c.Nodes, map[int64]int{0: claims}) || c.Released != claims {
 			t.Errorf("claims %+v; want %s: node 0 claimed and released %d times", c, peer, claims)
 		}
 	}
 
-	if len(res.Ratios) != 3+6 {
-		t.Fatalf("%d ratios, want 9: %+v", len(res.Ratios), res.Ratios)
+	if len(res.Ratios) != 3+8 {
+		t.Fatalf("%d ratios, want 11: %+v", len(res.Ratios), res.Ratios)
 	}
 	for i, r := range res.Ratios {
 		if r.Value <= 0 || (i < 3) != (r.Met != nil) || (i < 3) != (r.Target != "") {
@@ -207,13 +209,15 @@ func TestRunSmoke(t *testing.T) {
 		last = i
 	}
 	for _, s := range []string{"| nodeid | Acquire | 1 round trip |", "| etcd | claim (Grant, Get, Txn) | 3 RPCs |",
-		"| etcd claim p50 / nodeid Acquire p50 |", "Neither durable nor fenced", "With fewer than 100 turns"} {
+		"| etcd claim p50 / nodeid Acquire p50 |", "Neither durable nor fenced", "With fewer than 100 turns",
+		"| bare | claim (UPDATE, SKIP LOCKED) | 1 round trip |", "| bare claim (UPDATE, SKIP LOCKED) p50 / floor UPDATE p50 |",
+		"The bare claim, one `UPDATE` of the lowest free row"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("the report lacks %q:\n%s", s, md)
 		}
 	}
-	if n := strings.Count(md, "node 0 in all 31"); n != 3 {
-		t.Errorf("the report says node 0 in all 31 claims %d times, want 3:\n%s", n, md)
+	if n := strings.Count(md, "node 0 in all 31"); n != 4 {
+		t.Errorf("the report says node 0 in all 31 claims %d times, want 4:\n%s", n, md)
 	}
 }
 
@@ -529,6 +533,10 @@ func TestRestsOn(t *testing.T) {
 		{Peer: "etcd", Op: "claim (Grant, Get, Txn)", P50: 1200}, {Peer: "etcd", Op: "Revoke", P50: 300},
 		{Peer: "redis", Op: "claim (EVALSHA)", P50: 100}, {Peer: "redis", Op: "release (EVALSHA)", P50: 40},
 	}
+	if got := strings.Join(restsOn(ops), "\n"); strings.Contains(got, "bare") {
+		t.Errorf("without the bare claim, the explanation speaks of it:\n%s", got)
+	}
+	ops = append(ops, Op{Peer: "bare", Op: "claim (UPDATE, SKIP LOCKED)", P50: 240}, Op{Peer: "bare", Op: "release (UPDATE)", P50: 220})
 	got := strings.Join(restsOn(ops), "\n")
 	for _, want := range []string{
 		"the claim costs 3.00 floors, etcd's Revoke (one Raft write and its fsync) 1.50 and its three-RPC claim 6.00",
@@ -536,6 +544,8 @@ func TestRestsOn(t *testing.T) {
 		"2.00 floors against 1.50",
 		"costs 2.00 Redis claims, and nodeid's claim costs 3.00 floors, which makes the 6.00×; ≤ 5× would need the claim within 2.50 floors",
 		"Redis's claim costs 2.5× its release",
+		"costs 1.20 floors, and its release 1.10: etcd's claim is 5.00× the bare claim, and the bare claim 2.40× Redis's",
+		"beyond it (1.80 floors)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("lacks %q:\n%s", want, got)

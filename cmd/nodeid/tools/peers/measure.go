@@ -143,7 +143,7 @@ func measure(ctx context.Context, c config, dsn string, progress io.Writer) (res
 	}
 	say("Redis %s at %s: %s (not durable)", rp.version, rp.where, settingsText(res.server("Redis").Settings))
 
-	peers := []*peer{pg.nodeid, pg.floor, ep.peer, rp.peer}
+	peers := []*peer{pg.nodeid, pg.floor, pg.bare, ep.peer, rp.peer}
 	for _, p := range peers {
 		p.nodes, p.released = map[int64]int{}, 0
 	}
@@ -178,7 +178,7 @@ func measure(ctx context.Context, c config, dsn string, progress io.Writer) (res
 		[2]string{"WAL fsyncs per timed turn (its metrics)", strconv.FormatFloat((fsyncs1-fsyncs0)/float64(c.turns), 'f', 2, 64)})
 	res.Machine.LoadEnd = benchmeasure.LoadAverage()
 	res.Elapsed = time.Since(start).Round(time.Second).String()
-	summarize(res, pg.nodeid, pg.floor, ep.peer, rp.peer)
+	summarize(res, pg.nodeid, pg.floor, pg.bare, ep.peer, rp.peer)
 	return res, nil
 }
 
@@ -193,7 +193,7 @@ func (r *Results) server(name string) *Server {
 }
 
 // summarize fills in the operations, claims and ratios of res.
-func summarize(res *Results, nodeidP, floor, etcd, redis *peer) {
+func summarize(res *Results, nodeidP, floor, bare, etcd, redis *peer) {
 	p50 := func(t timing) time.Duration { return percentile(t.lat, 50) }
 	add := func(p *peer, op string, t timing) {
 		o := Op{Peer: p.name, Op: op, TripUnit: p.tripUnit, P50: int64(p50(t)), P99: int64(percentile(t.lat, 99))}
@@ -205,7 +205,7 @@ func summarize(res *Results, nodeidP, floor, etcd, redis *peer) {
 		}
 		res.Ops = append(res.Ops, o)
 	}
-	for _, p := range []*peer{nodeidP, floor, etcd, redis} {
+	for _, p := range []*peer{nodeidP, floor, bare, etcd, redis} {
 		add(p, p.claimOp, p.claimT)
 		if p.release != nil {
 			add(p, p.freeOp, p.freeT)
@@ -225,12 +225,13 @@ func summarize(res *Results, nodeidP, floor, etcd, redis *peer) {
 }
 
 // pgItems are the PostgreSQL items.
-type pgItems struct{ nodeid, floor *peer }
+type pgItems struct{ nodeid, floor, bare *peer }
 
 // startPostgres starts a throwaway PostgreSQL (or connects to dsn), checks
 // that it is durable, makes the scratch tables (a 1,024-node-ID lease
-// table, with a first claim and release, and the floor's copy of its
-// rows) and returns the Registry's and the floor's items.
+// table, with a first claim and release, and copies of its rows for the
+// floor and the bare claim) and returns the Registry's, the floor's and
+// the bare claim's items.
 func startPostgres(ctx context.Context, dsn string, done *cleanups, res *Results) (*pgItems, error) {
 	if dsn == "" {
 		srv, err := pgserver.StartLocal(ctx, "fsync=on", "full_page_writes=on", "synchronous_commit=on")
@@ -263,11 +264,13 @@ func startPostgres(ctx context.Context, dsn string, done *cleanups, res *Results
 	}
 
 	table := "nodeid_peers_" + randomHex(6)
-	floor := table + "_floor"
-	if err := postgres.ValidateTable(floor); err != nil {
-		return nil, err
+	floor, bare := table+"_floor", table+"_bare"
+	for _, n := range []string{floor, bare} {
+		if err := postgres.ValidateTable(n); err != nil {
+			return nil, err
+		}
 	}
-	names := []string{table, postgres.HistoryTable(table), postgres.ConfigTable(table), floor}
+	names := []string{table, postgres.HistoryTable(table), postgres.ConfigTable(table), floor, bare}
 	for _, n := range names {
 		var exists bool
 		if err := admin.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, n).Scan(&exists); err != nil {
@@ -305,15 +308,27 @@ func startPostgres(ctx context.Context, dsn string, done *cleanups, res *Results
 		"INSERT INTO " + floor + " SELECT * FROM " + table,
 		"ALTER TABLE " + floor + " ADD PRIMARY KEY (node_id)",
 		"VACUUM (ANALYZE) " + floor,
+		// The bare claim's table: the rows free, the primary key and the
+		// lease table's index of free rows.
+		"CREATE TABLE " + bare + " (LIKE " + table + " INCLUDING DEFAULTS)",
+		"INSERT INTO " + bare + " SELECT * FROM " + table,
+		"UPDATE " + bare + " SET owner = '', expires_at = '-infinity'",
+		"ALTER TABLE " + bare + " ADD PRIMARY KEY (node_id)",
+		"CREATE INDEX ON " + bare + " ((node_id + 0)) WHERE expires_at = '-infinity'",
+		"VACUUM (ANALYZE) " + bare,
 	} {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("the floor's table: %w", err)
+			return nil, fmt.Errorf("the floor's and the bare claim's tables: %w", err)
 		}
 	}
 	var floorCtr benchmeasure.RoundTrips
 	floorDB := openPool(cfg, &floorCtr)
 	done.add(floorDB.Close)
 	items.floor = floorPeer(floorDB, floor, &floorCtr)
+	var bareCtr benchmeasure.RoundTrips
+	bareDB := openPool(cfg, &bareCtr)
+	done.add(bareDB.Close)
+	items.bare = barePeer(bareDB, bare, &bareCtr)
 	return items, nil
 }
 

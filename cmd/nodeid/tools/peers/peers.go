@@ -29,7 +29,7 @@ const ids = 1024
 // peer is one item of the loop: an operation that claims, and one that
 // releases what it claimed (none for the floor, a single operation).
 type peer struct {
-	name     string // "nodeid", "floor", "etcd", "redis"
+	name     string // "nodeid", "floor", "bare", "etcd", "redis"
 	claimOp  string // names of the operations, for the report
 	freeOp   string
 	tripUnit string // what trips counts: "round trips" or "RPCs"
@@ -132,6 +132,45 @@ func floorPeer(db *sql.DB, table string, c *benchmeasure.RoundTrips) *peer {
 			var now time.Time
 			err := db.QueryRowContext(ctx, q, 0).Scan(&node, &epoch, &now)
 			return node, err
+		},
+	}
+}
+
+// bareClaimSQL is the least a claim of the lowest free node ID can be in
+// PostgreSQL: one UPDATE of the lowest free row, found through a partial
+// index and locked with FOR UPDATE SKIP LOCKED, a new epoch and an expiry,
+// and nothing else (no history row, no configuration, generation or
+// horizon); %s is its table. bareReleaseSQL frees the row for its epoch.
+const (
+	bareClaimSQL = `UPDATE %[1]s SET owner = $1, epoch = epoch + 1, expires_at = now() + $2::bigint * interval '1 millisecond'
+WHERE node_id = (SELECT node_id FROM %[1]s WHERE expires_at = '-infinity' ORDER BY node_id + 0 LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING node_id, epoch, now()`
+	bareReleaseSQL = `UPDATE %s SET owner = '', expires_at = '-infinity' WHERE node_id = $1 AND epoch = $2`
+)
+
+// barePeer returns the bare claim's item (bareClaimSQL, then
+// bareReleaseSQL) on table, through db, which counts into c: a control of
+// how far ahead of etcd, or behind Redis, any one-statement claim of
+// PostgreSQL can be on this machine.
+func barePeer(db *sql.DB, table string, c *benchmeasure.RoundTrips) *peer {
+	claim, release := fmt.Sprintf(bareClaimSQL, table), fmt.Sprintf(bareReleaseSQL, table)
+	var node, epoch int64
+	return &peer{
+		name: "bare", claimOp: "claim (UPDATE, SKIP LOCKED)", freeOp: "release (UPDATE)", tripUnit: "round trips", trips: c.Operations,
+		claim: func(ctx context.Context) (int64, error) {
+			var now time.Time
+			err := db.QueryRowContext(ctx, claim, "nodeid-peers-bare", ttl.Milliseconds()).Scan(&node, &epoch, &now)
+			return node, err
+		},
+		release: func(ctx context.Context) error {
+			r, err := db.ExecContext(ctx, release, node, epoch)
+			if err != nil {
+				return err
+			}
+			if n, err := r.RowsAffected(); err != nil || n != 1 {
+				return fmt.Errorf("released %d rows of node %d, epoch %d (%v), want 1", n, node, epoch, err)
+			}
+			return nil
 		},
 	}
 }
