@@ -1019,8 +1019,10 @@ type Mark struct {
 	Server string
 	// Slots are the physical replication slots that existed then, each
 	// as its name, a colon and the process that held it ("" when none
-	// did): only their restart_lsn says how far a standby has flushed,
-	// and only while that process still holds them.
+	// did), and a ">" after a slot that was past the position then: only
+	// their restart_lsn says how far a standby has flushed, only while
+	// that process still holds them, and never for a slot past the
+	// position, whose standby reported a flush of another history.
 	Slots []string
 }
 
@@ -1050,17 +1052,32 @@ type Mark struct {
 // slot reserved during a checkpoint, or advanced, and held by a standby
 // whose first reply has not come). So the mark waits for a byte past the
 // position (scanMark), which no slot of the mark reaches but by its
-// standby's replies.
+// standby's replies. A slot's restart_lsn is what its standby reported,
+// whatever it was sent: a standby that replayed more of an old primary's
+// WAL than the standby promoted in its place reports its position on the
+// old timeline, at every connection, and stays there, since it can never
+// follow the new primary. So a slot that is past the position when the
+// mark is read (a flush the server never wrote) is marked with a ">" and
+// never counts; one that is not can reach a byte past the position only
+// by replies of this server's history.
 const walMark = `mark.lsn, {server}, mark.slots,
     set_config('synchronous_commit', 'on', true) IS NOT NULL AND pg_current_xact_id() IS NOT NULL`
 
 // markHead reads the physical replication slots, then the position of the
-// next WAL record, for walMark: a statement that reads a mark is markHead,
-// then its SELECT of walMark FROM the configuration and mark.
-const markHead = `WITH slots AS MATERIALIZED (
-    SELECT ` + markSlots + ` AS slots
+// next WAL record, for walMark, and marks the slots that were past it: a
+// statement that reads a mark is markHead, then its SELECT of walMark FROM
+// the configuration and mark.
+const markHead = `WITH seen AS MATERIALIZED (
+    SELECT COALESCE(array_agg(slot_name::text || ':' || COALESCE(active_pid::text, '') ORDER BY slot_name), '{}') AS keys,
+        COALESCE(array_agg(restart_lsn ORDER BY slot_name), '{}') AS restarts
+    FROM pg_replication_slots WHERE slot_type = 'physical'
+), x AS MATERIALIZED (
+    SELECT pg_current_wal_insert_lsn() AS at, seen.keys, seen.restarts FROM seen
 ), mark AS MATERIALIZED (
-    SELECT pg_current_wal_insert_lsn()::text AS lsn, slots.slots FROM slots
+    SELECT x.at::text AS lsn,
+        (SELECT COALESCE(string_agg(u.k || CASE WHEN u.r > x.at THEN '>' ELSE '' END, ','), '')
+            FROM unnest(x.keys, x.restarts) AS u (k, r)) AS slots
+    FROM x
 )
 `
 
@@ -1141,6 +1158,14 @@ type Standby struct {
 	// the mark was read: its restart_lsn says nothing of the standby the
 	// mark saw, and it never counts as caught up.
 	New bool
+	// Foreign is set for a position that may be of another history: a
+	// standby that reports having replayed the mark's position, which its
+	// connection has not been sent (a standby that replayed more of an old
+	// primary's WAL than the standby promoted in its place, and can never
+	// follow it; or one that has just connected), or a slot that was past
+	// the WAL the server had written when the mark was read. It is not
+	// caught up while so.
+	Foreign bool
 }
 
 // standbysTemplate lists the standbys streaming now, with how far each has
@@ -1151,7 +1176,16 @@ type Standby struct {
 // its restart_lsn moves only by its standby's replies). A slot held by
 // none now is behind: it may have been made again since, at a redo
 // pointer past the mark. A slot the mark did not see, or held by another
-// process than then, is New: read the mark again (walMark). Roles that
+// process than then, is New: read the mark again (walMark); one that was
+// past the mark's position when the mark was read ("name:pid>") never
+// counts, and is Foreign. A streaming standby's replay_lsn is what it
+// reports, and a standby of another history (one that replayed more of an
+// old primary's WAL than this server had when it was promoted) reports
+// its position on the old timeline at every connection, while this server
+// sends it that timeline up to the fork, again and again: it counts only
+// once its connection has been sent the mark's position too (sent_lsn),
+// which a connection that streams an old timeline never is, as the
+// mark's position follows the fork. Roles that
 // are neither superusers nor members of pg_read_all_stats see the
 // streaming standbys without their positions: a standby that streams from
 // a slot (the slot's active_pid, which any role may read) is then judged
@@ -1161,25 +1195,28 @@ type Standby struct {
 // the positions say something of a mark's standbys only when read on the
 // mark's server, which a failover, or a pooler that sends reads to a
 // standby (Pgpool-II's load balancing), may not be.
-const standbysTemplate = `SELECT me.server, x.name, x.addr, x.position, x.caught, x.hidden, x.new
+const standbysTemplate = `SELECT me.server, x.name, x.addr, x.position, x.caught, x.hidden, x.new, x.other
 FROM (SELECT CASE WHEN $3::text = '' OR pg_is_in_recovery() THEN '' ELSE {server} END AS server) AS me
 LEFT JOIN (
     SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
-        COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn, false),
-        r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false
+        COALESCE(r.replay_lsn::text, ''), COALESCE(r.replay_lsn >= $1::pg_lsn AND r.sent_lsn >= $1::pg_lsn, false),
+        r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false,
+        COALESCE(r.replay_lsn >= $1::pg_lsn AND NOT r.sent_lsn >= $1::pg_lsn, false)
     FROM pg_stat_replication AS r
     WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
         OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
     UNION ALL
     SELECT 'slot ' || s.slot_name, '', COALESCE(s.restart_lsn::text, ''),
         COALESCE(s.restart_lsn >= $1::pg_lsn, false) AND s.active_pid IS NOT NULL AND k.key = ANY (m.keys), false,
-        NOT s.slot_name::text = ANY (m.names) OR s.active_pid IS NOT NULL AND NOT k.key = ANY (m.keys)
+        NOT s.slot_name::text = ANY (m.names) OR s.active_pid IS NOT NULL AND NOT k.key = ANY (m.seen),
+        k.key = ANY (m.ahead)
     FROM pg_replication_slots AS s,
         LATERAL (SELECT s.slot_name::text || ':' || COALESCE(s.active_pid::text, '') AS key) AS k,
-        (SELECT COALESCE(array_agg(x), '{}') AS keys, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
+        (SELECT COALESCE(array_agg(x) FILTER (WHERE x NOT LIKE '%>'), '{}') AS keys, COALESCE(array_agg(rtrim(x, '>')), '{}') AS seen,
+            COALESCE(array_agg(rtrim(x, '>')) FILTER (WHERE x LIKE '%>'), '{}') AS ahead, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
             FROM unnest(string_to_array($2::text, ',')) AS x) AS m
     WHERE s.slot_type = 'physical'
-) AS x (name, addr, position, caught, hidden, new) ON true
+) AS x (name, addr, position, caught, hidden, new, other) ON true
 ORDER BY 2, 3`
 
 // standbysSQL is standbysTemplate with the server's identity as a mark
@@ -1215,18 +1252,18 @@ func (s *Store) Standbys(ctx context.Context, m Mark) (Mark, []Standby, error) {
 	)
 	for rows.Next() {
 		var (
-			sb                    Standby
-			name, addr, pos       sql.NullString
-			caught, hidden, fresh sql.NullBool
+			sb                             Standby
+			name, addr, pos                sql.NullString
+			caught, hidden, fresh, foreign sql.NullBool
 		)
-		if err := rows.Scan(&server, &name, &addr, &pos, &caught, &hidden, &fresh); err != nil {
+		if err := rows.Scan(&server, &name, &addr, &pos, &caught, &hidden, &fresh, &foreign); err != nil {
 			return Mark{}, nil, s.wrapErr("read the standbys", err)
 		}
 		if !name.Valid {
 			continue // no standby, no slot
 		}
 		sb.Name, sb.Addr, sb.Position = name.String, addr.String, pos.String
-		sb.Caught, sb.Hidden, sb.New = caught.Bool, hidden.Bool, fresh.Bool
+		sb.Caught, sb.Hidden, sb.New, sb.Foreign = caught.Bool, hidden.Bool, fresh.Bool, foreign.Bool
 		out = append(out, sb)
 	}
 	if err := rows.Err(); err != nil {
@@ -1428,6 +1465,8 @@ func (sb Standby) Label() string {
 	switch {
 	case sb.Position == "" && strings.HasPrefix(sb.Name, "slot "):
 		return name + " (never used)"
+	case sb.Position != "" && !sb.Caught && sb.Foreign:
+		return name + " at " + sb.Position + ", which this server never sent it (another history?)"
 	case sb.Position != "" && !sb.Caught:
 		return name + " at " + sb.Position
 	}
