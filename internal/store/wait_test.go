@@ -111,18 +111,7 @@ func TestASlotAtTheMarkWithoutAReplyDoesNotConfirm(t *testing.T) {
 	if err := pair.WaitReplayed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	const role = "watcher"
-	if err := pair.Primary.Exec(ctx, dbName, `CREATE ROLE `+role+` LOGIN PASSWORD 'secret';
-		GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO `+role+`;
-		GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO `+role); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(pair.Primary.DSN(dbName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, "secret")
-	w := storeOn(t, u.String(), 0)
+	w := watcher(t, ctx, pair, dbName)
 	if _, err := w.ReadConfig(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -463,18 +452,7 @@ func TestAStandbyOfAnotherHistoryDoesNotConfirmACreation(t *testing.T) {
 	// A new WAL segment, which both standbys reach: what follows stays
 	// within it, where the old timeline's copy on the promoted standby
 	// can be streamed from its start.
-	if _, err := a.DB().ExecContext(ctx, `SELECT pg_switch_wal()`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.DB().ExecContext(ctx, `CREATE TABLE before_fork (n int)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ahead.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	newSegment(t, ctx, a, pair, ahead)
 	// The standby to promote receives nothing more; the other receives
 	// some 4 MB of the primary's WAL more.
 	pair.Repl.Cut()
@@ -502,15 +480,7 @@ func TestAStandbyOfAnotherHistoryDoesNotConfirmACreation(t *testing.T) {
 	b := storeOn(t, pair.Standby.DSN(dbName), 0)
 	waitQuery(t, ctx, b, "the standby that is ahead to report to the new primary",
 		`SELECT EXISTS (SELECT FROM pg_stat_replication WHERE replay_lsn IS NOT NULL)`)
-	if created, err := b.Create(ctx, ttl); err != nil || !created {
-		t.Fatalf("Create: %v, %v", created, err)
-	}
-	mark, err := b.PendingCreation(ctx)
-	if err != nil || !mark.Pending {
-		t.Fatalf("PendingCreation: %+v, %v", mark, err)
-	}
-	waitQuery(t, ctx, b, "the standby that is ahead to report a position past the mark",
-		`SELECT EXISTS (SELECT FROM pg_stat_replication WHERE replay_lsn >= $1::pg_lsn)`, mark.LSN)
+	mark := createPastAReport(t, ctx, b, ttl, "the standby that is ahead")
 	var replay, sent sql.NullString
 	if err := b.DB().QueryRowContext(ctx, `SELECT replay_lsn::text, sent_lsn::text FROM pg_stat_replication`).Scan(&replay, &sent); err != nil {
 		t.Logf("the standby's report: %v", err)
@@ -521,27 +491,91 @@ func TestAStandbyOfAnotherHistoryDoesNotConfirmACreation(t *testing.T) {
 	}
 	t.Logf("the new primary's mark %s (pending %v); the standby that is ahead has replayed %s of the old timeline, and reports replay %s, having been sent %s",
 		mark.LSN, mark.Pending, own, replay.String, sent.String)
+	// The new primary fails, and the standby that is ahead is promoted.
+	pendingThenLost(t, ctx, b, "the standby of another history", pair.Standby, ahead, dbName, ttl)
+}
+
+// watcher returns a Store on the primary of pair, in dbName, as a role
+// that may claim but is neither a superuser nor a member of
+// pg_read_all_stats: it sees the standbys streaming from slots by their
+// slots alone.
+func watcher(t *testing.T, ctx context.Context, pair *pgtest.Pair, dbName string) *Store {
+	t.Helper()
+	const role = "watcher"
+	if err := pair.Primary.Exec(ctx, dbName, `CREATE ROLE `+role+` LOGIN PASSWORD 'secret';
+		GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO `+role+`;
+		GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO `+role); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(pair.Primary.DSN(dbName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "secret")
+	return storeOn(t, u.String(), 0)
+}
+
+// createPastAReport creates the table on st's server, pending, and waits
+// until a standby (who) reports having replayed a position past the
+// creation's mark, which it returns.
+func createPastAReport(t *testing.T, ctx context.Context, st *Store, ttl time.Duration, who string) CreationMark {
+	t.Helper()
+	if created, err := st.Create(ctx, ttl); err != nil || !created {
+		t.Fatalf("Create: %v, %v", created, err)
+	}
+	mark, err := st.PendingCreation(ctx)
+	if err != nil || !mark.Pending {
+		t.Fatalf("PendingCreation: %+v, %v", mark, err)
+	}
+	waitQuery(t, ctx, st, who+" to report a position past the mark",
+		`SELECT EXISTS (SELECT FROM pg_stat_replication WHERE replay_lsn >= $1::pg_lsn)`, mark.LSN)
+	return mark
+}
+
+// newSegment starts a new WAL segment on st's server, writes in it, and
+// waits until the standbys of pairs have replayed it.
+func newSegment(t *testing.T, ctx context.Context, st *Store, pairs ...*pgtest.Pair) {
+	t.Helper()
+	if _, err := st.DB().ExecContext(ctx, `SELECT pg_switch_wal()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().ExecContext(ctx, `CREATE TABLE before_fork (n int)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pairs {
+		if err := p.WaitReplayed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pendingThenLost checks that st's pending creation is not confirmed while
+// a standby (who) lacks it, claims node 0 in the table all the same, stops
+// primary, st's server, at once, and fails over to to's standby: the table
+// created again there must not hand out the lost claim's range
+// (recreateAfterFailover).
+func pendingThenLost(t *testing.T, ctx context.Context, st *Store, who string, primary *pgtest.Server, to *pgtest.Pair, dbName string, ttl time.Duration) {
+	t.Helper()
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var behind *StandbysBehindError
-	switch err := b.SettleCreation(short, nil); {
+	switch err := st.SettleCreation(short, nil); {
 	case err == nil:
-		t.Errorf("the creation was confirmed while the standby of another history lacks it")
+		t.Errorf("the creation was confirmed while %s lacks it", who)
 	case !errors.As(err, &behind):
-		t.Errorf("SettleCreation with a standby of another history: %v; want it behind", err)
+		t.Errorf("SettleCreation with %s: %v; want it behind", who, err)
 	default:
 		t.Logf("the creation stays pending: %v", err)
 	}
-	lost, err := b.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
+	lost, err := st.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("a claim in the table: %+v", lost)
-	// The new primary fails, and the standby that is ahead is promoted.
-	if err := pair.Standby.Stop(ctx, pgtest.Immediate); err != nil {
+	if err := primary.Stop(ctx, pgtest.Immediate); err != nil {
 		t.Fatal(err)
 	}
-	recreateAfterFailover(t, ctx, ahead, dbName, lost, ttl)
+	recreateAfterFailover(t, ctx, to, dbName, lost, ttl)
 }
 
 // reportFlush sends, on conn (a replication connection that holdSlot
@@ -594,18 +628,7 @@ func TestASlotPastTheServersWALDoesNotConfirm(t *testing.T) {
 	if created, err := admin.Create(ctx, ttl); err != nil || !created {
 		t.Fatalf("Create: %v, %v", created, err)
 	}
-	const role = "watcher"
-	if err := pair.Primary.Exec(ctx, dbName, `CREATE ROLE `+role+` LOGIN PASSWORD 'secret';
-		GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO `+role+`;
-		GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO `+role); err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(pair.Primary.DSN(dbName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.UserPassword(role, "secret")
-	w := storeOn(t, u.String(), 0)
+	w := watcher(t, ctx, pair, dbName)
 	var at, past string
 	if err := admin.DB().QueryRowContext(ctx, `SELECT lsn::text, (pg_current_wal_insert_lsn() + 16 * 1024 * 1024)::text
 		FROM pg_create_physical_replication_slot('elsewhere', true)`).Scan(&at, &past); err != nil {
@@ -658,18 +681,7 @@ func TestAStandbyOfATwinTimelineDoesNotConfirmACreation(t *testing.T) {
 	pair, dbName := pgtest.NewPairDB(t) // A, and B, promoted first
 	twin := pair.AddStandby(t, "twin")  // C, promoted second
 	a := storeOn(t, pair.Primary.DSN(dbName), 0)
-	if _, err := a.DB().ExecContext(ctx, `SELECT pg_switch_wal()`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.DB().ExecContext(ctx, `CREATE TABLE before_fork (n int)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := pair.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := twin.WaitReplayed(ctx); err != nil {
-		t.Fatal(err)
-	}
+	newSegment(t, ctx, a, pair, twin)
 	twin.Repl.Cut() // C never hears of B's promotion
 	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)
@@ -739,38 +751,11 @@ func TestAStandbyOfATwinTimelineDoesNotConfirmACreation(t *testing.T) {
 	if err := s.DB().QueryRowContext(ctx, `SELECT received_tli::text FROM pg_stat_wal_receiver`).Scan(&tlB); err != nil {
 		t.Logf("S's receiver: %v", err)
 	}
-	if created, err := c.Create(ctx, ttl); err != nil || !created {
-		t.Fatalf("Create: %v, %v", created, err)
-	}
-	mark, err := c.PendingCreation(ctx)
-	if err != nil || !mark.Pending {
-		t.Fatalf("PendingCreation: %+v, %v", mark, err)
-	}
-	waitQuery(t, ctx, c, "S to report a position past the mark",
-		`SELECT EXISTS (SELECT FROM pg_stat_replication WHERE replay_lsn >= $1::pg_lsn)`, mark.LSN)
+	mark := createPastAReport(t, ctx, c, ttl, "S")
 	var own string
 	if err := s.DB().QueryRowContext(ctx, `SELECT pg_last_wal_replay_lsn()::text`).Scan(&own); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("C on timeline %s, mark %s; S (receiving timeline %s) has replayed %s of B's history", tlC, mark.LSN, tlB, own)
-	short, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var behind *StandbysBehindError
-	switch err := c.SettleCreation(short, nil); {
-	case err == nil:
-		t.Errorf("the creation was confirmed while S, of B's history, lacks it")
-	case !errors.As(err, &behind):
-		t.Errorf("SettleCreation with a standby of a twin timeline: %v; want it behind", err)
-	default:
-		t.Logf("the creation stays pending: %v", err)
-	}
-	lost, err := c.Claim(ctx, 0, 0, "lost", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("a claim in the table: %+v", lost)
-	if err := twin.Standby.Stop(ctx, pgtest.Immediate); err != nil {
-		t.Fatal(err)
-	}
-	recreateAfterFailover(t, ctx, follower, dbName, lost, ttl)
+	pendingThenLost(t, ctx, c, "S, of B's history,", twin.Standby, follower, dbName, ttl)
 }
