@@ -189,11 +189,13 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				t.Parallel()
 				ep := verifyEndpoint(t, via)
 				ctx := testContext(t)
-				// Renewed every 2 s; the transaction's idle bound is the
-				// time left to the lease's expiry at each Verify, so the
-				// test verifies again after each renewal, as a holder whose
-				// transaction lasts across renewals must.
-				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(6*time.Second))
+				// Renewed every 4 s, each attempt bounded by 2.4 s, so
+				// that a loaded server still renews before the deadline;
+				// the transaction's idle bound is the time left to the
+				// lease's expiry at each Verify, so the test verifies
+				// again after each renewal, as a holder whose transaction
+				// lasts across renewals must.
+				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(12*time.Second))
 				l := mustAcquire(t, reg)
 				if l.NodeID() != 0 {
 					t.Fatalf("first lease on node %d", l.NodeID())
