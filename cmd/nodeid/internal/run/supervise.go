@@ -91,11 +91,13 @@ func supervise(c *cli.Conn, o *Options, lease *nodeid.Lease, clock *warden.WallC
 	}
 	defer os.RemoveAll(dir)
 	lf := leaseFileWriter{dir: dir, lease: lease, clock: clock}
-	if err := lf.write(true, deadline, ceiling); err != nil {
+	// One reading for the file and the environment: two readings of the
+	// wall and monotonic clocks can round a millisecond apart.
+	deadlineMs, err := lf.write(true, deadline, ceiling)
+	if err != nil {
 		holder.ReleaseUnused(lease)
 		return err
 	}
-	deadlineMs, _ := lf.wallDeadline(deadline)
 	vars := map[string]string{
 		EnvNode:       strconv.FormatInt(lease.NodeID(), 10),
 		EnvEpoch:      strconv.FormatInt(lease.Epoch(), 10),
@@ -142,7 +144,7 @@ loop:
 		case <-lost:
 			lost = nil
 			sup.Terminate(cli.OneLine(strings.TrimPrefix(lease.Err().Error(), "nodeid: ")))
-			_ = lf.write(false, deadline, ceiling)
+			_, _ = lf.write(false, deadline, ceiling)
 		case <-poll.C:
 			// A renewal: its deadline and horizon ceiling go to the warden
 			// and the lease file.
@@ -153,7 +155,7 @@ loop:
 			}
 			deadline, ceiling = d, c
 			sup.Extend(d, c)
-			if err := lf.write(true, d, c); err != nil {
+			if _, err := lf.write(true, d, c); err != nil {
 				fmt.Fprintf(env.Err, "nodeid: cannot rewrite the lease file: %v\n", err)
 			}
 		}
@@ -245,16 +247,17 @@ func (f leaseFileWriter) wallDeadline(deadline time.Time) (ms, bootNs int64) {
 	return f.clock.NowMs() + left.Milliseconds(), bootNs
 }
 
-// write replaces dir/lease atomically.
-func (f leaseFileWriter) write(held bool, deadline time.Time, ceiling int64) error {
+// write replaces dir/lease atomically and returns the deadline it wrote in
+// unix milliseconds, so that the environment carries the same value.
+func (f leaseFileWriter) write(held bool, deadline time.Time, ceiling int64) (deadlineMs int64, err error) {
 	ms, boot := f.wallDeadline(deadline)
 	s := fmt.Sprintf("node=%d\nepoch=%d\nheld=%t\ndeadline_ms=%d\ndeadline_boottime_ns=%d\nhorizon_ceiling_ms=%d\n",
 		f.lease.NodeID(), f.lease.Epoch(), held, ms, boot, ceiling)
 	tmp := filepath.Join(f.dir, leaseFileName+".tmp")
 	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
-		return err
+		return 0, err
 	}
-	return os.Rename(tmp, filepath.Join(f.dir, leaseFileName))
+	return ms, os.Rename(tmp, filepath.Join(f.dir, leaseFileName))
 }
 
 // leaseCeiling returns the horizon the lease has recorded in the database,
