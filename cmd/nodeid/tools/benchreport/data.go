@@ -122,6 +122,10 @@ type overheadReading struct {
 	First, Last                 bench.OverheadSummary
 	FirstLibStore, LastLibStore float64                // library / Store
 	Exec                        *bench.OverheadSummary // nil without an exec-mode floor ratio
+	// ExecEven says that the library and pgbench ran within TargetOverhead
+	// of each other in exec mode (library / pgbench between 0.8 and 1/0.8),
+	// so that the planning both pay is what binds them.
+	ExecEven bool
 }
 
 // ratioAt is a ratio at one concurrency.
@@ -395,7 +399,9 @@ func newOverhead(res *bench.Results) *overhead {
 			FirstLibStore: ratioOf(first.Library.Median, first.Store.Median),
 			LastLibStore:  ratioOf(last.Library.Median, last.Store.Median)}
 		if len(exec) > 0 && exec[0].SQLRatio.N > 0 {
-			v.Reading.Exec = &exec[0]
+			e := exec[0]
+			v.Reading.Exec = &e
+			v.Reading.ExecEven = e.Ratio.N > 0 && e.Ratio.Median >= bench.TargetOverhead && e.Ratio.Median <= 1/bench.TargetOverhead
 		}
 	}
 	return v
