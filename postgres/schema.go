@@ -27,13 +27,13 @@ const (
 	// server has once the creation has committed, and confirms it at once
 	// where there are none).
 	Async Replication = "async"
-	// Sync: the database never loses an acknowledged commit in a failover
-	// (Patroni synchronous_mode_strict, CloudNativePG with required
-	// synchronous replicas, or storage that is shared or synchronously
-	// replicated, as in Aurora, RDS Multi-AZ or Cloud SQL HA): no
-	// quarantine after a failover, and no WAL function is used. A restore
-	// or a move that may have lost commits then needs the operator's
-	// declaration ("nodeid init --restored --max-ttl").
+	// Sync: the database never loses an acknowledged commit in a failover.
+	// It changes the rules only where the server refuses the WAL functions
+	// (Aurora): no quarantine after a failover, no WAL function used, and
+	// a restore or a move needs the operator's declaration ("nodeid init
+	// --restored --max-ttl"). Where the server answers them the table is
+	// watched as with Async: a synchronous standby may still lack a commit
+	// whose wait for it was cancelled.
 	Sync Replication = "sync"
 )
 

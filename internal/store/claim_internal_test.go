@@ -69,11 +69,12 @@ func TestPrivilegeErrorIsFatal(t *testing.T) {
 }
 
 // The asynchronous head on a table that records synchronous replication
-// (a first claim, which does not know the mode; a Store whose table
-// changed its mode) changes nothing there: the server's identity, which
-// that table does not record, starts no generation and no wait for a
-// restore's declaration. The claim finds nothing, and the statements of
-// the table's mode then claim.
+// and no server (its DDL ran where the WAL functions are refused: a first
+// claim, which does not know the mode; a Store whose table changed its
+// mode) changes nothing there: the server's identity, which that table
+// does not record, starts no generation and no wait for a restore's
+// declaration. The claim finds nothing, and the statements of the table's
+// mode then claim.
 func TestAsyncHeadLeavesASyncTableAlone(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t)
@@ -83,6 +84,10 @@ func TestAsyncHeadLeavesASyncTableAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	// What the DDL records where the server refuses the WAL functions.
+	if _, err := db.ExecContext(ctx, `UPDATE synct_config SET server_id = NULL, wal_timeline = NULL, creation_pending = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	config := func() string {

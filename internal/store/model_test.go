@@ -69,6 +69,8 @@ var mutants = []struct {
 	{"switch-without-generation-check", "the DDL does not run the generation check before it records sync (or widens the range, or raises the maximum TTL)", "2h:ddl"},
 	{"widening-rows-current-generation", "the rows a widening of the range adds are of the current generation, not the one before", "2h:ddl"},
 	{"creation-not-pending", "a table created on an asynchronous server with a standby hands out node IDs at once, before the standby has its creation", "2h:create"},
+	{"e2-client-confirms", "a confirmation counts a WAL client that no failover promotes (pg_receivewal, a logical consumer) as a standby that has the mark's position", "2h:create"},
+	{"e1-sync-trusts-ack", "a table that records sync trusts its synchronous standby to have every acknowledged commit: no generation check, a raise at once, a switch to sync confirms what is pending", "2h:ddl"},
 }
 
 func knownMutant(name string) bool {
@@ -108,7 +110,7 @@ type bounds struct {
 // repetitions add states faster than they add behaviours: a bound of the
 // exploration, stated with the others.
 type budget struct {
-	failovers, evictions, lost, restores, crashes, late, switches int8
+	failovers, evictions, lost, restores, crashes, late, switches, cancels int8
 }
 
 // family is a set of environment actions.
@@ -122,7 +124,7 @@ const (
 	famCrash                       // a crash of the server (replicate stands for a flush)
 	famVerify                      // Verify in a transaction, end it
 	famLate                        // statements that execute late, after their holder gave up
-	famDDL                         // the DDL: switch the replication mode, widen the range
+	famDDL                         // the DDL: switch the replication mode, widen the range; a cancelled synchronous wait
 	famCreate                      // the DDL creates the table where it is missing
 )
 
@@ -164,7 +166,7 @@ type config struct {
 	owed         tick
 	gen, sid, tl int8
 	nodes        int8 // the range: node IDs 0 to nodes-1 have rows
-	sync         bool // replication = 'sync': a failover loses no commit
+	sync         bool // replication = 'sync': the standby is synchronous, unless stalled
 	// creating: creation_pending, the table's creation not yet confirmed.
 	// A copy without the table has gen 0 and no rows.
 	creating bool
@@ -229,6 +231,10 @@ type mstate struct {
 	// transaction it began.
 	servers int8
 	left    budget // what the trace may still do
+	// stalled: the synchronous standby stopped receiving, and a commit's
+	// wait for it was cancelled (E1): commits are acknowledged without it
+	// until it replicates again.
+	stalled bool
 	db      data
 	standby data // the standby's copy (famCrash: the last flushed state)
 	backup  data
@@ -237,6 +243,11 @@ type mstate struct {
 	// which on another timeline than the mark's says nothing of the raise.
 	markSID, markTL int8
 	markSeen        bool
+	// clientSeen says that a WAL client that is no server that may be
+	// promoted (E2: pg_receivewal, pg_basebackup -X stream, a logical
+	// consumer) has received the mark's position; no rule reads it but a
+	// mutant's.
+	clientSeen bool
 	// mark is the pending raise that nodeid init read, with the WAL
 	// position it waits for the standbys to replay (PendingRaise), 0 if none;
 	// markCreate, that it read a pending creation (PendingCreation).
@@ -311,15 +322,16 @@ func (v *violation) Error() string { return "rule " + v.rule + ": " + v.what }
 // (asyncHead's q and seen; the renewal and the release have none), and of
 // the DDL (ddlHead): on a table that records async, a server other than
 // the one recorded (another system identifier or another timeline) starts
-// a new generation. A table that records sync never looks (syncHead; an
-// asynchronous statement's head changes nothing on it). After a
+// a new generation. A table that records sync looks too: its server tells
+// its identity (the model's servers all do; one that does not is the
+// stated assumption of a WAL-less service). After a
 // move (another system identifier), or while a move is not declared, no
 // quarantine can be computed: the fence stays unset until the operator
 // declares the restore. After a failover the quarantine lasts the larger of
 // the maximum TTL and a pending raise, and the servers' clock tolerance.
 func (m *model) seen(s *mstate) {
 	c, sid, tl := &s.db.cfg, s.srvSID, s.srvTL
-	if c.gen == 0 || c.sync || c.sid == sid && c.tl == tl {
+	if c.gen == 0 || m.trusted(c) || c.sid == sid && c.tl == tl {
 		return // no table, or nothing to see
 	}
 	moved := c.sid != sid
@@ -521,12 +533,12 @@ func (m *model) verify(s *mstate, h int) bool {
 }
 
 // raise is the DDL that raises the table's maximum TTL to to, after its
-// generation check (ddlHead): on a table that records async, pending until
-// every standby has it (confirm); on one that records sync, at once.
+// generation check (ddlHead): pending until every standby has it
+// (confirm), whatever mode the table records.
 func (m *model) raise(s *mstate, to tick) {
 	m.ddlHead(s)
 	c := &s.db.cfg
-	if c.sync {
+	if m.trusted(c) {
 		c.maxTTL, c.raise = max(c.maxTTL, to, c.raise), 0
 		return
 	}
@@ -549,21 +561,26 @@ func (m *model) ddlHead(s *mstate) {
 }
 
 // ddlSwitch is the DDL with the other replication mode (nodeid init
-// --replication, ApplyMode). To sync, after its generation check: a pending
-// raise becomes the maximum, a pending creation is confirmed, and from its
-// commit on a failover loses no
-// commit (the operator made the replication synchronous first). To async:
-// the server of now is recorded as the one, with no new generation (a
-// synchronous history lost nothing), and the switch's own commit is
-// replicated synchronously (the replication becomes asynchronous after it).
+// --replication, ApplyMode), after its generation check. It changes what
+// the table records and how the environment replicates (synchronously
+// while the table records sync, unless a wait is cancelled), and no rule
+// of the statements: a table that records sync still watches its server.
 func (m *model) ddlSwitch(s *mstate) {
 	m.ddlHead(s)
 	c := &s.db.cfg
-	if !c.sync {
-		c.sync, c.maxTTL, c.raise, c.creating = true, max(c.maxTTL, c.raise), 0, false
-		return
+	c.sync = !c.sync
+	if m.trusted(c) {
+		c.maxTTL, c.raise, c.creating = max(c.maxTTL, c.raise), 0, false
 	}
-	c.sync, c.sid, c.tl = false, s.srvSID, s.srvTL
+	c.sid, c.tl = s.srvSID, s.srvTL
+}
+
+// trusted reports whether the statements trust c's table never to lose an
+// acknowledged commit: none does (a synchronous standby may lack one whose
+// wait was cancelled), unless the mutant restores the rule of earlier
+// versions, which trusted a table that records sync.
+func (m *model) trusted(c *config) bool {
+	return c.sync && m.mut == "e1-sync-trusts-ack"
 }
 
 // ddlWiden is the DDL with a wider range (nodeid init --range, Apply),
@@ -608,7 +625,11 @@ func (m *model) create(s *mstate) {
 func (m *model) confirm(s *mstate) bool {
 	c, mark := &s.db.cfg, s.mark
 	raise, create := c.raise != 0 && mark != 0, c.creating && s.markCreate
-	if !raise && !create || !s.markSeen {
+	seen := s.markSeen
+	if m.mut == "e2-client-confirms" {
+		seen = seen || s.clientSeen
+	}
+	if !raise && !create || !seen {
 		return false
 	}
 	if (s.srvSID != s.markSID || s.srvTL != s.markTL) && m.mut != "confirm-on-another-server" {
@@ -626,7 +647,7 @@ func (m *model) confirm(s *mstate) bool {
 	if create {
 		c.creating = false
 	}
-	s.mark, s.markCreate, s.markSID, s.markTL, s.markSeen = 0, false, 0, 0, false
+	s.mark, s.markCreate, s.markSID, s.markTL, s.markSeen, s.clientSeen = 0, false, 0, 0, false, false
 	return true
 }
 
@@ -644,7 +665,7 @@ func (m *model) restored(s *mstate, d tick) {
 	}
 	c.fence = m.laterFence(c.fence, max(c.moved, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise})))
 	c.moved, c.owed = 0, 0
-	if !c.sync { // the synchronous statement records no server
+	if !m.trusted(c) { // a trusted table's statement records no server
 		c.sid, c.tl = s.srvSID, s.srvTL
 	}
 }
@@ -679,6 +700,8 @@ const (
 	aSwitch
 	aWiden
 	aCreate
+	aCancelWait
+	aWALClient
 	nActKinds
 )
 
@@ -710,6 +733,8 @@ var rules = [nActKinds]string{
 	aSwitch:     "the table's replication mode is switched, async to sync or back (nodeid init --replication, store.ApplyMode, the DDL of SchemaSQL)",
 	aWiden:      "the node range is widened: the DDL adds rows (nodeid init --range, store.Apply, the DDL of SchemaSQL)",
 	aCreate:     "the DDL creates the table on a server without it (nodeid init, WithCreateTable, store.Create, the DDL of SchemaSQL)",
+	aCancelWait: "E1: the synchronous standby stops receiving and a commit's wait for it is cancelled (pg_cancel_backend, a query timeout): commits are acknowledged without it until it catches up",
+	aWALClient:  "E2: a WAL client that no failover promotes (pg_receivewal, pg_basebackup -X stream, a logical consumer) receives every commit so far, and replays none",
 }
 
 // act is one action: its kind, the holder or node it is about, and its
@@ -723,7 +748,7 @@ type act struct {
 func (a act) String() string {
 	name := [nActKinds]string{"tick", "call", "call-lost", "send", "exec", "exec-lost", "abandon",
 		"exec-late", "verify", "end-tx", "evict", "replicate", "failover", "crash", "backup", "move", "pitr",
-		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen", "create"}[a.kind]
+		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen", "create", "cancel-wait", "wal-client"}[a.kind]
 	switch a.kind {
 	case aCall, aCallLost, aSend:
 		return fmt.Sprintf("%s %s h%d", name, [...]string{"", "claim", "renew", "release"}[a.arg], a.who)
@@ -839,6 +864,9 @@ func (m *model) enabled(s *mstate, out []act) []act {
 		}
 		if c.raise != 0 && s.mark != 0 || c.creating && s.markCreate {
 			out = append(out, act{kind: aConfirm})
+			if !s.clientSeen {
+				out = append(out, act{kind: aWALClient})
+			}
 		}
 	}
 	if f&famCreate != 0 && s.db.cfg.gen == 0 {
@@ -850,6 +878,9 @@ func (m *model) enabled(s *mstate, out []act) []act {
 		}
 		if int(s.db.cfg.nodes) < m.b.widenTo {
 			out = append(out, act{kind: aWiden})
+		}
+		if s.left.cancels > 0 && s.db.cfg.sync && !s.stalled {
+			out = append(out, act{kind: aCancelWait})
 		}
 	}
 	return out
@@ -874,6 +905,8 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		s.left.restores--
 	case aSwitch:
 		s.left.switches--
+	case aCancelWait:
+		s.left.cancels--
 	}
 	switch a.kind {
 	case aTick:
@@ -939,7 +972,7 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 			return false, nil
 		}
 	case aReplicate:
-		s.standby = s.db
+		s.standby, s.stalled = s.db, false
 		// Past the mark's position: on its timeline the standby has the
 		// raise or the creation; on another, the new timeline's WAL may
 		// have passed it.
@@ -973,10 +1006,10 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 			s.srvSID, s.srvTL = s.nextSID, 1
 			s.nextSID++
 			s.db.cfg.owed = max(s.db.cfg.owed, s.grantedSince)
-			if s.db.cfg.sync {
-				// A copy that records sync never sees the move: the
-				// operator declares it before clients connect (the
-				// assumption), as the statements cannot.
+			if m.trusted(&s.db.cfg) {
+				// A trusted copy never sees the move: the operator
+				// declares it before clients connect, as the statements
+				// cannot.
 				m.restored(s, s.grantedSince)
 			}
 		case aPITR:
@@ -996,7 +1029,9 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		m.raise(s, to)
 	case aMark:
 		s.mark, s.markCreate, s.markSID, s.markTL = s.db.cfg.raise, s.db.cfg.creating, s.srvSID, s.srvTL
-		s.markSeen = s.standby == s.db
+		s.markSeen, s.clientSeen = s.standby == s.db, false
+	case aWALClient:
+		s.clientSeen = true
 	case aConfirm:
 		if !m.confirm(s) {
 			return false, nil
@@ -1007,11 +1042,14 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		m.ddlWiden(s, m.b.widenTo)
 	case aCreate:
 		m.create(s)
+	case aCancelWait:
+		s.stalled = true
 	}
-	if s.db.cfg.sync || a.kind == aSwitch {
-		// A table that records sync is replicated synchronously: the
-		// standby has every commit (the assumption), the switch's own
-		// included, either way.
+	if (s.db.cfg.sync || a.kind == aSwitch) && !s.stalled {
+		// While the table records sync the operator keeps the replication
+		// synchronous, the switch's own commit included, either way: the
+		// standby has every commit, unless it stalled and a wait for it
+		// was cancelled (aCancelWait).
 		s.standby, s.markSeen = s.db, s.mark != 0 || s.markCreate
 	}
 	return true, m.mint(s)

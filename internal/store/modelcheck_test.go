@@ -98,7 +98,7 @@ func runs(long bool) []run {
 	// The DDL: a range of one node ID widened to two, the replication mode
 	// switched to sync and back, a failover and a lost answer.
 	ddl := two
-	ddl.nodes, ddl.widenTo, ddl.budget.switches, ddl.depth = 1, 2, 2, 10
+	ddl.nodes, ddl.widenTo, ddl.budget.switches, ddl.budget.cancels, ddl.depth = 1, 2, 2, 1, 10
 	// The same with the restores instead of the failover, shallower: a
 	// move, a point-in-time recovery or a rollback that loses a widening.
 	ddlRestore := ddl
@@ -150,7 +150,7 @@ func runs(long bool) []run {
 	all.depth, all.tmax, all.maxStep = 30, 20, 3
 	all.srv0, all.srvOffs = 1, []tick{0, 1}
 	all.holdOffs = [][]tick{{0, -2, 1}, {2, 0, -2}, {-1, 3, 0}, {0, 0, 0}}
-	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2, switches: 2}
+	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2, switches: 2, cancels: 1}
 	sim := run{name: "random", b: all, random: 100000}
 	if long {
 		sim.random = 5000000

@@ -97,6 +97,7 @@ DECLARE
     want  text := {want};
     cur   text;
     eff   text;
+    trust boolean;
     sid   bigint;
     tli   bigint;
     pair  constant text := 'SELECT ' || $q${serverid}, {tl}$q$;
@@ -196,6 +197,17 @@ BEGIN
         want := COALESCE(want, 'async');
         IF want = 'async' THEN
             EXECUTE pair INTO sid, tli;
+        ELSE
+            -- A table that records sync watches its server too, wherever
+            -- the server tells its identity: a synchronous standby may
+            -- still lack an acknowledged commit (a cancelled wait for it).
+            -- Only a server that refuses the functions is trusted.
+            BEGIN
+                EXECUTE pair INTO sid, tli;
+            EXCEPTION WHEN insufficient_privilege OR feature_not_supported OR undefined_function THEN
+                sid := NULL;
+                tli := NULL;
+            END;
         END IF;
         -- A table created asynchronously is pending until every standby
         -- has replayed its creation (confirmed as a raise is): a failover
@@ -207,14 +219,23 @@ BEGIN
         INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline,
             creation_pending)
         VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli,
-            CASE WHEN want = 'async' THEN true END);
+            CASE WHEN sid IS NOT NULL THEN true END);
     ELSE
-        IF cur = 'async' THEN
+        IF cur = 'sync' AND (SELECT server_id FROM {c}) IS NULL THEN
+            -- A table that records sync and has not watched its server: it
+            -- does from now on if the server tells its identity (its past
+            -- was trusted, as it was then the rule).
+            BEGIN
+                EXECUTE pair INTO sid, tli;
+                UPDATE {c} SET server_id = sid, wal_timeline = tli;
+            EXCEPTION WHEN insufficient_privilege OR feature_not_supported OR undefined_function THEN
+                NULL;
+            END;
+        ELSE
             -- The generation check of a claim (asyncHead's seen): a
             -- failover, a move or a restore that no claim has seen yet
-            -- starts its generation now, before the table switches to sync
-            -- (whose statements never look) or gains rows. Renewals and
-            -- releases do not look either.
+            -- starts its generation now, before the table switches its mode
+            -- or gains rows. Renewals and releases do not look either.
             EXECUTE pair INTO sid, tli;
             UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
                 fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN
@@ -225,25 +246,28 @@ BEGIN
             WHERE (c.server_id, c.wal_timeline) IS DISTINCT FROM (sid, tli);
         END IF;
         eff := COALESCE(want, cur);
+        -- Only a table that records sync and cannot watch its server trusts
+        -- that a failover loses no commit: a raise is at once there.
+        trust := eff = 'sync' AND (SELECT server_id FROM {c}) IS NULL;
         IF want = 'async' AND cur = 'sync' THEN
             -- From now on a change of server or timeline is a failover that
             -- may have lost commits: the server of now is the one.
             EXECUTE pair INTO sid, tli;
             UPDATE {c} SET server_id = sid, wal_timeline = tli;
         END IF;
-        -- A raise of the maximum TTL is pending on an asynchronous table
+        -- A raise of the maximum TTL is pending on a watched table
         -- (raise_ttl_ms: quarantines count with it, leases may not use it)
-        -- until every standby has it; on a synchronous one it is at once.
-        -- A switch to sync confirms a pending creation too: the replication
-        -- is synchronous by then, and the standbys have every commit.
+        -- until every standby has it; on a trusted one it is at once, and
+        -- a switch to sync that makes a table trusted confirms a pending
+        -- creation too.
         UPDATE {c} SET min_node = LEAST(min_node, {lo}), max_node = GREATEST(max_node, {hi}),
-            max_ttl_ms = CASE WHEN eff = 'sync' THEN GREATEST(max_ttl_ms, {ttl}, COALESCE(raise_ttl_ms, 0)) ELSE max_ttl_ms END,
-            raise_ttl_ms = CASE WHEN eff = 'sync' THEN NULL
+            max_ttl_ms = CASE WHEN trust THEN GREATEST(max_ttl_ms, {ttl}, COALESCE(raise_ttl_ms, 0)) ELSE max_ttl_ms END,
+            raise_ttl_ms = CASE WHEN trust THEN NULL
                 WHEN {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0)) THEN {ttl} ELSE raise_ttl_ms END,
-            creation_pending = CASE WHEN eff = 'sync' THEN NULL ELSE creation_pending END,
+            creation_pending = CASE WHEN trust THEN NULL ELSE creation_pending END,
             replication = eff
         WHERE min_node > {lo} OR max_node < {hi} OR {ttl} > GREATEST(max_ttl_ms, COALESCE(raise_ttl_ms, 0))
-            OR replication <> eff OR (eff = 'sync' AND (raise_ttl_ms IS NOT NULL OR creation_pending));
+            OR replication <> eff OR (trust AND (raise_ttl_ms IS NOT NULL OR creation_pending));
     END IF;
 END
 $nodeid$;

@@ -113,7 +113,10 @@ type Store struct {
 	cfg Config
 
 	byMode map[Replication]*statements
-	mode   atomic.Pointer[Replication] // the table's, once read
+	// mode is the mode of the statements the table needs (watchedMode),
+	// recorded the mode the table records, once read: a table that records
+	// sync on a server that tells its identity runs the async statements.
+	mode, recorded atomic.Pointer[Replication]
 
 	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, endedSQL string
 	probeSQL                                                        string // of asynchronous replication only
@@ -178,9 +181,19 @@ func (s *Store) sqlFor(ctx context.Context) (*statements, error) {
 	return s.byMode[*s.mode.Load()], nil
 }
 
-// Replication returns the mode the Store's statements are for: the table's
-// as last read, or "" before the first read.
+// Replication returns the table's replication mode as last read (or, before
+// the configuration was read, the mode of the statements that ran), or ""
+// before the first read.
 func (s *Store) Replication() Replication {
+	if m := s.recorded.Load(); m != nil {
+		return *m
+	}
+	return s.stmtMode()
+}
+
+// stmtMode is the mode of the statements the Store runs, "" before the
+// first read.
+func (s *Store) stmtMode() Replication {
 	if m := s.mode.Load(); m != nil {
 		return *m
 	}
@@ -313,13 +326,13 @@ const asyncHead = `WITH id AS (
     SELECT {sid} AS sid, {tl} AS tli
 ), c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
-        c.replication = 'async' AND (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
+        (c.replication = 'async' OR c.server_id IS NOT NULL) AND (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
         c.fence_ms IS NULL OR c.server_id <> id.sid AS moved,
         id.sid, id.tli
     FROM {c} AS c, id
     LIMIT 1
 ), g AS (
-    SELECT c.max_ttl_ms, c.replication AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at,
+    SELECT c.max_ttl_ms, ` + watchedMode + ` AS mode, c.changed, c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at,
         COALESCE(c.creation_pending, false) AS creating,
         CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms,
         set_config('synchronous_commit', 'on', true) AS durable
@@ -352,8 +365,16 @@ const writeHead = `WITH q AS (
 // of it for the servers' clocks.
 const quarantine = `GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10`
 
+// watchedMode is the mode of the statements that a table's configuration
+// row c needs: async (the generation check) on a table that records async,
+// and on one that records sync whose DDL could read the server's identity
+// (server_id): a synchronous standby may still lack an acknowledged commit
+// (a cancelled wait for it), so only a server that cannot tell its
+// timeline (a WAL-less managed service) is trusted never to lose one.
+const watchedMode = `CASE WHEN c.replication = 'async' OR c.server_id IS NOT NULL THEN 'async' ELSE 'sync' END`
+
 const syncHead = `WITH g AS (
-    SELECT c.max_ttl_ms, c.replication AS mode, false AS changed, c.generation AS gen,
+    SELECT c.max_ttl_ms, ` + watchedMode + ` AS mode, false AS changed, c.generation AS gen,
         (extract(epoch FROM now()) * 1000)::bigint AS now_ms, now() AS now_at, c.fence_ms,
         COALESCE(c.creation_pending, false) AS creating,
         set_config('synchronous_commit', 'on', true) AS durable
@@ -567,7 +588,7 @@ func (s *Store) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	if mode != "" && mode != s.Replication() {
+	if mode != "" && mode != s.stmtMode() {
 		// The table's mode changed: the next claim uses the new one.
 		s.mode.Store(&mode)
 		why.ModeChanged = true
@@ -1168,7 +1189,22 @@ type Standby struct {
 	Foreign bool
 }
 
-// standbysTemplate lists the standbys streaming now, with how far each has
+// walClient is the condition on a row r of pg_stat_replication that its
+// WAL sender streams to a client that is no server that may be promoted,
+// and that no confirmation waits for (E2 of docs/protocol.md): the sender
+// of a base backup's files (state backup), a logical decoding client (it
+// holds a logical slot), and a client that receives the WAL and never
+// replays it (pg_receivewal, pg_basebackup -X stream: it reports a written
+// position and no replayed one). A standby that has connected and not
+// replied yet reports neither, and is waited for; so is one whose replay is
+// paused or delayed, which reports the position it replayed. A role that
+// may not see the positions (pg_read_all_stats) sees no client of the
+// third kind: its senders, and their slots, are then waited for.
+const walClient = `r.state = 'backup' OR r.write_lsn IS NOT NULL AND r.replay_lsn IS NULL
+        OR EXISTS (SELECT FROM pg_replication_slots AS l WHERE l.slot_type = 'logical' AND l.active_pid = r.pid)`
+
+// standbysTemplate lists the standbys streaming now (not the WAL clients:
+// walClient), with how far each has
 // replayed, and the physical replication slots, with how far each
 // standby has flushed (what a promotion replays). A slot counts only as
 // the mark saw it ($2, markSlots): held by the same process then and now
@@ -1195,7 +1231,11 @@ type Standby struct {
 // the positions say something of a mark's standbys only when read on the
 // mark's server, which a failover, or a pooler that sends reads to a
 // standby (Pgpool-II's load balancing), may not be.
-const standbysTemplate = `SELECT me.server, x.name, x.addr, x.position, x.caught, x.hidden, x.new, x.other
+const standbysTemplate = `WITH clients AS (
+    SELECT r.pid FROM pg_stat_replication AS r
+    WHERE ` + walClient + `
+)
+SELECT me.server, x.name, x.addr, x.position, x.caught, x.hidden, x.new, x.other
 FROM (SELECT CASE WHEN $3::text = '' OR pg_is_in_recovery() THEN '' ELSE {server} END AS server) AS me
 LEFT JOIN (
     SELECT COALESCE(r.application_name, ''), COALESCE(host(r.client_addr), ''),
@@ -1203,8 +1243,9 @@ LEFT JOIN (
         r.replay_lsn IS NULL AND NOT pg_has_role('pg_read_all_stats', 'USAGE'), false,
         COALESCE(r.replay_lsn >= $1::pg_lsn AND NOT r.sent_lsn >= $1::pg_lsn, false)
     FROM pg_stat_replication AS r
-    WHERE r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
-        OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid)
+    WHERE (r.replay_lsn IS NOT NULL OR pg_has_role('pg_read_all_stats', 'USAGE')
+        OR NOT EXISTS (SELECT FROM pg_replication_slots AS s WHERE s.slot_type = 'physical' AND s.active_pid = r.pid))
+      AND r.pid NOT IN (SELECT pid FROM clients)
     UNION ALL
     SELECT 'slot ' || s.slot_name, '', COALESCE(s.restart_lsn::text, ''),
         COALESCE(s.restart_lsn >= $1::pg_lsn, false) AND s.active_pid IS NOT NULL AND k.key = ANY (m.keys), false,
@@ -1215,7 +1256,7 @@ LEFT JOIN (
         (SELECT COALESCE(array_agg(x) FILTER (WHERE x NOT LIKE '%>'), '{}') AS keys, COALESCE(array_agg(rtrim(x, '>')), '{}') AS seen,
             COALESCE(array_agg(rtrim(x, '>')) FILTER (WHERE x LIKE '%>'), '{}') AS ahead, COALESCE(array_agg(split_part(x, ':', 1)), '{}') AS names
             FROM unnest(string_to_array($2::text, ',')) AS x) AS m
-    WHERE s.slot_type = 'physical'
+    WHERE s.slot_type = 'physical' AND (s.active_pid IS NULL OR s.active_pid NOT IN (SELECT pid FROM clients))
 ) AS x (name, addr, position, caught, hidden, new, other) ON true
 ORDER BY 2, 3`
 
@@ -1516,8 +1557,13 @@ type TableConfig struct {
 	// (see ConfirmCreation): no node ID is handed out until then.
 	CreationPending bool
 	// ServerID and Timeline identify the server that began the generation
-	// (asynchronous replication only; 0 when not recorded).
+	// (0 when not recorded: a table that records sync on a server that
+	// refuses the WAL functions).
 	ServerID, Timeline int64
+	// Watched is set when the statements run the generation check: on
+	// every table but one that records sync on a server that cannot tell
+	// its identity, which is trusted never to lose an acknowledged commit.
+	Watched bool
 	// Unlogged names the tables of the lease table that are UNLOGGED (or
 	// temporary): a crash empties them. Empty when all are logged.
 	Unlogged string
@@ -1570,7 +1616,13 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		c.QuarantineUntil = time.UnixMilli(fence.Int64)
 	}
 	c.Replication = Replication(mode)
-	s.mode.Store(&c.Replication)
+	c.Watched = c.Replication == Async || c.ServerID != 0
+	stmts := Sync
+	if c.Watched {
+		stmts = Async
+	}
+	s.mode.Store(&stmts)
+	s.recorded.Store(&c.Replication)
 	return c, nil
 }
 
@@ -1587,7 +1639,7 @@ func (s *Store) CheckReplication(ctx context.Context) error {
 	if _, err := s.sqlFor(ctx); err != nil {
 		return err
 	}
-	if s.Replication() != Async {
+	if s.stmtMode() != Async {
 		return nil
 	}
 	var sid, tl int64
@@ -1718,6 +1770,7 @@ func (s *Store) ApplyMode(ctx context.Context, maxTTL time.Duration, replication
 		return s.wrapErr("apply the schema", classifyDDL(err))
 	}
 	s.mode.Store(nil) // the next statement reads the mode the table now records
+	s.recorded.Store(nil)
 	return s.confirmAlone(ctx)
 }
 

@@ -102,8 +102,8 @@ more often a slip than a fleet.
 The maximum TTL bounds the TTL of every lease of the table: a process asking
 for a longer one is refused. After a database failover that may have lost
 commits, node IDs last claimed before it stay unclaimable for this long plus
-a tenth: keep it close to the TTL your fleet uses. With --replication async
-a raise is recorded as pending, which every quarantine counts with at once;
+a tenth: keep it close to the TTL your fleet uses. Wherever the server
+tells its identity a raise is recorded as pending, which every quarantine counts with at once;
 init then waits (at most --standby-wait) until every standby the primary
 streams to (pg_stat_replication) has replayed it, and only then lets leases
 use it, so that a failover to a standby that lacks the raise cannot
@@ -111,8 +111,9 @@ quarantine for the old maximum only. Seeing the position of a standby
 that streams without a replication slot needs pg_read_all_stats (one that
 streams from a physical slot is judged by its slot); without it, or for
 standbys the primary does not stream to now, check them yourself and pass
---no-standby-wait. A table created
-with --replication async is pending in the same way, and hands out no
+--no-standby-wait. WAL clients that replay nothing (pg_receivewal,
+pg_basebackup -X stream, logical consumers) are no standbys, and never
+waited for. A table created there is pending in the same way, and hands out no
 node ID, until every standby and replication slot the server has once
 the creation has committed has replayed it (confirmed at once where there
 are none): a failover to one that lacks it would let a table created
@@ -120,16 +121,16 @@ again there hand out the node IDs the lost one did. init waits for that
 too.
 
 --replication records how the database replicates: async (the default for a
-new table: a failover may lose the latest commits, so every claim, and
-init, watches the server's identity and timeline, which needs the functions
-pg_current_wal_lsn, pg_walfile_name and pg_control_system, and after a
-failover, a move or an upgrade every node ID is quarantined for the maximum
-TTL and a tenth) or sync (the HA setup never loses an acknowledged commit:
-Patroni synchronous_mode_strict, CloudNativePG with required synchronous
-replicas, Aurora, RDS Multi-AZ, Cloud SQL HA; no quarantine after a
-failover, no WAL function needed). Changing it on an existing table takes
-effect for each registry at its next claim; going from sync to async
-records the server of now as the one the table is on.
+new table: a failover may lose the latest commits) or sync (the HA setup
+never loses an acknowledged commit). Every claim, and init, watches the
+server's identity and timeline wherever the server answers the functions
+pg_current_wal_lsn, pg_walfile_name and pg_control_system, whatever the
+mode: a synchronous standby may still lack a commit whose wait was
+cancelled. After a failover, a move or an upgrade every node ID is then
+quarantined for the maximum TTL and a tenth. Only sync on a server that
+refuses the functions (Aurora) trusts the service: no quarantine after a
+failover, no WAL function needed. Changing it on an existing table takes
+effect for each registry at its next claim.
 
 --restored --max-ttl D declares a restore: after a dump restored into
 another cluster, an upgrade or a move (another system identifier, which
@@ -147,7 +148,7 @@ the restored or the lost history could hold.`,
   nodeid init --nodes 256 --max-ttl 30s
   nodeid init --table ids.snowflake_nodes --range 512-1023
   nodeid init --range 0-99999 --node-bits 17 --yes
-  nodeid init --replication sync          # Aurora, RDS Multi-AZ, Patroni synchronous_mode_strict
+  nodeid init --replication sync          # Aurora and other services without the WAL functions
   nodeid init --restored --max-ttl 1m     # after a restore, a move or an upgrade`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
@@ -401,7 +402,7 @@ func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, mark 
 		return fmt.Errorf("%s of table %s is recorded as pending and not confirmed: %w; grant that, or check every standby that may be promoted has replayed %s and run init again with --no-standby-wait",
 			what, table, err, hidden.LSN)
 	case errors.As(err, &late):
-		return fmt.Errorf("%s of table %s stays pending: after %s %w; run init again once they have (drop a replication slot no standby uses), or with --no-standby-wait once you have checked every standby that may be promoted",
+		return fmt.Errorf("%s of table %s stays pending: after %s %w; run init again once they have: a standby that is paused or delayed, or down with its replication slot kept, is still one that may be promoted",
 			what, table, o.StandbyWait, err)
 	}
 	return err
