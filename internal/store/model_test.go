@@ -70,6 +70,7 @@ var mutants = []struct {
 	{"widening-rows-current-generation", "the rows a widening of the range adds are of the current generation, not the one before", "2h:ddl"},
 	{"creation-not-pending", "a table created on an asynchronous server with a standby hands out node IDs at once, before the standby has its creation", "2h:create"},
 	{"e2-client-confirms", "a confirmation counts a WAL client that no failover promotes (pg_receivewal, a logical consumer) as a standby that has the mark's position", "2h:create"},
+	{"e3-command-trusts-warden", "the command of nodeid run stamps after NODEID_HORIZON_MS and stops when the warden kills it, without re-reading the lease file's deadline and ceiling before each ID", "2h:freeze"},
 	{"e1-sync-trusts-ack", "a table that records sync trusts its synchronous standby to have every acknowledged commit: no generation check, a raise at once, a switch to sync confirms what is pending", "2h:ddl"},
 }
 
@@ -110,7 +111,7 @@ type bounds struct {
 // repetitions add states faster than they add behaviours: a bound of the
 // exploration, stated with the others.
 type budget struct {
-	failovers, evictions, lost, restores, crashes, late, switches, cancels int8
+	failovers, evictions, lost, restores, crashes, late, switches, cancels, freezes int8
 }
 
 // family is a set of environment actions.
@@ -126,6 +127,7 @@ const (
 	famLate                        // statements that execute late, after their holder gave up
 	famDDL                         // the DDL: switch the replication mode, widen the range; a cancelled synchronous wait
 	famCreate                      // the DDL creates the table where it is missing
+	famFreeze                      // a holder's whole process tree frozen and thawed (nodeid run and its warden)
 )
 
 var familyNames = []struct {
@@ -133,7 +135,7 @@ var familyNames = []struct {
 	name string
 }{
 	{famFailover, "failover"}, {famEvict, "evict"}, {famRestore, "restore"}, {famRaise, "raise"},
-	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"}, {famDDL, "ddl"}, {famCreate, "create"},
+	{famCrash, "crash"}, {famVerify, "verify"}, {famLate, "late"}, {famDDL, "ddl"}, {famCreate, "create"}, {famFreeze, "freeze"},
 }
 
 func (f family) String() string {
@@ -207,6 +209,11 @@ type holder struct {
 	// the stamp checker: the holder and how many leases it has had.
 	has bool
 	rel bool // a release to send or retry: its generator is sealed
+	// frozen: the holder's whole process tree is stopped (E3: a cgroup
+	// freezer, docker pause, a suspended VM; for nodeid run, its warden
+	// and its command together): it neither mints nor acts, and its
+	// deadline timer fires only once it is thawed.
+	frozen bool
 	// tx: a verified transaction (Verify) holds row tx-1 until it ends,
 	// whatever the holder does meanwhile (0: none).
 	tx               int8
@@ -702,6 +709,8 @@ const (
 	aCreate
 	aCancelWait
 	aWALClient
+	aFreeze
+	aThaw
 	nActKinds
 )
 
@@ -735,6 +744,8 @@ var rules = [nActKinds]string{
 	aCreate:     "the DDL creates the table on a server without it (nodeid init, WithCreateTable, store.Create, the DDL of SchemaSQL)",
 	aCancelWait: "E1: the synchronous standby stops receiving and a commit's wait for it is cancelled (pg_cancel_backend, a query timeout): commits are acknowledged without it until it catches up",
 	aWALClient:  "E2: a WAL client that no failover promotes (pg_receivewal, pg_basebackup -X stream, a logical consumer) receives every commit so far, and replays none",
+	aFreeze:     "E3: the holder's whole process tree is frozen (for nodeid run: the warden with its command)",
+	aThaw:       "E3: the frozen tree is thawed, the command first (it mints by its own rule before the warden's kill lands) or the warden first (arg 1)",
 }
 
 // act is one action: its kind, the holder or node it is about, and its
@@ -748,12 +759,14 @@ type act struct {
 func (a act) String() string {
 	name := [nActKinds]string{"tick", "call", "call-lost", "send", "exec", "exec-lost", "abandon",
 		"exec-late", "verify", "end-tx", "evict", "replicate", "failover", "crash", "backup", "move", "pitr",
-		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen", "create", "cancel-wait", "wal-client"}[a.kind]
+		"rollback", "declare", "raise", "mark", "confirm", "switch", "widen", "create", "cancel-wait", "wal-client", "freeze", "thaw"}[a.kind]
 	switch a.kind {
 	case aCall, aCallLost, aSend:
 		return fmt.Sprintf("%s %s h%d", name, [...]string{"", "claim", "renew", "release"}[a.arg], a.who)
-	case aExec, aExecLost, aAbandon, aExecOrphan, aVerify, aEndTx:
+	case aExec, aExecLost, aAbandon, aExecOrphan, aVerify, aEndTx, aFreeze:
 		return fmt.Sprintf("%s h%d", name, a.who)
+	case aThaw:
+		return fmt.Sprintf("%s h%d, %s first", name, a.who, [...]string{"command", "warden"}[a.arg])
 	case aEvict:
 		return fmt.Sprintf("%s node %d", name, a.who)
 	case aTick:
@@ -785,6 +798,15 @@ func (m *model) enabled(s *mstate, out []act) []act {
 	for h := 0; h < m.b.holders; h++ {
 		hd := &s.hold[h]
 		w := int8(h)
+		if f&famFreeze != 0 {
+			switch {
+			case hd.frozen:
+				out = append(out, act{kind: aThaw, who: w, arg: 0}, act{kind: aThaw, who: w, arg: 1})
+				continue // a frozen process does nothing else
+			case hd.has && s.left.freezes > 0:
+				out = append(out, act{kind: aFreeze, who: w})
+			}
+		}
 		if hd.pend.kind == 0 {
 			kind := sClaim
 			switch {
@@ -907,6 +929,8 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		s.left.switches--
 	case aCancelWait:
 		s.left.cancels--
+	case aFreeze:
+		s.left.freezes--
 	}
 	switch a.kind {
 	case aTick:
@@ -919,7 +943,7 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 			s.t++
 			for i := 0; i < m.b.holders; i++ {
 				hd := &s.hold[i]
-				if hd.has && s.t >= hd.dl { // the deadline timer fires
+				if hd.has && s.t >= hd.dl && !hd.frozen { // the deadline timer fires
 					hd.has, hd.rel = false, true // Close still frees the row if the database holds it
 				}
 			}
@@ -1044,6 +1068,12 @@ func (m *model) step(s *mstate, a act) (bool, *violation) {
 		m.create(s)
 	case aCancelWait:
 		s.stalled = true
+	case aFreeze:
+		s.hold[h].frozen = true
+	case aThaw:
+		if v := m.thaw(s, h, a.arg == 0); v != nil {
+			return true, v
+		}
 	}
 	if (s.db.cfg.sync || a.kind == aSwitch) && !s.stalled {
 		// While the table records sync the operator keeps the replication
@@ -1177,7 +1207,7 @@ func (m *model) deadline(s *mstate, hd *holder, st stmt, expires tick) tick {
 func (m *model) mint(s *mstate) *violation {
 	for h := 0; h < m.b.holders; h++ {
 		hd := &s.hold[h]
-		if !hd.has || s.t >= hd.dl {
+		if !hd.has || s.t >= hd.dl || hd.frozen {
 			continue
 		}
 		ms := s.t + hd.off
@@ -1194,6 +1224,32 @@ func (m *model) mint(s *mstate) *violation {
 		}
 		s.stamp[hd.node][i] = hd.lease
 		hd.last = ms
+	}
+	return nil
+}
+
+// thaw resumes a frozen holder. When its command runs before the warden
+// (commandFirst), it mints once by its own rule before the warden's kill at
+// the deadline lands: a command that follows docs/run.md re-reads the
+// lease file before each ID, and mints only before the deadline and at or
+// below the ceiling it holds, as the library's generator does (mint); one
+// that keeps only NODEID_HORIZON_MS (the mutant) stamps after the previous
+// holder's horizon and nothing else. Then the deadline timer, or the
+// warden's kill, ends the lease if it has passed.
+func (m *model) thaw(s *mstate, h int, commandFirst bool) *violation {
+	hd := &s.hold[h]
+	hd.frozen = false
+	if commandFirst && hd.has && m.mut == "e3-command-trusts-warden" {
+		if ms := s.t + hd.off; ms > hd.prev && ms > hd.last && ms-stampLo < nStamps {
+			if o := s.stamp[hd.node][ms-stampLo]; o != 0 && o != hd.lease {
+				return &violation{"5", fmt.Sprintf("node %d: millisecond %d stamped by lease #%d and, thawed, by holder %d's lease #%d (epoch %s)",
+					hd.node, ms, o, h, hd.lease, epochStr(hd.epoch))}
+			}
+			s.stamp[hd.node][ms-stampLo], hd.last = hd.lease, ms
+		}
+	}
+	if hd.has && s.t >= hd.dl {
+		hd.has, hd.rel = false, true
 	}
 	return nil
 }

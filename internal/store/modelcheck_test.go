@@ -113,6 +113,11 @@ func runs(long bool) []run {
 	create := two
 	create.nodes, create.absent, create.depth, create.holdOffs = 1, true, 12, [][]tick{{0, -2}}
 	create.budget.failovers = 2
+	// A holder's whole process tree frozen past its deadline while the
+	// other takes its node ID over, then thawed in either order.
+	freeze := two
+	freeze.nodes, freeze.depth, freeze.budget.freezes = 1, 10, 1
+	freeze.holdOffs = [][]tick{{0, 0}, {-2, 0}}
 	fam := func(name string, b bounds, f family) run {
 		b.families = f
 		if long {
@@ -144,13 +149,14 @@ func runs(long bool) []run {
 		fam("2h:ddl", ddl, famDDL|famFailover),
 		fam("2h:ddl+restore", ddlRestore, famDDL|famRestore),
 		fam("2h:create", create, famCreate|famFailover),
+		fam("2h:freeze", freeze, famFreeze),
 	}
 	all := raising(three)
-	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate | famDDL
+	all.families = famFailover | famEvict | famRestore | famRaise | famCrash | famVerify | famLate | famDDL | famFreeze
 	all.depth, all.tmax, all.maxStep = 30, 20, 3
 	all.srv0, all.srvOffs = 1, []tick{0, 1}
 	all.holdOffs = [][]tick{{0, -2, 1}, {2, 0, -2}, {-1, 3, 0}, {0, 0, 0}}
-	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2, switches: 2, cancels: 1}
+	all.budget = budget{failovers: 2, evictions: 2, lost: 2, restores: 2, crashes: 2, late: 2, switches: 2, cancels: 1, freezes: 1}
 	sim := run{name: "random", b: all, random: 100000}
 	if long {
 		sim.random = 5000000
