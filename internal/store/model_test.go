@@ -1230,23 +1230,24 @@ func (m *model) mint(s *mstate) *violation {
 
 // thaw resumes a frozen holder. When its command runs before the warden
 // (commandFirst), it mints once by its own rule before the warden's kill at
-// the deadline lands: a command that follows docs/run.md re-reads the
-// lease file before each ID, and mints only before the deadline and at or
-// below the ceiling it holds, as the library's generator does (mint); one
-// that keeps only NODEID_HORIZON_MS (the mutant) stamps after the previous
-// holder's horizon and nothing else. Then the deadline timer, or the
-// warden's kill, ends the lease if it has passed.
+// the deadline lands, with the lease file as it was at the freeze (which
+// still says the lease is held): a command that follows docs/run.md
+// re-reads the file before each ID and stamps only at or below the
+// ceiling it holds (horizon_ceiling_ms, never above the horizon the
+// database recorded); one that keeps only NODEID_HORIZON_MS (the mutant)
+// stamps after the previous holder's horizon and nothing else. Then the
+// deadline timer, or the warden's kill, ends the lease if it has passed.
 func (m *model) thaw(s *mstate, h int, commandFirst bool) *violation {
 	hd := &s.hold[h]
 	hd.frozen = false
-	if commandFirst && hd.has && m.mut == "e3-command-trusts-warden" {
-		if ms := s.t + hd.off; ms > hd.prev && ms > hd.last && ms-stampLo < nStamps {
-			if o := s.stamp[hd.node][ms-stampLo]; o != 0 && o != hd.lease {
-				return &violation{"5", fmt.Sprintf("node %d: millisecond %d stamped by lease #%d and, thawed, by holder %d's lease #%d (epoch %s)",
-					hd.node, ms, o, h, hd.lease, epochStr(hd.epoch))}
-			}
-			s.stamp[hd.node][ms-stampLo], hd.last = hd.lease, ms
+	ms := s.t + hd.off
+	if commandFirst && hd.has && ms > hd.prev && ms > hd.last && ms-stampLo < nStamps &&
+		(ms <= hd.hloc || m.mut == "e3-command-trusts-warden") {
+		if o := s.stamp[hd.node][ms-stampLo]; o != 0 && o != hd.lease {
+			return &violation{"5", fmt.Sprintf("node %d: millisecond %d stamped by lease #%d and, thawed, by holder %d's lease #%d (epoch %s)",
+				hd.node, ms, o, h, hd.lease, epochStr(hd.epoch))}
 		}
+		s.stamp[hd.node][ms-stampLo], hd.last = hd.lease, ms
 	}
 	if hd.has && s.t >= hd.dl {
 		hd.has, hd.rel = false, true
