@@ -47,6 +47,7 @@ type warden struct {
 	leaseDir   string
 
 	pid    int // the command
+	pidfd  int // the command's pidfd, -1 without one (Linux < 5.3)
 	exited bool
 	// reaped receives every child the warden reaps; it is closed when the
 	// warden has no child left, hence no descendant (orphans are
@@ -91,7 +92,7 @@ func Serve(stderr io.Writer, clock *WallClock) error {
 	w := &warden{
 		stderr: stderr, events: &jsonLines{w: status}, clock: clock, name: start.Name,
 		grace: start.Grace, ttl: start.TTL, ceiling: start.Ceiling, deadline: start.Deadline, killAt: start.Deadline,
-		leaseDir: start.LeaseDir, reaped: make(chan reapedChild),
+		leaseDir: start.LeaseDir, reaped: make(chan reapedChild), pidfd: -1,
 	}
 	if w.name == "" {
 		w.name = strconv.Quote(start.Argv[0])
@@ -150,6 +151,12 @@ func (w *warden) start(m message) error {
 		return err
 	}
 	w.pid = pid
+	// Opened before the reaper starts, so that it names the command: a
+	// SIGKILL through it cannot reach a process that reuses its PID.
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		w.pidfd = fd
+		syscall.CloseOnExec(fd)
+	}
 	w.send(event{Ev: evStarted, Pid: pid})
 	go w.reap()
 	return nil
@@ -230,19 +237,35 @@ func (w *warden) guard(msgs <-chan message) error {
 	for {
 		select {
 		case m, ok := <-msgs:
+			// A renewal's deadline, however late it is read, is the
+			// lease's own. Resumed past the deadline (the whole tree
+			// frozen, then thawed), the warden kills before it does
+			// anything else.
+			if ok && m.Op == opLease {
+				w.handle(m)
+			}
+			why := w.due()
 			if !ok {
-				fmt.Fprintf(w.stderr, "nodeid: the supervisor (nodeid run) is gone: killing %s and every process it started\n", w.name)
-				err := w.killAll("", nil)
+				err := w.killAll(why, nil)
+				fmt.Fprintf(w.stderr, "nodeid: the supervisor (nodeid run) is gone: killed %s and every process it started\n", w.name)
 				if w.leaseDir != "" {
 					_ = os.RemoveAll(w.leaseDir)
 				}
 				return err
 			}
-			w.handle(m)
+			if why != "" {
+				return w.killAll(why, nil)
+			}
+			if m.Op != opLease {
+				w.handle(m)
+			}
 			if err := arm(); err != nil {
 				return w.killAll(WhyDeadline, err)
 			}
 		case <-termA.C:
+			if why := w.due(); why != "" {
+				return w.killAll(why, nil) // the kill is due too: no SIGTERM first
+			}
 			if !w.terminated && bootNow() >= w.deadline-int64(w.grace) && w.terminate(w.deadline) {
 				w.send(event{Ev: evTerm, Why: WhyDeadline, In: max(time.Duration(w.killAt-bootNow()), 0)})
 			}
@@ -341,9 +364,20 @@ func (w *warden) commandExited() bool {
 // that has exited (reaped or not): an alarm that expires as the command
 // exits by itself may be taken before its exit is noted, and the command
 // was not killed then; what it left behind is killed all the same. cause
-// is an error that forced it.
+// is an error that forced it. The command itself is killed first, through
+// its pidfd, with one system call: a round reads every process of /proc,
+// and a command thawed with its warden runs meanwhile; nothing is written
+// (a report, a message) before it.
 func (w *warden) killAll(why string, cause error) error {
-	if why != "" && why != whyExited && !w.commandExited() {
+	report := why != "" && why != whyExited && !w.commandExited()
+	if why != whyExited && w.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(w.pidfd, unix.SIGKILL, nil, 0)
+	}
+	if w.pidfd >= 0 {
+		_ = unix.Close(w.pidfd)
+		w.pidfd = -1
+	}
+	if report {
 		w.send(event{Ev: evKill, Why: why})
 	}
 	k := treeKiller{root: os.Getpid(), failed: func(pid int, err error) {
