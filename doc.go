@@ -79,11 +79,13 @@
 //     differ modulo 2^EpochBits; across a failover that lost claims, rule 7
 //     carries uniqueness, not the epoch bits).
 //  7. Failover, moves and restores. The table records how its database
-//     replicates (nodeid init --replication, postgres.Schema.Replication). With
-//     asynchronous replication, the default, a promoted standby may lack the
-//     last commits of the old primary, and a table dumped, upgraded or moved
-//     may have been written after its copy was taken: every claim reads the
-//     server's system identifier and WAL timeline, and when either
+//     replicates (nodeid init --replication, postgres.Schema.Replication). A
+//     promoted standby may lack the last commits of the old primary (with
+//     asynchronous replication; with synchronous replication too, when a
+//     commit's wait for the standby was cancelled), and a table dumped,
+//     upgraded or moved may have been written after its copy was taken:
+//     every claim reads the server's system identifier and WAL timeline,
+//     whatever the table records, and when either
 //     is not the one the table recorded (any change, not only a higher
 //     timeline), it starts a new generation of the table. Only a claim
 //     records the generation in a row, and a row last claimed in an earlier
@@ -112,11 +114,11 @@
 //     its first statement on the new server (ErrFailover); one whose lease
 //     expired there gets ErrExpired; one whose lease survived keeps it,
 //     without a gap in minting, while its row stays quarantined for the next
-//     claimer. With synchronous replication the database never loses an
-//     acknowledged commit: nothing is quarantined after a failover and no WAL
-//     function is used. A restore that nothing inside the database can tell
-//     (a snapshot rolled back, a point-in-time restore, any restore of a
-//     synchronous table) needs nodeid init --restored --max-ttl D, which
+//     claimer. Only a table that records sync on a server that refuses the
+//     WAL functions (a WAL-less service such as Aurora) trusts the database
+//     never to lose an acknowledged commit: nothing is quarantined after a
+//     failover there. A restore that nothing inside the database can tell
+//     (a snapshot rolled back, any restore of such a table) needs nodeid init --restored --max-ttl D, which
 //     starts a new generation from then. Two servers promoted from the same
 //     history never share an ID as long as the old one takes no write once
 //     the new one serves (the fencing assumption below); if both serve at
@@ -137,8 +139,9 @@
 // high-availability cluster keep their clocks within a tenth of the table's
 // maximum TTL of each other, that the high-availability manager fences the
 // old primary (it takes no write after the promotion), that a table recorded
-// as synchronous is on a database whose failovers never lose an
-// acknowledged commit, that an operator runs "nodeid init --restored
+// as synchronous on a server that refuses the WAL functions is on a
+// database whose failovers never lose an acknowledged commit, that an
+// operator runs "nodeid init --restored
 // --max-ttl D" after a restore, a move or an upgrade, with the old server
 // stopped and D at least the longest TTL any holder of the old history may
 // hold, and that rows are never deleted
