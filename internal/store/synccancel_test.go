@@ -9,8 +9,11 @@ import (
 )
 
 // E1: a commit acknowledged to its client that the server promoted next
-// lacks. A table that records sync, a synchronous standby; the standby
-// receives nothing more, so A's claim waits in SyncRep until an operator
+// lacks. A table that records sync, a synchronous standby. A's claim starts
+// while the standby is synchronous and streaming (a lock on the history
+// holds it before its commit), and only then does the standby stop
+// receiving, so that nothing the claim read could have seen it: its commit
+// waits in SyncRep until an operator
 // cancels the wait (pg_cancel_backend, as JDBC's setQueryTimeout and libpq's
 // PQcancel do): PostgreSQL then returns the claim, committed locally only,
 // and A mints. The primary crashes and the standby, which lacks the claim,
@@ -39,7 +42,14 @@ func TestCancelledSyncWaitLostInAFailover(t *testing.T) {
 		var n int
 		return admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'`).Scan(&n) == nil && n == 1
 	}))
-	pair.Repl.Cut() // the standby receives nothing more: commits wait in SyncRep
+	hold, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback() //nolint:errcheck // committed below
+	if _, err := hold.ExecContext(ctx, `LOCK TABLE `+HistoryTable(DefaultTable)+` IN EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
 
 	p := storeOn(t, pair.Primary.DSN(dbName), 0)
 	type answer struct {
@@ -51,6 +61,15 @@ func TestCancelledSyncWaitLostInAFailover(t *testing.T) {
 		res, err := p.Claim(ctx, 0, 0, "a", ttl, time.Now().UnixMilli()+ttl.Milliseconds())
 		done <- answer{res, err}
 	}()
+	testkit.Until(t, 30*time.Second, "A's claim has started, and waits for the lock on the history", testkit.True(func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '-- nodeid claim%'`).Scan(&n)
+		return err == nil && n == 1
+	}))
+	pair.Repl.Cut() // the standby receives nothing more: the claim's commit waits in SyncRep
+	if err := hold.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	testkit.Until(t, 30*time.Second, "A's claim waits for the synchronous standby, and its wait is cancelled", testkit.True(func() bool {
 		var cancelled int
 		err := admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity, pg_cancel_backend(pid) AS c
