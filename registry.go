@@ -422,7 +422,7 @@ func (r *Registry) settleCreation(ctx context.Context) error {
 		if b := behind.Load(); b != nil {
 			late = *b
 		}
-		return fmt.Errorf("%w: %s; stopped waiting for %s, which have not replayed it (a replication slot no standby uses keeps it waiting: drop it): %w",
+		return fmt.Errorf("%w: %s; stopped waiting for %s, which have not replayed it (each a standby, or a replication slot kept for one, that may be promoted): %w",
 			ErrCreationPending, what, late, context.Cause(wctx))
 	}
 	return err

@@ -604,7 +604,8 @@ func TestSwitchoverQuarantineByReplicationMode(t *testing.T) {
 
 // After a restore that nothing inside the database can tell (here: a base
 // backup taken before holder A's claim, brought up as the new primary of a
-// table that records synchronous replication), the restored table shows
+// trusted table: sync on a server that refuses the WAL functions, whose
+// configuration the test stands in for), the restored table shows
 // node ID 0 free at A's epoch less one. "nodeid init --restored"
 // (Store.Restored) quarantines every node ID and moves its next epoch to a
 // new era: holder B then claims after the quarantine, at an epoch above
@@ -620,6 +621,9 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	}
 	ddl := mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl), postgres.WithReplication("sync"))
 	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Exec(ctx, dbName, `UPDATE snowflake_nodes_config SET server_id = NULL, wal_timeline = NULL, creation_pending = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	if err := pair.WaitReplayed(ctx); err != nil {
