@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -107,7 +106,7 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 		return nil, Usagef("bad connection string in %s (not shown: a password may be anywhere in a string that cannot be read whole): %s; write it as a URL (postgres://USER@HOST:PORT/DATABASE) or as key=value pairs (host=HOST dbname=DATABASE, a value with spaces in single quotes)",
 			source, parseFault(err))
 	}
-	c.maskMisread(dsn, cfg.Password)
+	c.env.Redact.AddDSN(dsn)
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
@@ -125,7 +124,6 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 		}
 		return conn, err
 	}
-	c.env.Redact.Add(cfg.Password, true)
 	c.conn = &connection{cfg: cfg, source: source}
 	return cfg, nil
 }
@@ -170,22 +168,6 @@ func quotesNothing(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
-}
-
-// maskMisread has the redactor mask every word of each password-shaped
-// part of dsn that the parser did not read as the password: its words
-// then went into the host, the port, the user or the database, which
-// messages print (postgres://bob:12/pw@h reads as host bob, port 12,
-// database pw@h). A part read as the password, quoted or escaped, is
-// masked whole already.
-func (c *Conn) maskMisread(dsn, password string) {
-	for _, s := range dsnSecrets(dsn) {
-		p, _ := url.PathUnescape(s)
-		q, _ := url.QueryUnescape(s)
-		if s != "" && password != s && password != unescaped(s) && password != p && password != q {
-			c.env.Redact.AddWords(s)
-		}
-	}
 }
 
 // dialLog records the addresses at which a TCP (or Unix) connection was
