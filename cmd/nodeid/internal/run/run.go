@@ -232,7 +232,7 @@ func runUnderLease(ctx context.Context, o *Options) error {
 		return err
 	}
 	opts := append(o.Options(table), nodeid.WithNodeBits(o.nodeBits),
-		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)))
+		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelInfo)))
 	// Without --range or --nodes, the table's recorded range (a new table,
 	// with --create, gets the default one).
 	which := "a node ID"

@@ -246,7 +246,7 @@ while :; do sleep 0.05; done
 	if r.Code != cli.ExitLeaseLost {
 		t.Errorf("exit code %d, want %d (the lease ended)", r.Code, cli.ExitLeaseLost)
 	}
-	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed", "it exited with code 137"} {
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewals failing", "it exited with code 137"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("stderr does not say %q: %s", want, r.Stderr)
 		}

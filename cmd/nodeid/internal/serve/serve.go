@@ -240,7 +240,7 @@ func serve(ctx context.Context, o *Options) error {
 	l := o.layout
 	opts := append(o.Options(table),
 		nodeid.WithNodeBits(int(l.NodeBits)),
-		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)),
+		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelInfo)),
 		nodeid.WithMeterProvider(m.Provider),
 	)
 	if o.Range.Given() {
@@ -368,7 +368,7 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 			return lease, nil
 		case <-lease.Done():
 		}
-		lost := fmt.Errorf("%v; claiming a node ID again", lease.Err())
+		lost := fmt.Errorf("%s; claiming a node ID again", strings.TrimPrefix(lease.Err().Error(), "nodeid: "))
 		h.unavailable(lost, hdr)
 		fmt.Fprintf(h.log, "nodeid: %v\n", lost)
 		_ = lease.Release(context.Background()) // frees the row of a lease that lapsed, if still ours
@@ -597,7 +597,7 @@ func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, 
 
 // fail answers with status and a one-line reason, and returns status.
 func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format string, args ...any) int {
-	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	msg := strings.ReplaceAll(strings.TrimPrefix(fmt.Sprintf(format, args...), "nodeid: "), "\n", " ")
 	h := w.Header()
 	h["X-Content-Type-Options"] = noSniff
 	if asJSON {

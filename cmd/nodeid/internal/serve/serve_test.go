@@ -637,6 +637,9 @@ func (l *lossLoad) check(t *testing.T, db *sql.DB, lost int64, cause string) {
 				if r.status != 503 || strings.Count(r.body, "\n") != 1 {
 					t.Errorf("client %d: status %d %q, want 503 and one line", client, r.status, r.body)
 				}
+				if strings.HasPrefix(r.body, "nodeid:") || strings.HasPrefix(r.body, `{"error":"nodeid:`) {
+					t.Errorf("client %d: a 503 prefixed as a message of the command's stderr: %q", client, r.body)
+				}
 				continue
 			}
 			ok++
@@ -702,6 +705,11 @@ func TestServeLeaseLostEvicted(t *testing.T) {
 	l.finish(t)
 	l.check(t, db, 1, "evicted")
 	p.stop(t)
+	// One line says the loss, once, prefixed once.
+	stderr := p.stderr.String()
+	if n := strings.Count(stderr, " lost"); n != 1 || strings.Contains(stderr, "nodeid: nodeid:") {
+		t.Errorf("%d lines say the lease was lost, want 1, none with a doubled prefix:\n%s", n, stderr)
+	}
 }
 
 // waitReclaimed waits until serve, whose lease of node 0 was lost, mints
