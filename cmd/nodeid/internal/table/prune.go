@@ -80,8 +80,10 @@ func pruneRun(ctx context.Context, o *PruneOptions) error {
 	}
 	if o.DryRun || !o.Yes {
 		n, err := prunable(ctx, c, o.OlderThan)
-		if err != nil {
-			return cli.Needs("SELECT on "+postgres.HistoryTable(c.Table()), err)
+		if err != nil && o.DryRun {
+			return cli.Needs("SELECT on table "+postgres.HistoryTable(c.Table()), err)
+		} else if err != nil {
+			return cli.Needs("SELECT and DELETE on table "+postgres.HistoryTable(c.Table()), err)
 		}
 		switch {
 		case o.DryRun:
