@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // EnvDatabaseURL names the environment variable read when --dsn is not set.
@@ -257,20 +259,33 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Sto
 	return st, rows[0], now, nil
 }
 
-// addNode says how to add node to the table, which has no row for it.
+// addNode says how to add node to the table, which has no row for it,
+// with a command that init accepts: a node ID beyond the default layout's
+// node bits needs the layout's (--node-bits).
 func (c *Conn) addNode(ctx context.Context, st *store.Store, node int64) string {
-	one := NodeRange{node, node}.String()
+	one := NodeRange{node, node}
 	tc, err := st.ReadConfig(ctx)
 	switch {
 	case err != nil:
-		return fmt.Sprintf(": \"%s\" adds it", c.Command("init", "--range", one))
+		return fmt.Sprintf(": \"%s\" adds it", c.Command("init", initRange(one)...))
 	case node >= tc.MinNode && node <= tc.MaxNode:
 		return fmt.Sprintf(", although its range %d-%d holds it (its row was deleted): \"%s\" adds the missing rows of the range",
 			tc.MinNode, tc.MaxNode, c.Command("init"))
 	}
 	wide := NodeRange{min(node, tc.MinNode), max(node, tc.MaxNode)}
 	return fmt.Sprintf(", whose range is %d-%d: \"%s\" widens the range to %s, adding %d rows",
-		tc.MinNode, tc.MaxNode, c.Command("init", "--range", one), wide, wide.Size()-(tc.MaxNode-tc.MinNode+1))
+		tc.MinNode, tc.MaxNode, c.Command("init", initRange(one)...), wide, wide.Size()-(tc.MaxNode-tc.MinNode+1))
+}
+
+// initRange returns the flags of init that add the range r to a table:
+// --range, and --node-bits where r goes beyond the default layout's node
+// bits (init refuses such a range without them).
+func initRange(r NodeRange) []string {
+	flags := []string{"--range", r.String()}
+	if r.Hi > MaxNodeOf(int(snowflake.DefaultLayout.NodeBits)) {
+		flags = append(flags, "--node-bits", strconv.Itoa(bitsFor(r.Hi)))
+	}
+	return flags
 }
 
 // Where describes the server and database of the connection for messages.

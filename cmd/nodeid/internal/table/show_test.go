@@ -174,3 +174,25 @@ func TestShowHintKeepsTable(t *testing.T) {
 	}
 	harness.Must(t, "show", "900", "--table", "ids.other", "--dsn", dsn)
 }
+
+// TestShowHintBeyondLayout: for a node ID beyond the default layout's 10
+// node bits, show advises an init with the node bits that hold it, which
+// init accepts (node IDs beyond every table's node bits are refused as
+// arguments).
+func TestShowHintBeyondLayout(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "4")
+	r := harness.Run(t, "show", "5000", "--dsn", dsn)
+	clitest.WantExit(t, r, cli.ExitFailure, "node ID 5000 is not in table snowflake_nodes, whose range is 0-3")
+	m := hintedCommand.FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no command advised: %s", r.Stderr)
+	}
+	words := shellWords(t, m[1])
+	if want := []string{"--range", "5000-5000", "--node-bits", "13"}; strings.Join(words[len(words)-4:], " ") != strings.Join(want, " ") {
+		t.Errorf("the advised command reads as %q, want it to end with %q", words, want)
+	}
+	harness.Must(t, words[1:]...)
+	harness.Must(t, "show", "5000", "--dsn", dsn)
+}
