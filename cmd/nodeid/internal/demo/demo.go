@@ -125,7 +125,7 @@ func demoRun(ctx context.Context, o *Options) error {
 	d.cleanup()
 	switch {
 	case errors.Is(err, errInterrupted) || ictx.Err() != nil:
-		return &cli.ExitError{Code: 130, Msg: "demo interrupted; workers stopped and everything it created removed"}
+		return &cli.ExitError{Code: cli.ExitInterrupted, Msg: "demo interrupted; workers stopped and everything it created removed"}
 	case err != nil:
 		return err
 	}

@@ -49,7 +49,7 @@ func TestInit(t *testing.T) {
 	if !strings.HasSuffix(r.Stdout, "node IDs 0-15, 16 rows, maximum TTL 1m0s, replication async\n") {
 		t.Errorf("narrower init: %q", r.Stdout)
 	}
-	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitUsage, "never lowered", "1m0s")
+	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitConflict, "never lowered", "1m0s", "give 1m0s or more")
 	// Wider than the layout's node field: refused, naming the value and
 	// the rule; with the layout's node bits given, done without a word.
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047"), cli.ExitUsage,
