@@ -220,8 +220,12 @@ func listenAddr(s string) (network, addr string, err error) {
 		}
 		return "unix", p, nil
 	}
-	if _, _, err := net.SplitHostPort(s); err != nil {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
 		return "", "", cli.Usagef("--listen %q: it must be HOST:PORT (127.0.0.1:8080) or unix:PATH: %v", s, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
+		return "", "", cli.Usagef("--listen %q: port %s is not a TCP port, which must be 0 to 65535", s, port)
 	}
 	return "tcp", s, nil
 }
