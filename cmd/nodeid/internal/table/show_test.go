@@ -196,3 +196,21 @@ func TestShowHintBeyondLayout(t *testing.T) {
 	harness.Must(t, words[1:]...)
 	harness.Must(t, "show", "5000", "--dsn", dsn)
 }
+
+// TestShowNothingStamped: a first claim released before it minted records
+// no horizon; show prints "-" for it, not the epoch of 1970.
+func TestShowNothingStamped(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "2")
+	clitest.ExecSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'idle', now() - interval '2 hours', 0, now() - interval '1 hour', 'released', 0, 1)`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = '', epoch = 1, acquired_at = now() - interval '2 hours', expires_at = now() - interval '1 hour' WHERE node_id = 0`)
+	out := harness.Must(t, "show", "0", "--dsn", dsn)
+	if strings.Contains(out, "1970-01-01") {
+		t.Errorf("show prints the epoch of 1970 for a claim that stamped nothing:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^1 +idle +2h ago +1h ago +released +- +-$`).MatchString(out) {
+		t.Errorf("show does not print the claim that stamped nothing with \"-\" for both bounds:\n%s", out)
+	}
+}
