@@ -301,7 +301,7 @@ func TestRunBadInput(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run"), cli.ExitUsage, "a command to run")
-	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "TTL 1s is outside 3s to 24h0m0s")
+	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "--ttl 1s: it must be 3s to 24h0m0s")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "3s", "--grace", "2s", "--", "true"), cli.ExitUsage, "--grace 2s", "half the TTL")
 	clitest.WantExit(t, harness.Run(t, "run", "--grace", "0s", "--", "true"), cli.ExitUsage, "--grace")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "forever", "--", "true"), cli.ExitUsage, "--ttl")

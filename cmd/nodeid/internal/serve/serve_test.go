@@ -298,6 +298,7 @@ func TestServeUsage(t *testing.T) {
 	}{
 		{[]string{"--listen", "8080"}, `--listen "8080": it must be HOST:PORT`},
 		{[]string{"--listen", "unix:"}, "unix: needs a socket path"},
+		{[]string{"--ttl", "1s"}, "--ttl 1s: it must be 3s to 24h0m0s"},
 		{[]string{"--listen", "0.0.0.0:99999"}, `--listen "0.0.0.0:99999": port 99999 is not a TCP port, which must be 0 to 65535`},
 		{[]string{"--ttl", "10s", "--grace", "6s"}, "--grace 6s: it must be positive and at most half the TTL (5s)"},
 		{[]string{"--range", "0-1024"}, "node range 0-1024: node IDs above 1023"},
