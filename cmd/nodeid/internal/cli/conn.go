@@ -237,9 +237,9 @@ func (c *Conn) Store(r NodeRange) (*store.Store, error) {
 }
 
 // NodeRow returns the store of a single node ID, its row and the server's
-// time. When the table has no such row, advise adds to the error the
-// command that adds it (on this command's table and database) and what
-// else that command changes.
+// time. When the table has no such row, the error names the table's range,
+// and advise adds the command that adds it (on this command's table and
+// database) and what else that command changes.
 func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Store, store.Row, time.Time, error) {
 	st, err := c.Store(NodeRange{node, node})
 	if err != nil {
@@ -253,6 +253,8 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Sto
 		missing := ""
 		if advise {
 			missing = c.addNode(ctx, st, node)
+		} else if tc, err := st.ReadConfig(ctx); err == nil {
+			missing = fmt.Sprintf(", whose range is %d-%d", tc.MinNode, tc.MaxNode)
 		}
 		return nil, store.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, c.table, missing)
 	}
