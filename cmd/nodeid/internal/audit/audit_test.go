@@ -242,6 +242,8 @@ func TestAuditBadInput(t *testing.T) {
 		{[]string{"--layout", "js53", file(good + "\n")}, []string{"line 1", "above 9007199254740991, the largest ID of a 53-bit layout"}},
 		{[]string{"no/such/file"}, []string{"no/such/file"}},
 		{[]string{"--query", "SELECT 1", "x.txt"}, []string{"--query and files both give the IDs"}},
+		{[]string{"--query", "delete from t2"}, []string{"--query delete ...: it must be a SELECT", "audit only reads"}},
+		{[]string{"--query", " -- the IDs\n/* all */ UPDATE t SET x = 1 RETURNING id"}, []string{"--query UPDATE ...: it must be a SELECT"}},
 		{[]string{"--within", "-1s"}, []string{"--within"}},
 		{[]string{"--examples", "1000"}, []string{"--examples 1000"}},
 		{[]string{"--temp-dir", "/no/such/dir"}, []string{"--temp-dir /no/such/dir: it must be an existing directory"}},
