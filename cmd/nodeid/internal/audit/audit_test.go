@@ -328,3 +328,16 @@ func TestAuditQuery(t *testing.T) {
 		clitest.WantExit(t, harness.Run(t, append([]string{"audit", "--dsn", clitest.WithUser(t, dsn, "postgres", "")}, c.args...)...), c.code, c.says...)
 	}
 }
+
+// TestAuditOneID: one ID reads in the singular.
+func TestAuditOneID(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "one.txt")
+	if err := os.WriteFile(path, []byte("1805834298273538055\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := harness.Run(t, "audit", path)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "read 1 ID of 1 node field, stamped") {
+		t.Errorf("audit of one ID: %+v", r)
+	}
+}
