@@ -50,6 +50,7 @@ func TestInit(t *testing.T) {
 		t.Errorf("narrower init: %q", r.Stdout)
 	}
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitConflict, "never lowered", "1m0s", "give 1m0s or more")
+	harness.Must(t, "init", "--dsn", dsn, "--max-ttl", "1m0s") // the advice, followed
 	// Wider than the layout's node field: refused, naming the value and
 	// the rule; with the layout's node bits given, done without a word.
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047"), cli.ExitUsage,
