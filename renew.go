@@ -2,6 +2,7 @@ package nodeid
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/nodeid/nodeid/internal/retry"
@@ -65,9 +66,10 @@ func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
 	if !retry.Sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
 		return
 	}
+	var failing renewFailures
 	for {
 		t0 := time.Now()
-		renewed, tryAgain := l.renewOnce(ctx, t0)
+		renewed, tryAgain := l.renewOnce(ctx, t0, &failing)
 		switch {
 		case renewed:
 			if !retry.Sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
@@ -79,9 +81,37 @@ func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
 	}
 }
 
+// renewFailures is what the renewal loop logs of a run of failed
+// attempts: a line when the first fails, debug lines for the others, and a
+// line when one succeeds again, so that an outage logs two lines, not one
+// per attempt.
+type renewFailures struct {
+	n     int       // failed attempts since the last renewal
+	since time.Time // start of the first of them
+}
+
+// failed logs the failure of an attempt started at t0.
+func (f *renewFailures) failed(log *slog.Logger, t0 time.Time, err error, deadline time.Time) {
+	f.n++
+	if f.n == 1 {
+		f.since = t0
+		log.Warn("nodeid: renewals failing; retrying until the deadline", "err", err, "deadline_in", time.Until(deadline))
+		return
+	}
+	log.Debug("nodeid: renewal failed again", "attempt", f.n, "err", err, "deadline_in", time.Until(deadline))
+}
+
+// renewed logs a renewal that ends a run of failed attempts.
+func (f *renewFailures) renewed(log *slog.Logger, t0 time.Time) {
+	if f.n > 0 {
+		log.Info("nodeid: renewals recovered", "failed_attempts", f.n, "failing_for", t0.Sub(f.since))
+	}
+	*f = renewFailures{}
+}
+
 // renewOnce makes one renewal attempt started at t0. It reports whether the
 // lease was renewed, and if not whether another attempt is worth making.
-func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry bool) {
+func (l *Lease) renewOnce(ctx context.Context, t0 time.Time, failing *renewFailures) (renewed, retry bool) {
 	deadline := l.Deadline()
 	actx, cancel := context.WithDeadline(ctx, minTime(deadline, t0.Add(attemptTimeout(l.ttl))))
 	defer cancel()
@@ -93,7 +123,7 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 		return false, false
 	}
 	if err != nil {
-		l.log.Warn("nodeid: renewal failed; retrying until the deadline", "err", err, "deadline_in", time.Until(deadline))
+		failing.failed(l.log, t0, err, deadline)
 		l.recordRenewal(t0, outcomeRetried)
 		return false, true
 	}
@@ -106,6 +136,7 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time) (renewed, retry boo
 		l.recordEnded(t0)
 		return false, false
 	}
+	failing.renewed(l.log, t0)
 	l.log.Debug("nodeid: renewed", "expires", o.Expires, "horizon_ms", o.Horizon)
 	l.recordRenewal(t0, outcomeRenewed)
 	return true, false

@@ -77,11 +77,36 @@ func loadChart(t *testing.T) *chart.Chart {
 	return c
 }
 
-// render renders the chart as "helm install nodeid" into namespace would.
+// withOperator is a cluster with prometheus-operator's CRDs installed:
+// Helm's default capabilities and the kinds of monitoring.coreos.com/v1.
+func withOperator() *chartutil.Capabilities {
+	caps := *chartutil.DefaultCapabilities
+	caps.APIVersions = append(append(chartutil.VersionSet(nil), caps.APIVersions...), "monitoring.coreos.com/v1",
+		"monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule", "monitoring.coreos.com/v1/PodMonitor")
+	return &caps
+}
+
+// monitoring are values with the ServiceMonitor and PrometheusRule
+// enabled.
+func monitoring() map[string]any {
+	vals := set(values(), "serviceMonitor.enabled", true)
+	return set(vals, "prometheusRule.enabled", true)
+}
+
+// render renders the chart as "helm install nodeid" into namespace would,
+// on a cluster with prometheus-operator's CRDs.
 func render(t *testing.T, vals map[string]any) (*manifests, error) {
 	t.Helper()
+	return renderOn(t, vals, withOperator())
+}
+
+// renderOn renders the chart as "helm install nodeid" into namespace
+// would, on a cluster with the capabilities caps (nil: Helm's defaults, no
+// CRDs).
+func renderOn(t *testing.T, vals map[string]any, caps *chartutil.Capabilities) (*manifests, error) {
+	t.Helper()
 	c := loadChart(t)
-	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "nodeid", Namespace: namespace, IsInstall: true}, nil)
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "nodeid", Namespace: namespace, IsInstall: true}, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +352,7 @@ var (
 
 // TestChart renders the chart with its defaults and checks every object.
 func TestChart(t *testing.T) {
-	m := mustRender(t, values())
+	m := mustRender(t, monitoring())
 	want := []string{"Deployment", "Job", "NetworkPolicy", "PodDisruptionBudget", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}
 	got := append([]string(nil), m.kinds...)
 	sort.Strings(got)
@@ -476,7 +501,7 @@ func TestPrometheusRule(t *testing.T) {
 	if err := yaml.Unmarshal(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	m := mustRender(t, values())
+	m := mustRender(t, monitoring())
 	if !reflect.DeepEqual(m.prometheusRules, want) {
 		g, _ := json.MarshalIndent(m.prometheusRules, "", " ")
 		w, _ := json.MarshalIndent(want, "", " ")
@@ -489,7 +514,7 @@ func TestPrometheusRule(t *testing.T) {
 	if n < 10 {
 		t.Errorf("the PrometheusRule has %d rules", n)
 	}
-	m = mustRender(t, set(values(), "prometheusRule.labels", map[string]any{"release": "kube-prometheus-stack"}))
+	m = mustRender(t, set(monitoring(), "prometheusRule.labels", map[string]any{"release": "kube-prometheus-stack"}))
 	if m.prometheusRule.Labels["release"] != "kube-prometheus-stack" {
 		t.Errorf("prometheusRule.labels are not on the PrometheusRule: %v", m.prometheusRule.Labels)
 	}
@@ -564,7 +589,7 @@ func TestValues(t *testing.T) {
 		if m := mustRender(t, vals); m.serviceMonitor != nil || m.prometheusRule != nil {
 			t.Error("serviceMonitor.enabled=false, prometheusRule.enabled=false still render them")
 		}
-		m := mustRender(t, set(values(), "serviceMonitor.labels", map[string]any{"release": "kube-prometheus-stack"}))
+		m := mustRender(t, set(monitoring(), "serviceMonitor.labels", map[string]any{"release": "kube-prometheus-stack"}))
 		if m.serviceMonitor.Labels["release"] != "kube-prometheus-stack" {
 			t.Errorf("serviceMonitor.labels are not on the ServiceMonitor: %v", m.serviceMonitor.Labels)
 		}
@@ -586,6 +611,63 @@ func TestValues(t *testing.T) {
 			t.Errorf("the PodMonitor does not scrape /metrics on the port nodeid-metrics: %+v", e)
 		}
 	})
+}
+
+// TestMonitoringNeedsTheOperator: the ServiceMonitor, PrometheusRule and
+// PodMonitor are off by default, and render only when enabled on a
+// cluster that has their kinds (prometheus-operator's CRDs): enabled on a
+// cluster without them, the chart still installs, and its notes say what
+// was left out and why.
+func TestMonitoringNeedsTheOperator(t *testing.T) {
+	kinds := func(m *manifests) []string {
+		got := append([]string(nil), m.kinds...)
+		sort.Strings(got)
+		return got
+	}
+	base := []string{"Deployment", "Job", "NetworkPolicy", "PodDisruptionBudget", "Service", "ServiceAccount"}
+	withRun := set(monitoring(), "runPodMonitor.enabled", true)
+	set(withRun, "runPodMonitor.selector", map[string]any{"matchLabels": map[string]any{"app": "orders"}})
+	for _, c := range []struct {
+		what string
+		vals map[string]any
+		caps *chartutil.Capabilities
+		want []string
+	}{
+		{"defaults, with the CRDs", values(), withOperator(), base},
+		{"defaults, without the CRDs", values(), nil, base},
+		{"enabled, without the CRDs", withRun, nil, base},
+		{"enabled, with the CRDs", withRun, withOperator(), []string{"Deployment", "Job", "NetworkPolicy", "PodDisruptionBudget", "PodMonitor", "PrometheusRule", "Service", "ServiceAccount", "ServiceMonitor"}},
+	} {
+		m, err := renderOn(t, c.vals, c.caps)
+		if err != nil {
+			t.Errorf("%s: %v", c.what, err)
+			continue
+		}
+		if got := kinds(m); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: kinds %v, want %v", c.what, got, c.want)
+		}
+	}
+	notes := func(vals map[string]any, caps *chartutil.Capabilities) string {
+		c := loadChart(t)
+		rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "nodeid", Namespace: namespace, IsInstall: true}, caps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := engine.Render(c, rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files["nodeid/templates/NOTES.txt"]
+	}
+	if n := notes(withRun, nil); !strings.Contains(n, "Not rendered: the ServiceMonitor") || !strings.Contains(n, "Not rendered: the PrometheusRule") || !strings.Contains(n, "Not rendered: the PodMonitor") {
+		t.Errorf("the notes of an install without the CRDs do not say what was left out:\n%s", n)
+	}
+	if n := notes(withRun, withOperator()); strings.Contains(n, "Not rendered") {
+		t.Errorf("the notes of an install with the CRDs say something was left out:\n%s", n)
+	}
+	if n := notes(values(), nil); !strings.Contains(n, "nodeid-client=true") {
+		t.Errorf("the notes do not name the label the NetworkPolicy admits:\n%s", n)
+	}
 }
 
 // TestLint: helm lint finds nothing to warn about.

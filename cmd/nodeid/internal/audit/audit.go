@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -55,6 +57,8 @@ func (o *Options) Validate() error {
 	switch {
 	case o.Query != "" && len(o.Files) > 0:
 		return cli.Usagef("--query and files both give the IDs: give one of them")
+	case o.Query != "" && !isSelect(o.Query):
+		return cli.Usagef("--query %s: it must be a SELECT (or WITH, VALUES, TABLE) whose first column is the ID; audit only reads", cli.Printable(firstWord(o.Query)+" ..."))
 	case o.Within < 0:
 		return cli.Usagef("--within %s: it must not be negative", o.Within)
 	case o.Examples < 0 || o.Examples > 100:
@@ -250,4 +254,36 @@ func readFile(in io.Reader, name string, withBy bool, width int, emit emitFunc) 
 		return err
 	}
 	return nil
+}
+
+// isSelect reports whether query starts, past white space, comments and
+// opening parentheses, with a keyword of a query that returns rows: the
+// cursor audit reads it through takes nothing else.
+func isSelect(query string) bool {
+	switch strings.ToLower(firstWord(query)) {
+	case "select", "with", "values", "table":
+		return true
+	}
+	return false
+}
+
+// firstWord returns the first word of query, past white space, SQL
+// comments and opening parentheses.
+func firstWord(query string) string {
+	s := query
+	for {
+		s = strings.TrimLeft(s, " \t\r\n\f(")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			_, s, _ = strings.Cut(s, "\n")
+		case strings.HasPrefix(s, "/*"):
+			_, s, _ = strings.Cut(s, "*/")
+		default:
+			end := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsLetter(r) })
+			if end < 0 {
+				end = len(s)
+			}
+			return s[:end]
+		}
+	}
 }

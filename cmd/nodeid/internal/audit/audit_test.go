@@ -242,6 +242,8 @@ func TestAuditBadInput(t *testing.T) {
 		{[]string{"--layout", "js53", file(good + "\n")}, []string{"line 1", "above 9007199254740991, the largest ID of a 53-bit layout"}},
 		{[]string{"no/such/file"}, []string{"no/such/file"}},
 		{[]string{"--query", "SELECT 1", "x.txt"}, []string{"--query and files both give the IDs"}},
+		{[]string{"--query", "delete from t2"}, []string{"--query delete ...: it must be a SELECT", "audit only reads"}},
+		{[]string{"--query", " -- the IDs\n/* all */ UPDATE t SET x = 1 RETURNING id"}, []string{"--query UPDATE ...: it must be a SELECT"}},
 		{[]string{"--within", "-1s"}, []string{"--within"}},
 		{[]string{"--examples", "1000"}, []string{"--examples 1000"}},
 		{[]string{"--temp-dir", "/no/such/dir"}, []string{"--temp-dir /no/such/dir: it must be an existing directory"}},
@@ -324,5 +326,18 @@ func TestAuditQuery(t *testing.T) {
 		{[]string{"--query", "SELECT nope FROM clean"}, cli.ExitFailure, []string{"--query", "nope"}},
 	} {
 		clitest.WantExit(t, harness.Run(t, append([]string{"audit", "--dsn", clitest.WithUser(t, dsn, "postgres", "")}, c.args...)...), c.code, c.says...)
+	}
+}
+
+// TestAuditOneID: one ID reads in the singular.
+func TestAuditOneID(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "one.txt")
+	if err := os.WriteFile(path, []byte("1805834298273538055\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := harness.Run(t, "audit", path)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "read 1 ID of 1 node field, stamped") {
+		t.Errorf("audit of one ID: %+v", r)
 	}
 }

@@ -119,7 +119,7 @@ func writeTable(w io.Writer, r Report) error {
 	if r.From != nil {
 		span = ", stamped " + cli.Exact(*r.From) + " to " + cli.Exact(*r.To)
 	}
-	fmt.Fprintf(w, "read %s IDs of %s node fields%s\n", count(r.IDs), count(r.NodesSeen), span)
+	fmt.Fprintf(w, "read %s of %s%s\n", plural(r.IDs, "ID", "IDs"), plural(r.NodesSeen, "node field", "node fields"), span)
 	if r.Clean() {
 		what := "no ID read twice (--by, naming what tells processes apart, finds node fields two of them used at once)"
 		if r.By != nil {

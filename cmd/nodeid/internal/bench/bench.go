@@ -308,7 +308,6 @@ func throwaway(ctx context.Context, env *cli.Env, settings ...string) (measure.T
 		cleanup()
 		return measure.Target{}, nil, err
 	}
-	env.Redact.Add(cfg.Password, true)
 	where := fmt.Sprintf("throwaway PostgreSQL (%s) at %s, database %s", srv.Kind(), srv.Addr(), db)
 	return measure.Target{Conn: cfg, Where: where, Throwaway: true}, cleanup, nil
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/snowflake"
 )
 
 // EnvDatabaseURL names the environment variable read when --dsn is not set.
@@ -107,7 +108,7 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 		return nil, Usagef("bad connection string in %s (not shown: a password may be anywhere in a string that cannot be read whole): %s; write it as a URL (postgres://USER@HOST:PORT/DATABASE) or as key=value pairs (host=HOST dbname=DATABASE, a value with spaces in single quotes)",
 			source, parseFault(err))
 	}
-	c.maskMisread(dsn, cfg.Password)
+	c.env.Redact.AddDSN(dsn)
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
@@ -125,7 +126,6 @@ func (c *Conn) Config() (*pgx.ConnConfig, error) {
 		}
 		return conn, err
 	}
-	c.env.Redact.Add(cfg.Password, true)
 	c.conn = &connection{cfg: cfg, source: source}
 	return cfg, nil
 }
@@ -170,22 +170,6 @@ func quotesNothing(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
-}
-
-// maskMisread has the redactor mask every word of each password-shaped
-// part of dsn that the parser did not read as the password: its words
-// then went into the host, the port, the user or the database, which
-// messages print (postgres://bob:12/pw@h reads as host bob, port 12,
-// database pw@h). A part read as the password, quoted or escaped, is
-// masked whole already.
-func (c *Conn) maskMisread(dsn, password string) {
-	for _, s := range dsnSecrets(dsn) {
-		p, _ := url.PathUnescape(s)
-		q, _ := url.QueryUnescape(s)
-		if s != "" && password != s && password != unescaped(s) && password != p && password != q {
-			c.env.Redact.AddWords(s)
-		}
-	}
 }
 
 // dialLog records the addresses at which a TCP (or Unix) connection was
@@ -253,9 +237,9 @@ func (c *Conn) Store(r NodeRange) (*store.Store, error) {
 }
 
 // NodeRow returns the store of a single node ID, its row and the server's
-// time. When the table has no such row, advise adds to the error the
-// command that adds it (on this command's table and database) and what
-// else that command changes.
+// time. When the table has no such row, the error names the table's range,
+// and advise adds the command that adds it (on this command's table and
+// database) and what else that command changes.
 func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Store, store.Row, time.Time, error) {
 	st, err := c.Store(NodeRange{node, node})
 	if err != nil {
@@ -269,26 +253,41 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Sto
 		missing := ""
 		if advise {
 			missing = c.addNode(ctx, st, node)
+		} else if tc, err := st.ReadConfig(ctx); err == nil {
+			missing = fmt.Sprintf(", whose range is %d-%d", tc.MinNode, tc.MaxNode)
 		}
 		return nil, store.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, c.table, missing)
 	}
 	return st, rows[0], now, nil
 }
 
-// addNode says how to add node to the table, which has no row for it.
+// addNode says how to add node to the table, which has no row for it,
+// with a command that init accepts: a node ID beyond the default layout's
+// node bits needs the layout's (--node-bits).
 func (c *Conn) addNode(ctx context.Context, st *store.Store, node int64) string {
-	one := NodeRange{node, node}.String()
+	one := NodeRange{node, node}
 	tc, err := st.ReadConfig(ctx)
 	switch {
 	case err != nil:
-		return fmt.Sprintf(": \"%s\" adds it", c.Command("init", "--range", one))
+		return fmt.Sprintf(": \"%s\" adds it", c.Command("init", initRange(one)...))
 	case node >= tc.MinNode && node <= tc.MaxNode:
 		return fmt.Sprintf(", although its range %d-%d holds it (its row was deleted): \"%s\" adds the missing rows of the range",
 			tc.MinNode, tc.MaxNode, c.Command("init"))
 	}
 	wide := NodeRange{min(node, tc.MinNode), max(node, tc.MaxNode)}
 	return fmt.Sprintf(", whose range is %d-%d: \"%s\" widens the range to %s, adding %d rows",
-		tc.MinNode, tc.MaxNode, c.Command("init", "--range", one), wide, wide.Size()-(tc.MaxNode-tc.MinNode+1))
+		tc.MinNode, tc.MaxNode, c.Command("init", initRange(one)...), wide, wide.Size()-(tc.MaxNode-tc.MinNode+1))
+}
+
+// initRange returns the flags of init that add the range r to a table:
+// --range, and --node-bits where r goes beyond the default layout's node
+// bits (init refuses such a range without them).
+func initRange(r NodeRange) []string {
+	flags := []string{"--range", r.String()}
+	if r.Hi > MaxNodeOf(int(snowflake.DefaultLayout.NodeBits)) {
+		flags = append(flags, "--node-bits", strconv.Itoa(bitsFor(r.Hi)))
+	}
+	return flags
 }
 
 // Where describes the server and database of the connection for messages.

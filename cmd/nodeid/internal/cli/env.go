@@ -70,21 +70,22 @@ func SelfCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
 	return exec.CommandContext(ctx, exe, args...), nil
 }
 
-// learnSecrets learns the passwords the command may come across before
-// anything is parsed, so that no message can show them: those of --dsn
-// (however it is written), DATABASE_URL, PGPASSWORD and PGSSLPASSWORD.
+// learnSecrets learns, before anything is parsed, what of the connection
+// strings of --dsn (however it is written) and DATABASE_URL may show a
+// password outside the places a connection string keeps it (see
+// Redactor.AddDSN). PGPASSWORD and PGSSLPASSWORD need nothing: the command
+// never prints them, and the connection strings it prints are rebuilt
+// without passwords.
 func (e *Env) learnSecrets(args []string) {
 	for i, arg := range args {
 		if arg == "--" {
 			break
 		}
 		if v, ok := strings.CutPrefix(arg, "--dsn="); ok {
-			e.Redact.Add(v, false)
+			e.Redact.AddDSN(v)
 		} else if arg == "--dsn" && i+1 < len(args) {
-			e.Redact.Add(args[i+1], false)
+			e.Redact.AddDSN(args[i+1])
 		}
 	}
-	e.Redact.Add(e.Getenv(EnvDatabaseURL), false)
-	e.Redact.Add(e.Getenv("PGPASSWORD"), true)
-	e.Redact.Add(e.Getenv("PGSSLPASSWORD"), true)
+	e.Redact.AddDSN(e.Getenv(EnvDatabaseURL))
 }

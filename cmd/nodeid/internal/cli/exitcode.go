@@ -25,7 +25,26 @@ const (
 	// command that exits 0 on SIGTERM must not read as a finished job to a
 	// service manager that restarts on failure.
 	ExitLeaseLost = 5
+	// ExitConflict: what was asked conflicts with what the table records
+	// and may not be undone (init --max-ttl below the recorded maximum):
+	// the flags are well formed, the table refuses them.
+	ExitConflict = 6
+	// ExitInterrupted: "nodeid demo" was interrupted (Ctrl-C) and cleaned
+	// up first.
+	ExitInterrupted = 130
 )
+
+// ConflictError is a request that conflicts with what the table records.
+// It exits with ExitConflict.
+type ConflictError struct{ err error }
+
+func (e *ConflictError) Error() string { return e.err.Error() }
+func (e *ConflictError) Unwrap() error { return e.err }
+
+// Conflictf returns a ConflictError with a formatted message.
+func Conflictf(format string, args ...any) error {
+	return &ConflictError{fmt.Errorf(format, args...)}
+}
 
 // UsageError is bad input: a flag, an argument or a value. It exits with
 // ExitUsage.
@@ -71,15 +90,18 @@ func (e *commandError) Unwrap() error { return e.err }
 // ExitCode maps an error returned by the command tree to an exit code.
 func ExitCode(err error) int {
 	var (
-		ue *UsageError
-		ce *ExitError
-		me *commandError
+		ue  *UsageError
+		ce  *ExitError
+		cfe *ConflictError
+		me  *commandError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce):
 		return ce.Code
+	case errors.As(err, &cfe):
+		return ExitConflict
 	case errors.As(err, &ue), errors.Is(err, nodeid.ErrInvalidOption):
 		return ExitUsage
 	case errors.Is(err, nodeid.ErrNoNodeIDAvailable):

@@ -94,6 +94,9 @@ func explain(c *Conn, err error) string {
 			err, table, c.Command("init", "--replication", "sync"))
 	case code == pgerrcode.LockNotAvailable:
 		return c.lockHolders(err)
+	case (errors.Is(err, postgres.ErrUnconfigured) || code == pgerrcode.UndefinedTable || code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch) && c.foreignTable(table):
+		return fmt.Sprintf("table %s in %s is not a nodeid table: it exists, but has neither nodeid's configuration table %s, nor its history table, nor its columns; name nodeid's table with --table (\"nodeid list --table NAME\"), or create one under a name of its own with \"nodeid init --table NAME\"",
+			table, c.Where(), postgres.ConfigTable(table))
 	case errors.Is(err, postgres.ErrUnconfigured):
 		return fmt.Sprintf("table %s has no recorded configuration, or one of an earlier version of nodeid: bring it up to date with \"%s\" as the table's owner",
 			table, c.Command("init"))
@@ -159,6 +162,24 @@ func (c *Conn) explainDenied(err error) string {
 		need = ne.Need
 	}
 	return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
+}
+
+// foreignTable reports whether table exists but is not nodeid's: the
+// server knows the relation, and neither the configuration nor the history
+// table of that name, nor a horizon_ms column in it (a table of an earlier
+// version of nodeid has one). It reports false if it cannot tell.
+func (c *Conn) foreignTable(table string) bool {
+	if c == nil || c.db == nil || table == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var exists, nodeidLike bool
+	err := c.db.QueryRowContext(ctx, `SELECT to_regclass($1::text) IS NOT NULL,
+	to_regclass($2::text) IS NOT NULL OR to_regclass($3::text) IS NOT NULL
+	OR EXISTS (SELECT 1 FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1::text) AND attname = 'horizon_ms' AND NOT attisdropped)`,
+		table, postgres.ConfigTable(table), postgres.HistoryTable(table)).Scan(&exists, &nodeidLike)
+	return err == nil && exists && !nodeidLike
 }
 
 // lacking returns those of privileges that the role lacks on table, as the

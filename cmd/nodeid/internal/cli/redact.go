@@ -8,23 +8,31 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// redacted replaces every password in what the command prints.
+// redacted replaces a password in what the command prints.
 const redacted = "xxxxx"
 
-// Redactor removes passwords from text before it is printed. It knows the
-// passwords of the DSNs and environment variables the command was given, and
-// also masks anything shaped like a password in a DSN.
+// Redactor keeps passwords out of what the command prints, by the structure
+// of connection strings: the password of a URL's user info and the values
+// of password= and sslpassword= settings are masked wherever a connection
+// string appears, and nothing else of a message is touched (a password
+// equal to the database's name leaves that name as it is). The DSNs the
+// command prints itself are rebuilt without their passwords (see
+// withoutPassword). Only where a connection string's password-shaped part
+// ended up somewhere else than the password (postgres://bob:4821/pw@h
+// reads as host bob, port 4821, database pw@h), or where the string cannot
+// be parsed at all, are the words of that part masked wherever they appear.
 type Redactor struct {
-	secrets []string // longest first, so that a secret containing another is masked whole
+	words []string // longest first, so that a word containing another is masked whole
 }
 
-// urlPassword matches the password of a URL's user info, and kvKey the
-// key of a password= or sslpassword= setting (key=value form or URL
-// query), up to its value.
+// urlPassword matches the password of a URL's user info as libpq and pgx
+// read it: the user info ends at the first "@" before any "/".
 var (
-	urlPassword = regexp.MustCompile(`(://[^:/?#@\s]*:)[^@\s]*@`)
+	urlPassword = regexp.MustCompile(`(postgres(?:ql)?://[^:/@\s]*:)[^@/\s]*@`)
 	kvKey       = regexp.MustCompile(`(?i)(?:ssl)?password\s*=\s*`)
 	quotedValue = regexp.MustCompile(`^'(?:[^'\\]|\\.)*'?`)
 )
@@ -78,42 +86,106 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
-// Add records the passwords found in dsn, a URL or key=value connection
-// string, or the whole of a password variable's value if isPassword.
-func (r *Redactor) Add(s string, isPassword bool) {
+// AddDSN learns what of dsn, a URL or key=value connection string, may
+// show a password elsewhere than where the structure of a connection string
+// puts it: the words of each password-shaped part that the parser did not
+// read as the password, or, if the parser cannot read dsn at all, every
+// candidate password whole and word by word (the command then prints no
+// more than why it cannot read the string).
+func (r *Redactor) AddDSN(dsn string) {
+	if dsn == "" {
+		return
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		for _, s := range dsnSecrets(dsn) {
+			r.add(s)
+			r.addWords(s)
+		}
+		return
+	}
+	for _, s := range misread(dsn, cfg.Password) {
+		r.addWords(s)
+	}
+}
+
+// add records s, in the forms a message may print it in, to be masked
+// wherever it appears.
+func (r *Redactor) add(s string) {
 	if s == "" {
 		return
 	}
-	var found []string
-	if isPassword {
-		found = append(found, s)
-	} else {
-		found = append(found, dsnSecrets(s)...)
+	forms := []string{s}
+	if u, err := url.PathUnescape(s); err == nil && u != s && u != "" {
+		forms = append(forms, u)
 	}
-	for _, f := range found {
-		if f == "" {
-			continue
-		}
-		forms := []string{f}
-		if u, err := url.PathUnescape(f); err == nil && u != f && u != "" {
-			forms = append(forms, u)
-		}
-		if u, err := url.QueryUnescape(f); err == nil && u != f && u != "" {
-			forms = append(forms, u)
-		}
-		if u := unescaped(f); u != f && u != "" {
-			forms = append(forms, u)
-		}
-		for _, form := range forms {
-			r.secrets = append(r.secrets, form)
-			// As %q prints it, escapes and all, in a message that quotes
-			// a database or user name.
-			if q := strconv.Quote(form); q[1:len(q)-1] != form {
-				r.secrets = append(r.secrets, q[1:len(q)-1])
-			}
+	if u, err := url.QueryUnescape(s); err == nil && u != s && u != "" {
+		forms = append(forms, u)
+	}
+	if u := unescaped(s); u != s && u != "" {
+		forms = append(forms, u)
+	}
+	for _, form := range forms {
+		r.words = append(r.words, form)
+		// As %q prints it, escapes and all, in a message that quotes
+		// a database or user name.
+		if q := strconv.Quote(form); q[1:len(q)-1] != form {
+			r.words = append(r.words, q[1:len(q)-1])
 		}
 	}
-	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+	sort.SliceStable(r.words, func(i, j int) bool { return len(r.words[i]) > len(r.words[j]) })
+}
+
+// addWords records the words of s, a password-shaped part of a connection
+// string that the parser read otherwise than it is shaped: they may turn up
+// anywhere, in a host, a port or a database name. Words of fewer than 3
+// characters are left: masking them everywhere would garble every message,
+// and they hide nothing.
+func (r *Redactor) addWords(s string) {
+	for _, w := range strings.FieldsFunc(s, func(c rune) bool {
+		return !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '-' && c != '_' && c != '.' && c != '~' && c != '%' && c != '+' && c != '!' && c != '$' && c != '*'
+	}) {
+		if len(w) >= 3 {
+			r.add(w)
+		}
+	}
+}
+
+// misread returns the password-shaped parts of dsn that the parser did not
+// read as its password, which it read as password.
+func misread(dsn, password string) []string {
+	var out []string
+	if _, pw, ok := urlUserInfo(dsn); ok && pw != "" {
+		// The user info was read as libpq reads it; what follows its "@"
+		// is a host, a path and a query, not a password.
+		dsn = ""
+	}
+	for _, s := range dsnSecrets(dsn) {
+		p, _ := url.PathUnescape(s)
+		q, _ := url.QueryUnescape(s)
+		if s != "" && password != s && password != unescaped(s) && password != p && password != q {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// urlUserInfo returns the user and password of a postgres:// URL's user
+// info as libpq and pgx read them (up to the first "@" before any "/"),
+// as written, and whether it has one.
+func urlUserInfo(dsn string) (user, password string, ok bool) {
+	rest, found := strings.CutPrefix(dsn, "postgresql://")
+	if !found {
+		if rest, found = strings.CutPrefix(dsn, "postgres://"); !found {
+			return "", "", false
+		}
+	}
+	i := strings.IndexAny(rest, "@/")
+	if i < 0 || rest[i] != '@' {
+		return "", "", false
+	}
+	user, password, _ = strings.Cut(rest[:i], ":")
+	return user, password, true
 }
 
 // dsnSecrets returns the candidate passwords of a connection string, even a
@@ -153,27 +225,11 @@ func unescaped(s string) string {
 	return strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(s)
 }
 
-// AddWords records as passwords the words of s, a password-shaped part of
-// a connection string that the parser read otherwise than it is shaped
-// (postgres://bob:12/pw@host reads as host bob, port 12, database pw@host):
-// they may turn up anywhere, in a host, a port or a database name. Words
-// of fewer than 3 characters are left: masking them everywhere would
-// garble every message, and they hide nothing.
-func (r *Redactor) AddWords(s string) {
-	for _, w := range strings.FieldsFunc(s, func(c rune) bool {
-		return !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '-' && c != '_' && c != '.' && c != '~' && c != '%' && c != '+' && c != '!' && c != '$' && c != '*'
-	}) {
-		if len(w) >= 3 {
-			r.Add(w, true)
-		}
-	}
-}
-
-// String returns s with every known password and every password-shaped
-// part of a DSN masked.
+// String returns s with the password of every connection string in it
+// masked, and the words of misread or unreadable connection strings.
 func (r *Redactor) String(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, redacted)
+	for _, w := range r.words {
+		s = strings.ReplaceAll(s, w, redacted)
 	}
 	s = urlPassword.ReplaceAllString(s, "${1}"+redacted+"@")
 	spans := kvValues(s)

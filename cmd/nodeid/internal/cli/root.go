@@ -34,7 +34,11 @@ held by another transaction for instance; run, demo and bench keep their own
 timing.
 
 Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
-3 no node ID available; "nodeid run": the command's own exit code.`,
+3 no node ID available; 4 the table waits for a restore to be declared
+(nodeid init --restored); 5 "nodeid run" stopped its command because the
+lease ended; 6 a request that conflicts with what the table records (init
+--max-ttl below its maximum); 130 "nodeid demo" interrupted; otherwise
+"nodeid run" exits with its command's own exit code.`,
 		Example: `  nodeid demo                                  # everything, on a throwaway PostgreSQL
   export DATABASE_URL=postgres://app@db.internal/app
   nodeid init && nodeid list
@@ -63,12 +67,32 @@ Exit codes: 0 success; 1 failure; 2 bad usage (flags, arguments, values);
 	// Created here, not by Execute, so that it can be made strict; it
 	// writes to the streams set above.
 	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
+		switch c.Name() {
+		case "completion":
 			strictCompletion(c)
+		case "help":
+			strictHelp(c)
 		}
 	}
 	return root
+}
+
+// strictHelp makes "help" of a topic that is no command a usage error
+// naming it (exit 2), instead of the root's help and exit 0, which a
+// script cannot tell from success.
+func strictHelp(c *cobra.Command) {
+	c.Run = nil
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		target, rest, err := cmd.Root().Find(args)
+		if target == nil || err != nil || len(rest) > 0 {
+			return Usagef("unknown help topic %q: the topics are the commands", strings.Join(args, " "))
+		}
+		target.InitDefaultHelpFlag()
+		target.InitDefaultVersionFlag()
+		return target.Help()
+	}
 }
 
 // The global flags, which every command inherits.

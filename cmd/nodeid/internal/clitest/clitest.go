@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,21 +228,55 @@ type Background struct {
 	done           chan struct{}
 	code           int
 	stdout, stderr syncbuf.Buffer
+	interrupt      chan struct{} // closed by Interrupt
+	interruptOnce  sync.Once
 }
 
 // Start starts the command in-process; Wait returns what it did.
 func (h Harness) Start(t testing.TB, args ...string) *Background {
 	t.Helper()
-	b := &Background{done: make(chan struct{})}
+	return h.start(args, false)
+}
+
+// StartInterruptible is Start for a command that stops when interrupted
+// (watch, demo, run's wait): Interrupt then does what Ctrl-C does, without
+// a signal to the test's process.
+func (h Harness) StartInterruptible(t testing.TB, args ...string) *Background {
+	t.Helper()
+	return h.start(args, true)
+}
+
+func (h Harness) start(args []string, interruptible bool) *Background {
+	b := &Background{done: make(chan struct{}), interrupt: make(chan struct{})}
 	env := cli.NewEnv(strings.NewReader(""), &b.stdout, &b.stderr)
 	env.Getenv = func(string) string { return "" }
 	env.Self = Self
+	if interruptible {
+		env.Interrupted = func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-b.interrupt:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			return ctx, cancel
+		}
+	}
 	go func() {
 		defer close(b.done)
 		b.code = h.Exec(env, args)
 	}()
 	return b
 }
+
+// Interrupt interrupts a command started by StartInterruptible, as Ctrl-C
+// would.
+func (b *Background) Interrupt() { b.interruptOnce.Do(func() { close(b.interrupt) }) }
+
+// Stdout is what the command wrote on stdout so far.
+func (b *Background) Stdout() string { return b.stdout.String() }
 
 // Done is closed when the command has ended.
 func (b *Background) Done() <-chan struct{} { return b.done }

@@ -49,14 +49,15 @@ type Options struct {
 	Failover bool
 }
 
-// Validate checks that --failover is not given a database: it starts its
-// own servers.
+// Validate checks that --failover is not given a database with --dsn: it
+// starts its own servers. DATABASE_URL, which the root help tells users to
+// export, is left alone (failover says so).
 func (o *Options) Validate() error {
 	if !o.Failover {
 		return nil
 	}
-	if dsn, source := o.Conn.DSNSource(); dsn != "" {
-		return cli.Usagef("--failover starts a primary and a standby of its own: it does not take a database (%s is set)", source)
+	if dsn, source := o.Conn.DSNSource(); dsn != "" && source == "--dsn" {
+		return cli.Usagef("--failover starts a primary and a standby of its own: it does not take a database (--dsn is set)")
 	}
 	return nil
 }
@@ -125,7 +126,7 @@ func demoRun(ctx context.Context, o *Options) error {
 	d.cleanup()
 	switch {
 	case errors.Is(err, errInterrupted) || ictx.Err() != nil:
-		return &cli.ExitError{Code: 130, Msg: "demo interrupted; workers stopped and everything it created removed"}
+		return &cli.ExitError{Code: cli.ExitInterrupted, Msg: "demo interrupted; workers stopped and everything it created removed"}
 	case err != nil:
 		return err
 	}

@@ -1,10 +1,13 @@
 package demo
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
@@ -103,5 +106,24 @@ func TestDemoDuration(t *testing.T) {
 		if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), d.readme) {
 			t.Errorf("%s does not say %q", clitest.DocsPage, d.readme)
 		}
+	}
+}
+
+// TestDemoFailoverWithDatabaseURL: an exported DATABASE_URL, which the
+// root help tells users to set, does not stop "demo --failover" (which
+// uses servers of its own); --dsn does.
+func TestDemoFailoverWithDatabaseURL(t *testing.T) {
+	t.Parallel()
+	ran := false
+	stub := clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
+		return []*cobra.Command{NewCmdDemo(env, func(context.Context, *Options) error { ran = true; return nil })}
+	}}
+	if r := stub.RunWith(t, "", map[string]string{cli.EnvDatabaseURL: "postgres://app@db/app"}, "demo", "--failover"); r.Code != 0 || !ran {
+		t.Errorf("demo --failover with DATABASE_URL set: exit %d, ran %v: %s", r.Code, ran, r.Stderr)
+	}
+	ran = false
+	clitest.WantExit(t, stub.Run(t, "demo", "--failover", "--dsn", "postgres://app@db/app"), cli.ExitUsage, "does not take a database (--dsn is set)")
+	if ran {
+		t.Error("demo --failover ran with --dsn")
 	}
 }

@@ -19,6 +19,9 @@ import (
 // at an epoch of a new era, while the other workers keep their
 // leases.
 func (d *demo) failover(ctx context.Context) error {
+	if _, source := d.c.DSNSource(); source == cli.EnvDatabaseURL {
+		fmt.Fprintf(d.out, "(%s is set: the failover demo leaves that database alone and uses servers of its own)\n", cli.EnvDatabaseURL)
+	}
 	d.step("Starting a throwaway PostgreSQL primary and an asynchronous streaming standby")
 	pair, err := pgserver.StartPair(ctx)
 	if err != nil {

@@ -43,9 +43,13 @@ func (f *Flags) Register(cmd *cobra.Command, graceHelp string) {
 	f.Range.RegisterDefault(cmd, "the table's", "the table's")
 }
 
-// ValidateGrace settles the grace: TTL/6 unless --grace is given, and at
-// most half the TTL.
+// ValidateGrace checks the TTL, in the words of the other flags' errors,
+// and settles the grace: TTL/6 unless --grace is given, and at most half
+// the TTL.
 func (f *Flags) ValidateGrace() error {
+	if f.TTL < nodeid.MinTTL || f.TTL > nodeid.MaxTTL {
+		return cli.Usagef("--ttl %s: it must be %s to %s", f.TTL, nodeid.MinTTL, nodeid.MaxTTL)
+	}
 	if !f.cmd.Flags().Changed("grace") {
 		f.Grace = f.TTL / 6
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -102,7 +103,7 @@ func (m *Metrics) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if err := (*m.health.Load())(); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "unhealthy: %s\n", err)
+		fmt.Fprintf(w, "unhealthy: %s\n", strings.TrimPrefix(err.Error(), "nodeid: "))
 		return
 	}
 	fmt.Fprintln(w, "ok")

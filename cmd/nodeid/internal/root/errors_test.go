@@ -68,3 +68,46 @@ func TestUsageAndExitCodes(t *testing.T) {
 		t.Errorf("list --help: %+v", r)
 	}
 }
+
+// TestPasswordMaskedByStructure: a password equal to the user's and the
+// database's name, to the table's, to a common word or of one letter
+// leaves every name in the output as it is: only the connection strings
+// the output suggests lose their password, rebuilt without it.
+func TestPasswordMaskedByStructure(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, db, password, table string
+		wants                     []string
+	}{
+		{"password equal to user and database", "postgres", "postgres", "nosuch", []string{
+			`table nosuch does not exist in database "postgres"`, `as user "postgres"`,
+			"nodeid init --dsn 'postgres://postgres@" + u.Host + "/postgres?",
+		}},
+		{"one-letter password in the table's name", strings.TrimPrefix(u.Path, "/"), "lp", "help", []string{
+			"table help does not exist", "--table help",
+		}},
+		{"password equal to the table", strings.TrimPrefix(u.Path, "/"), "nodes", "nodes", []string{
+			"table nodes does not exist", "--table nodes",
+		}},
+		{"password a common word", strings.TrimPrefix(u.Path, "/"), "the", "nosuch", []string{
+			"table nosuch does not exist", "create it with",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := clitest.WithUser(t, pgtest.WithDatabase(dsn, tc.db), "postgres", tc.password)
+			r := harness.Run(t, "list", "--dsn", d, "--table", tc.table)
+			clitest.WantExit(t, r, cli.ExitFailure, tc.wants...)
+			if strings.Contains(r.Stdout+r.Stderr, "xxxxx") {
+				t.Errorf("a mask in the output, where only names belong:\n%s", r.Stderr)
+			}
+			if strings.Contains(r.Stderr, ":"+tc.password+"@") {
+				t.Errorf("the password is in a suggested connection string:\n%s", r.Stderr)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package root
 
 import (
+	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -95,5 +97,37 @@ func TestVersion(t *testing.T) {
 	release := clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{Version: "v9.8.7"}) }}
 	if out := release.Must(t, "version"); !strings.HasPrefix(out, "nodeid v9.8.7") {
 		t.Errorf("version set at build time: %q", out)
+	}
+}
+
+// TestHelpUnknownTopic: "help" of a topic that is no command is bad usage,
+// exit 2, as a script needs; of a command, its help.
+func TestHelpUnknownTopic(t *testing.T) {
+	t.Parallel()
+	clitest.WantExit(t, harness.Run(t, "help", "nope"), cli.ExitUsage, `unknown help topic "nope"`)
+	if r := harness.Run(t, "help", "list"); r.Code != 0 || !strings.Contains(r.Stdout, "Usage:\n  nodeid list") {
+		t.Errorf("help list: %+v", r)
+	}
+}
+
+// TestRootHelpListsExitCodes: the root help names every exit code that
+// docs/commands.md lists.
+func TestRootHelpListsExitCodes(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile(clitest.DocsPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(page), "## Exit codes")
+	table, _, _ = strings.Cut(table, "\n## ")
+	codes := regexp.MustCompile(`(?m)^\| ([0-9]+) \|`).FindAllStringSubmatch(table, -1)
+	if len(codes) < 7 {
+		t.Fatalf("only %d exit codes in the table of %s", len(codes), clitest.DocsPage)
+	}
+	help := strings.Join(strings.Fields(harness.Must(t, "--help")), " ")
+	for _, c := range codes {
+		if !regexp.MustCompile(`[:;] ` + c[1] + ` `).MatchString(help) {
+			t.Errorf("the root help does not list exit code %s:\n%s", c[1], help)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package root
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,59 @@ func TestDocsExamples(t *testing.T) {
 		harness.Exec(e, ex.args)
 		if got := out.String() + errb.String(); got != ex.want {
 			t.Errorf("nodeid %s prints\n%s\n%s says\n%s", strings.Join(ex.args, " "), got, clitest.DocsPage, ex.want)
+		}
+	}
+}
+
+// TestDocsFieldNames: the field names and columns of show and list that
+// docs/commands.md shows are those the binary prints ("timeline" was
+// documented long after the binary printed "generation").
+func TestDocsFieldNames(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "2")
+	clitest.ExecSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'w', now() - interval '1 hour', 0, now() - interval '30 minutes', 'released', 1796062480611, 1)`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = '', epoch = 1, acquired_at = now() - interval '1 hour', expires_at = now() - interval '30 minutes', horizon_ms = 1796062480611 WHERE node_id = 0`)
+	page, err := os.ReadFile(clitest.DocsPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns := regexp.MustCompile(`\S+(?: \S+)*`) // words one space apart
+	// keys returns the first word of each line of a key-value block, up
+	// to its blank line, and the columns of the header line after it.
+	keys := func(s string) (kv, head []string) {
+		block, rest, _ := strings.Cut(s, "\n\n")
+		for _, line := range strings.Split(block, "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				kv = append(kv, f[0])
+			}
+		}
+		header, _, _ := strings.Cut(rest, "\n")
+		return kv, columns.FindAllString(header, -1)
+	}
+	_, doc, ok := strings.Cut(string(page), "==> nodeid show 0: the history of node ID 0\n")
+	if !ok {
+		t.Fatalf("%s shows no output of nodeid show", clitest.DocsPage)
+	}
+	docKV, docHead := keys(doc)
+	binKV, binHead := keys(harness.Must(t, "show", "0", "-o", "wide", "--dsn", dsn))
+	if strings.Join(docKV, " ") != strings.Join(binKV, " ") || strings.Join(docHead, "|") != strings.Join(binHead, "|") {
+		t.Errorf("%s shows show's fields %q and columns %q; the binary prints %q and %q", clitest.DocsPage, docKV, docHead, binKV, binHead)
+	}
+	listHead, _, _ := strings.Cut(harness.Must(t, "list", "--dsn", dsn), "\n")
+	wideHead, _, _ := strings.Cut(harness.Must(t, "list", "-o", "wide", "--dsn", dsn), "\n")
+	lists := regexp.MustCompile(`(?m)^NODE +STATE .*$`).FindAllString(string(page), -1)
+	if len(lists) == 0 {
+		t.Fatalf("%s shows no output of nodeid list", clitest.DocsPage)
+	}
+	for _, line := range lists {
+		got, want := columns.FindAllString(line, -1), columns.FindAllString(listHead, -1)
+		if len(got) > len(want) { // -o wide
+			want = columns.FindAllString(wideHead, -1)
+		}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%s shows list's columns %q; the binary prints %q", clitest.DocsPage, got, want)
 		}
 	}
 }

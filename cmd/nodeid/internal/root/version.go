@@ -28,7 +28,8 @@ type Build struct {
 type VersionInfo struct {
 	// Version is the release set at build time, else the main module's
 	// version as Go stamped it: a tag (v1.2.3), or a pseudo-version of the
-	// commit with +dirty for a modified tree; "" when the build says none.
+	// commit with +dirty for a modified tree; "devel" when the build says
+	// none.
 	Version string `json:"version"`
 	// Commit is the commit the binary was built from, "" when unknown;
 	// Modified says whether the tree had changes not committed (nil when
@@ -99,8 +100,14 @@ func NewVersionInfo(b Build, bi *debug.BuildInfo) VersionInfo {
 		v.Modified, v.CommitTime = modified, revTime
 	}
 	v.BuildDate = b.Date
+	if v.Version == "" {
+		v.Version = devel // as the text says it: one word for one fact
+	}
 	return v
 }
+
+// devel is the version of a build that knows none.
+const devel = "devel"
 
 // String is the one line of "nodeid version":
 //
@@ -114,7 +121,7 @@ func (v VersionInfo) String() string {
 	if v.Version != "" {
 		b.WriteString(v.Version)
 	} else {
-		b.WriteString("devel")
+		b.WriteString(devel)
 	}
 	var about []string
 	if v.Commit != "" {
@@ -129,7 +136,7 @@ func (v VersionInfo) String() string {
 	if v.BuildDate != "" {
 		about = append(about, "built "+v.BuildDate)
 	}
-	if v.Version == "" && v.Commit == "" && v.BuildDate == "" {
+	if (v.Version == "" || v.Version == devel) && v.Commit == "" && v.BuildDate == "" {
 		about = append(about, "no version information: built without VCS stamping")
 	}
 	if len(about) > 0 {

@@ -98,6 +98,13 @@ func TestVersionOutput(t *testing.T) {
 	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &doc) != nil || doc.Go != runtime.Version() || doc.Source == "" {
 		t.Errorf("version -o json: %+v", r)
 	}
+	// The same version in both forms, "devel" for a build that knows none.
+	if text := strings.Fields(harness.Must(t, "version")); len(text) < 2 || doc.Version == "" || text[1] != doc.Version {
+		t.Errorf("version says %q, version -o json %q", text, doc.Version)
+	}
+	if v := NewVersionInfo(Build{}, nil); v.Version != "devel" || !strings.HasPrefix(v.String(), "nodeid devel (no version information") {
+		t.Errorf("a build without version information: %q, %q", v.Version, v.String())
+	}
 	if r := harness.Run(t, "version", "-o", "yaml"); r.Code != 0 || !strings.Contains(r.Stdout, "go: "+runtime.Version()) {
 		t.Errorf("version -o yaml: %+v", r)
 	}

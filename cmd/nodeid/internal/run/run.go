@@ -41,7 +41,8 @@ type Options struct {
 
 	holder.Flags
 	Wait        bool
-	Timeout     time.Duration
+	WaitTimeout time.Duration // --wait-timeout, or --timeout with --wait
+	Timeout     time.Duration // --timeout: for one release, --wait-timeout's old name
 	KeepDBEnv   bool
 	MetricsAddr string
 	Layout      cli.LayoutFlags // --layout and --node-bits: how many node IDs the command's IDs hold
@@ -51,9 +52,10 @@ type Options struct {
 
 	nodes    cli.NodeRange // resolved by Validate
 	nodeBits int           // of Layout, resolved by Validate
+	waitFlag string        // the flag that bounds the wait, for messages
 }
 
-// Validate checks the flags: the grace, the layout, --timeout, the node
+// Validate checks the flags: the grace, the layout, --wait-timeout, the node
 // range.
 func (o *Options) Validate() error {
 	if err := o.ValidateGrace(); err != nil {
@@ -64,8 +66,15 @@ func (o *Options) Validate() error {
 		return err
 	}
 	o.nodeBits = int(l.NodeBits)
-	if o.Timeout > 0 && !o.Wait {
-		return cli.Usagef("--timeout %s: it bounds --wait, which is not given", o.Timeout)
+	o.waitFlag = "--wait-timeout"
+	switch {
+	case o.WaitTimeout > 0 && !o.Wait:
+		return cli.Usagef("--wait-timeout %s: it bounds --wait, which is not given", o.WaitTimeout)
+	case o.Timeout > 0 && o.Wait && o.WaitTimeout == 0:
+		// The old name of the wait's bound, kept for one release: scripts
+		// use it. Without --wait, --timeout is the global flag's, which
+		// run does not use (it keeps its own timing).
+		o.WaitTimeout, o.waitFlag = o.Timeout, "--timeout"
 	}
 	r, err := o.Nodes()
 	if err != nil {
@@ -182,7 +191,7 @@ with the reason before the claim, once the lease is lost or ended, and
 when a renewal is overdue (for a liveness or readiness probe).
 
 Exit codes: the command's; 1 if it could not start or the database failed;
-2 bad usage; 3 no node ID available (or --timeout passed); 5 if the lease
+2 bad usage; 3 no node ID available (or --wait-timeout passed); 5 if the lease
 ended while the command ran and nodeid run stopped it, whatever the
 command's own code (a command that exits 0 on SIGTERM must not look
 finished to a service manager that restarts on failure); 130 if
@@ -192,7 +201,7 @@ nodeid run needs Linux (a child subreaper, CLOCK_BOOTTIME timers, /proc):
 elsewhere it refuses at once, and runs nothing unbounded.`,
 		Example: `  nodeid run -- python3 service.py
   nodeid run --ttl 30s --grace 5s --owner billing-7 -- java -jar billing.jar
-  nodeid run --wait --timeout 5m --range 0-63 -- ./worker --flag`,
+  nodeid run --wait --wait-timeout 5m --range 0-63 -- ./worker --flag`,
 		Args: cli.MinArgs(1, "a command to run, after --"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, args []string, c *cli.Conn) error {
 			// Never an unbounded command: without the warden, nothing runs.
@@ -207,8 +216,10 @@ elsewhere it refuses at once, and runs nothing unbounded.`,
 	fl.SetInterspersed(false) // flags after COMMAND are the command's
 	o.Register(cmd, "time between SIGTERM and the deadline; at most TTL/2")
 	fl.BoolVar(&o.Wait, "wait", false, "wait for a node ID to free up instead of exiting with code 3")
-	fl.Var(&cli.DefaultedDuration{DurationValue: cli.NewDurationValue(&o.Timeout, 0)}, "timeout",
+	fl.Var(&cli.DefaultedDuration{DurationValue: cli.NewDurationValue(&o.WaitTimeout, 0)}, "wait-timeout",
 		"with --wait: give up after this long, with exit code 3 (default: wait as long as it takes)")
+	fl.Var(&cli.DefaultedDuration{DurationValue: cli.NewDurationValue(&o.Timeout, 0)}, "timeout",
+		"not used by run, which keeps its own timing; with --wait, for this release only, --wait-timeout's old name")
 	fl.BoolVar(&o.KeepDBEnv, "keep-db-env", false, "pass DATABASE_URL, PGPASSWORD and PGSSLPASSWORD on to the command")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and the lease's health on /healthz at HOST:PORT (\":9464\")")
 	o.Layout.RegisterNodeBits(cmd, "width of the node field of the IDs the command mints: a node range beyond it is refused")
@@ -232,7 +243,7 @@ func runUnderLease(ctx context.Context, o *Options) error {
 		return err
 	}
 	opts := append(o.Options(table), nodeid.WithNodeBits(o.nodeBits),
-		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)))
+		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelInfo)))
 	// Without --range or --nodes, the table's recorded range (a new table,
 	// with --create, gets the default one).
 	which := "a node ID"
@@ -256,9 +267,12 @@ func runUnderLease(ctx context.Context, o *Options) error {
 	ictx, stop := env.Interrupted(ctx)
 	defer stop()
 	ctx = ictx
-	if o.Timeout > 0 {
+	if o.waitFlag == "--timeout" {
+		fmt.Fprintf(env.Err, "nodeid: --timeout with --wait is named --wait-timeout now; --timeout bounds the wait for this release only\n")
+	}
+	if o.WaitTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ictx, o.Timeout, fmt.Errorf("gave up after --timeout %s", o.Timeout))
+		ctx, cancel = context.WithTimeoutCause(ictx, o.WaitTimeout, fmt.Errorf("gave up after %s %s", o.waitFlag, o.WaitTimeout))
 		defer cancel()
 	}
 	// From before the claim: a step at any time of the lease counts.
@@ -268,7 +282,7 @@ func runUnderLease(ctx context.Context, o *Options) error {
 	}
 	defer steps.Close()
 	lease, closeReg, err := holder.Acquire(ctx, db, opts, holder.Waiting{
-		Wait: o.Wait, Timeout: o.Timeout, Every: waitReportEvery, Which: which, Table: table, Log: env.Err,
+		Wait: o.Wait, Timeout: o.WaitTimeout, Every: waitReportEvery, Which: which, Table: table, Log: env.Err,
 	})
 	defer closeReg()
 	switch {
@@ -289,7 +303,7 @@ func runUnderLease(ctx context.Context, o *Options) error {
 		switch {
 		case ictx.Err() != nil:
 			return &cli.ExitError{Code: 130, Msg: "interrupted while waiting for the clock to pass the node ID's horizon"}
-		case ctx.Err() != nil: // --timeout
+		case ctx.Err() != nil: // --wait-timeout
 			return &cli.ExitError{Code: cli.ExitNoNodeID, Msg: err.Error()}
 		}
 		return err

@@ -246,7 +246,7 @@ while :; do sleep 0.05; done
 	if r.Code != cli.ExitLeaseLost {
 		t.Errorf("exit code %d, want %d (the lease ended)", r.Code, cli.ExitLeaseLost)
 	}
-	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewal failed", "it exited with code 137"} {
+	for _, want := range []string{"was not renewed", "sending SIGTERM to " + child, "sending SIGKILL to " + child, "renewals failing", "it exited with code 137"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("stderr does not say %q: %s", want, r.Stderr)
 		}
@@ -301,7 +301,7 @@ func TestRunBadInput(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run"), cli.ExitUsage, "a command to run")
-	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "TTL 1s is outside 3s to 24h0m0s")
+	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "--ttl 1s: it must be 3s to 24h0m0s")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "3s", "--grace", "2s", "--", "true"), cli.ExitUsage, "--grace 2s", "half the TTL")
 	clitest.WantExit(t, harness.Run(t, "run", "--grace", "0s", "--", "true"), cli.ExitUsage, "--grace")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "forever", "--", "true"), cli.ExitUsage, "--ttl")
@@ -344,13 +344,15 @@ func holdNode0(t *testing.T, db *sql.DB, dsn string) {
 	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = 'other', epoch = 1, expires_at = now() + interval '1h' WHERE node_id = 0`)
 }
 
-// TestRunWaitTimeout: run --wait says what it waits for, and --timeout
-// gives up with exit code 3 and the reason, without running the command.
+// TestRunWaitTimeout: run --wait says what it waits for, and
+// --wait-timeout (or, for one release, --timeout) gives up with exit code 3
+// and the reason, without running the command.
 func TestRunWaitTimeout(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
 	holdNode0(t, db, dsn)
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := harness.Run(t, "run", "--dsn", dsn, "--range", "0-0", "--wait", "--timeout", "1s", "--", "touch", marker)
+	firstRun := r
 	if r.Code != cli.ExitNoNodeID {
 		t.Errorf("exit code %d, want %d", r.Code, cli.ExitNoNodeID)
 	}
@@ -363,10 +365,23 @@ func TestRunWaitTimeout(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the command ran without a lease")
 	}
-	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--timeout", "1s", "--", "true"), cli.ExitUsage, "--timeout 1s", "--wait")
+	// --wait-timeout bounds the wait alone, and the old name with --wait
+	// still does, for one release, saying so; the global --timeout is not
+	// run's (it keeps its own timing), so it is no error.
+	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--wait-timeout", "1s", "--", "true"), cli.ExitUsage, "--wait-timeout 1s: it bounds --wait, which is not given")
+	r = harness.Run(t, "run", "--dsn", dsn, "--range", "0-0", "--wait", "--wait-timeout", "1s", "--", "touch", marker)
+	if r.Code != cli.ExitNoNodeID || !strings.Contains(r.Stderr, "gave up after --wait-timeout 1s") || strings.Contains(r.Stderr, "this release only") {
+		t.Errorf("run --wait --wait-timeout 1s: %+v", r)
+	}
+	if !strings.Contains(firstRun.Stderr, "--timeout with --wait is named --wait-timeout now") {
+		t.Errorf("run --wait --timeout does not say its new name: %s", firstRun.Stderr)
+	}
+	if r := harness.Run(t, "run", "--dsn", dsn, "--timeout", "2s", "--", "true"); r.Code != cli.ExitNoNodeID || strings.Contains(r.Stderr, "--timeout") {
+		t.Errorf("run --timeout 2s -- true, its only node ID held: %+v, want exit 3 (no node ID), and no word of --timeout", r)
+	}
 }
 
-// TestRunWaitTimeoutMidClaim: --timeout passing while a claim hangs (the
+// TestRunWaitTimeoutMidClaim: --wait-timeout passing while a claim hangs (the
 // database went silent) still gives up with exit code 3 and the reason.
 func TestRunWaitTimeoutMidClaim(t *testing.T) {
 	srv := pgtest.Shared(t)
@@ -377,7 +392,7 @@ func TestRunWaitTimeoutMidClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	b := harness.Start(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--range", "0-0", "--wait", "--timeout", "3s", "--", "true")
+	b := harness.Start(t, "run", "--dsn", pgtest.WithAddr(dsn, p.Addr()), "--range", "0-0", "--wait", "--wait-timeout", "3s", "--", "true")
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.Stderr(), "waiting for one to free up"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("run --wait did not start waiting: %s", b.Stderr())
@@ -387,8 +402,8 @@ func TestRunWaitTimeoutMidClaim(t *testing.T) {
 	p.Blackhole()
 	r := b.Wait(t, 60*time.Second)
 	p.Restore()
-	if r.Code != cli.ExitNoNodeID || !strings.Contains(r.Stderr, "gave up after --timeout 3s") {
-		t.Errorf("--timeout during a silent claim: %+v; want exit code 3 and the reason", r)
+	if r.Code != cli.ExitNoNodeID || !strings.Contains(r.Stderr, "gave up after --wait-timeout 3s") {
+		t.Errorf("--wait-timeout during a silent claim: %+v; want exit code 3 and the reason", r)
 	}
 }
 
@@ -547,7 +562,7 @@ func TestRunCreate(t *testing.T) {
 func TestRunHelp(t *testing.T) {
 	t.Parallel()
 	out := harness.Must(t, "run", "--help")
-	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", "--keep-db-env", "--create", "--timeout", "--metrics-addr", "/healthz", "needs Linux"} {
+	for _, want := range []string{"(default TTL/6)", EnvLeaseFile, EnvCeilingMs, EnvDeadlineMs, "visible to every user", "PGPASSFILE", "--keep-db-env", "--create", "--wait-timeout", "--metrics-addr", "/healthz", "needs Linux"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run --help does not say %q", want)
 		}

@@ -72,7 +72,7 @@ while :; do sleep 0.05; done
 	harness.Must(t, "evict", fields[0], "--epoch", fields[1], "--yes", "--dsn", dsn)
 	waitFile(t, filepath.Join(dir, "term"), b)
 	code, body = get("/healthz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "lease of node ID "+fields[0]+" lost") || !strings.Contains(body, "evicted") {
+	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "unhealthy: lease of node ID "+fields[0]+" ") || !strings.Contains(body, "evicted") {
 		t.Errorf("/healthz after the eviction: %d %q", code, body)
 	}
 	if _, body := get("/metrics"); !regexp.MustCompile(`(?m)^nodeid_lease_lost_total\{.*nodeid_cause="evicted".*\} 1$`).MatchString(body) {
@@ -81,8 +81,13 @@ while :; do sleep 0.05; done
 	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := b.Wait(t, 30*time.Second); r.Code != cli.ExitLeaseLost {
+	r := b.Wait(t, 30*time.Second)
+	if r.Code != cli.ExitLeaseLost {
 		t.Errorf("exit code %d, want %d: the lease ended", r.Code, cli.ExitLeaseLost)
+	}
+	// One line says the loss (with what run does about it), prefixed once.
+	if n := strings.Count(r.Stderr, " lost"); n != 1 || strings.Contains(r.Stderr, "nodeid: nodeid:") {
+		t.Errorf("%d lines say the lease was lost, want 1, none with a doubled prefix:\n%s", n, r.Stderr)
 	}
 }
 

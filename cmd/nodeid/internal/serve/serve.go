@@ -220,8 +220,12 @@ func listenAddr(s string) (network, addr string, err error) {
 		}
 		return "unix", p, nil
 	}
-	if _, _, err := net.SplitHostPort(s); err != nil {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
 		return "", "", cli.Usagef("--listen %q: it must be HOST:PORT (127.0.0.1:8080) or unix:PATH: %v", s, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 64); err == nil && n > 65535 {
+		return "", "", cli.Usagef("--listen %q: port %s is not a TCP port, which must be 0 to 65535", s, port)
 	}
 	return "tcp", s, nil
 }
@@ -240,7 +244,7 @@ func serve(ctx context.Context, o *Options) error {
 	l := o.layout
 	opts := append(o.Options(table),
 		nodeid.WithNodeBits(int(l.NodeBits)),
-		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelWarn)),
+		nodeid.WithLogger(holder.NewLogger(env.Err, slog.LevelInfo)),
 		nodeid.WithMeterProvider(m.Provider),
 	)
 	if o.Range.Given() {
@@ -368,7 +372,7 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 			return lease, nil
 		case <-lease.Done():
 		}
-		lost := fmt.Errorf("%v; claiming a node ID again", lease.Err())
+		lost := fmt.Errorf("%s; claiming a node ID again", strings.TrimPrefix(lease.Err().Error(), "nodeid: "))
 		h.unavailable(lost, hdr)
 		fmt.Fprintf(h.log, "nodeid: %v\n", lost)
 		_ = lease.Release(context.Background()) // frees the row of a lease that lapsed, if still ours
@@ -597,7 +601,7 @@ func (s *idServer) mint(w http.ResponseWriter, st *serveState, count int, many, 
 
 // fail answers with status and a one-line reason, and returns status.
 func (s *idServer) fail(w http.ResponseWriter, asJSON bool, status int, format string, args ...any) int {
-	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	msg := strings.ReplaceAll(strings.TrimPrefix(fmt.Sprintf(format, args...), "nodeid: "), "\n", " ")
 	h := w.Header()
 	h["X-Content-Type-Options"] = noSniff
 	if asJSON {

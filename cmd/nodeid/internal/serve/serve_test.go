@@ -298,6 +298,8 @@ func TestServeUsage(t *testing.T) {
 	}{
 		{[]string{"--listen", "8080"}, `--listen "8080": it must be HOST:PORT`},
 		{[]string{"--listen", "unix:"}, "unix: needs a socket path"},
+		{[]string{"--ttl", "1s"}, "--ttl 1s: it must be 3s to 24h0m0s"},
+		{[]string{"--listen", "0.0.0.0:99999"}, `--listen "0.0.0.0:99999": port 99999 is not a TCP port, which must be 0 to 65535`},
 		{[]string{"--ttl", "10s", "--grace", "6s"}, "--grace 6s: it must be positive and at most half the TTL (5s)"},
 		{[]string{"--range", "0-1024"}, "node range 0-1024: node IDs above 1023"},
 		{[]string{"--layout", "js53", "--range", "0-1024"}, "node IDs above 1023 do not fit the 10 node bits"},
@@ -637,6 +639,9 @@ func (l *lossLoad) check(t *testing.T, db *sql.DB, lost int64, cause string) {
 				if r.status != 503 || strings.Count(r.body, "\n") != 1 {
 					t.Errorf("client %d: status %d %q, want 503 and one line", client, r.status, r.body)
 				}
+				if strings.HasPrefix(r.body, "nodeid:") || strings.HasPrefix(r.body, `{"error":"nodeid:`) {
+					t.Errorf("client %d: a 503 prefixed as a message of the command's stderr: %q", client, r.body)
+				}
 				continue
 			}
 			ok++
@@ -702,6 +707,11 @@ func TestServeLeaseLostEvicted(t *testing.T) {
 	l.finish(t)
 	l.check(t, db, 1, "evicted")
 	p.stop(t)
+	// One line says the loss, once, prefixed once.
+	stderr := p.stderr.String()
+	if n := strings.Count(stderr, " lost"); n != 1 || strings.Contains(stderr, "nodeid: nodeid:") {
+		t.Errorf("%d lines say the lease was lost, want 1, none with a doubled prefix:\n%s", n, stderr)
+	}
 }
 
 // waitReclaimed waits until serve, whose lease of node 0 was lost, mints

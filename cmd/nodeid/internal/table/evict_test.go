@@ -49,6 +49,12 @@ func TestEvict(t *testing.T) {
 	clitest.WantExit(t, r, cli.ExitFailure, `its current claim is epoch 5 (owner "web-2\x1b[2J\x1b[31mred\u202e", expired 42m ago)`)
 	clitest.WantExit(t, harness.Run(t, "evict", "3", "--epoch", "1", "--yes", "--dsn", dsn), cli.ExitFailure, "node ID 3 was never claimed")
 	clitest.WantExit(t, harness.Run(t, "evict", "2", "--epoch", "1", "--yes", "--dsn", dsn), cli.ExitFailure, "is at epoch 2, not 1", "the current one (free)")
+	// A node ID beyond the table: its range, as show gives it, and no advice to add it.
+	r = harness.Run(t, "evict", "3000", "--epoch", "1", "--yes", "--dsn", dsn)
+	clitest.WantExit(t, r, cli.ExitFailure, "node ID 3000 is not in table snowflake_nodes, whose range is 0-3")
+	if strings.Contains(r.Stderr, "nodeid init") {
+		t.Errorf("evict advises adding the node ID it was to evict: %s", r.Stderr)
+	}
 
 	// Confirmed: the holder loses the row, which keeps its expiry: it is
 	// evicted, claimable once the lease has expired.

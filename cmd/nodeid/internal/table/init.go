@@ -198,8 +198,8 @@ func initRun(ctx context.Context, o *InitOptions) error {
 				maxTTL = max(maxTTL, old.MaxTTL)
 			}
 			if o.MaxTTLGiven && maxTTL < old.MaxTTL {
-				return cli.Usagef("--max-ttl %s: table %s records %s, and a maximum TTL is never lowered (a lease may already use it)",
-					maxTTL, table, old.MaxTTL)
+				return cli.Conflictf("--max-ttl %s: table %s records %s, and a maximum TTL is never lowered (a lease may already use it): leave out --max-ttl, or give %s or more",
+					maxTTL, table, old.MaxTTL, old.MaxTTL)
 			}
 			if !o.MaxTTLGiven {
 				maxTTL = old.MaxTTL

@@ -49,7 +49,8 @@ func TestInit(t *testing.T) {
 	if !strings.HasSuffix(r.Stdout, "node IDs 0-15, 16 rows, maximum TTL 1m0s, replication async\n") {
 		t.Errorf("narrower init: %q", r.Stdout)
 	}
-	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitUsage, "never lowered", "1m0s")
+	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--max-ttl", "10s"), cli.ExitConflict, "never lowered", "1m0s", "give 1m0s or more")
+	harness.Must(t, "init", "--dsn", dsn, "--max-ttl", "1m0s") // the advice, followed
 	// Wider than the layout's node field: refused, naming the value and
 	// the rule; with the layout's node bits given, done without a word.
 	clitest.WantExit(t, harness.Run(t, "init", "--dsn", dsn, "--range", "0-2047"), cli.ExitUsage,
@@ -173,16 +174,57 @@ func TestPrune(t *testing.T) {
 		}
 		return s
 	}
+	const all = "old,old,open,recent"
+	// Counted, nothing deleted.
+	if out := harness.Must(t, "prune", "--dsn", dsn, "--older-than", "30d", "--dry-run"); out != "would delete 2 history rows (claims that ended more than 30d ago); nothing deleted (--dry-run)\n" {
+		t.Errorf("prune --dry-run: %q", out)
+	}
+	if got := owners(); got != all {
+		t.Errorf("history after prune --dry-run: %s; want %s", got, all)
+	}
+	// Asked, no answer (stdin not a terminal, empty): nothing deleted.
+	r := harness.Run(t, "prune", "--dsn", dsn, "--older-than", "1s")
+	wantRefused(t, r, "Delete 3 history rows (claims that ended more than 1s ago) from snowflake_nodes_history?", "not pruned: no answer on stdin; pass --yes")
+	if got := owners(); got != all {
+		t.Errorf("history after prune without an answer: %s; want %s", got, all)
+	}
+	// Answered no: nothing deleted.
+	r = harness.RunWith(t, "n\n", nil, "prune", "--dsn", dsn, "--older-than", "1s")
+	wantRefused(t, r, "not pruned: the answer was not yes")
+	if got := owners(); got != all {
+		t.Errorf("history after prune answered no: %s; want %s", got, all)
+	}
+	// Answered yes.
+	r = harness.RunWith(t, "y\n", nil, "prune", "--dsn", dsn, "--older-than", "30d")
+	if r.Code != 0 || r.Stdout != "deleted 2 history rows (claims that ended more than 30d ago)\n" {
+		t.Errorf("prune answered yes: %+v", r)
+	}
 	for _, tc := range []struct{ age, out, left string }{
-		{"30d", "deleted 2 history rows (claims that ended more than 30d ago)\n", "open,recent"},
 		{"30d", "deleted no history rows: no claim ended more than 30d ago\n", "open,recent"},
 		{"12h", "deleted 1 history row (a claim that ended more than 12h ago)\n", "open"},
 	} {
-		if out := harness.Must(t, "prune", "--dsn", dsn, "--older-than", tc.age); out != tc.out {
+		if out := harness.Must(t, "prune", "--dsn", dsn, "--older-than", tc.age, "--yes"); out != tc.out {
 			t.Errorf("prune --older-than %s: %q, want %q", tc.age, out, tc.out)
 		}
 		if got := owners(); got != tc.left {
 			t.Errorf("history after prune --older-than %s: %s; want %s kept", tc.age, got, tc.left)
+		}
+	}
+	// Nothing to delete: nothing to ask.
+	if out := harness.Must(t, "prune", "--dsn", dsn, "--older-than", "1s"); out != "deleted no history rows: no claim ended more than 1s ago\n" {
+		t.Errorf("prune with nothing to delete: %q", out)
+	}
+}
+
+// wantRefused checks that r exited 1, saying wants on stderr.
+func wantRefused(t *testing.T, r clitest.Result, wants ...string) {
+	t.Helper()
+	if r.Code != cli.ExitFailure || r.Stdout != "" {
+		t.Errorf("exit %d, stdout %q; want 1 and nothing", r.Code, r.Stdout)
+	}
+	for _, w := range wants {
+		if !strings.Contains(r.Stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, r.Stderr)
 		}
 	}
 }

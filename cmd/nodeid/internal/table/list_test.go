@@ -307,3 +307,25 @@ func TestQuarantineShown(t *testing.T) {
 		t.Errorf("after the quarantine:\n%s", out)
 	}
 }
+
+// TestNotANodeidTable: a table that exists but is not nodeid's (an
+// application's, a catalog's) is named as such, and no init that would
+// fail on it is advised.
+func TestNotANodeidTable(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	clitest.ExecSQL(t, db, `CREATE TABLE orders (id bigint PRIMARY KEY, total numeric)`)
+	for _, args := range [][]string{
+		{"list", "--table", "orders"},
+		{"show", "1", "--table", "orders"},
+		{"list", "--table", "pg_catalog.pg_class"},
+	} {
+		r := harness.Run(t, append(args, "--dsn", dsn)...)
+		clitest.WantExit(t, r, cli.ExitFailure, "table "+args[len(args)-1]+" in database", "is not a nodeid table", "name nodeid's table with --table")
+		if strings.Contains(r.Stderr, "nodeid init --dsn") {
+			t.Errorf("nodeid %s advises an init that fails on that table: %s", strings.Join(args, " "), r.Stderr)
+		}
+	}
+	// A table that does not exist still gets init's advice.
+	clitest.WantExit(t, harness.Run(t, "list", "--table", "nosuch", "--dsn", dsn), cli.ExitFailure, "table nosuch does not exist", "nodeid init --dsn")
+}

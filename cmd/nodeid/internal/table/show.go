@@ -159,8 +159,12 @@ func WriteShow(w io.Writer, table string, r store.Row, hist []store.HistoryRow, 
 		if c.FromMs != 0 {
 			from = cli.ExactMs(c.FromMs)
 		}
+		to := "-" // nothing stamped (a first claim released before it minted), or still open
+		if c.HorizonMs != 0 {
+			to = cli.ExactMs(c.HorizonMs)
+		}
 		cells := []string{strconv.FormatInt(c.Epoch, 10), cli.OrDash(c.Owner), cli.Relative(c.AcquiredAt, now), ended, reason,
-			from, cli.ExactMs(c.HorizonMs)}
+			from, to}
 		if wide {
 			cells = append(cells, cli.Exact(c.AcquiredAt), cli.Exact(c.EndedAt), strconv.FormatInt(c.FromMs, 10), strconv.FormatInt(c.HorizonMs, 10),
 				strconv.FormatInt(c.Generation, 10))

@@ -174,3 +174,43 @@ func TestShowHintKeepsTable(t *testing.T) {
 	}
 	harness.Must(t, "show", "900", "--table", "ids.other", "--dsn", dsn)
 }
+
+// TestShowHintBeyondLayout: for a node ID beyond the default layout's 10
+// node bits, show advises an init with the node bits that hold it, which
+// init accepts (node IDs beyond every table's node bits are refused as
+// arguments).
+func TestShowHintBeyondLayout(t *testing.T) {
+	t.Parallel()
+	_, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "4")
+	r := harness.Run(t, "show", "5000", "--dsn", dsn)
+	clitest.WantExit(t, r, cli.ExitFailure, "node ID 5000 is not in table snowflake_nodes, whose range is 0-3")
+	m := hintedCommand.FindStringSubmatch(r.Stderr)
+	if m == nil {
+		t.Fatalf("no command advised: %s", r.Stderr)
+	}
+	words := shellWords(t, m[1])
+	if want := []string{"--range", "5000-5000", "--node-bits", "13"}; strings.Join(words[len(words)-4:], " ") != strings.Join(want, " ") {
+		t.Errorf("the advised command reads as %q, want it to end with %q", words, want)
+	}
+	harness.Must(t, words[1:]...)
+	harness.Must(t, "show", "5000", "--dsn", dsn)
+}
+
+// TestShowNothingStamped: a first claim released before it minted records
+// no horizon; show prints "-" for it, not the epoch of 1970.
+func TestShowNothingStamped(t *testing.T) {
+	t.Parallel()
+	db, dsn := pgtest.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--nodes", "2")
+	clitest.ExecSQL(t, db, `INSERT INTO snowflake_nodes_history (node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation) VALUES
+		(0, 1, 'idle', now() - interval '2 hours', 0, now() - interval '1 hour', 'released', 0, 1)`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = '', epoch = 1, acquired_at = now() - interval '2 hours', expires_at = now() - interval '1 hour' WHERE node_id = 0`)
+	out := harness.Must(t, "show", "0", "--dsn", dsn)
+	if strings.Contains(out, "1970-01-01") {
+		t.Errorf("show prints the epoch of 1970 for a claim that stamped nothing:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^1 +idle +2h ago +1h ago +released +- +-$`).MatchString(out) {
+		t.Errorf("show does not print the claim that stamped nothing with \"-\" for both bounds:\n%s", out)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/postgres"
 )
 
 // clearScreen moves the cursor home and clears the terminal.
@@ -46,8 +47,12 @@ func NewCmdWatch(env *cli.Env, runF func(context.Context, *WatchOptions) error) 
 		Short: "Show the list, refreshed in place until interrupted",
 		Long: `Show "nodeid list" and refresh it every --interval until interrupted
 (Ctrl-C), or --count times. On a terminal each refresh redraws the screen;
-otherwise the frames follow each other. A failed refresh shows the error and
-the next one tries again; only a failure of the first one ends the command.
+otherwise the frames follow each other. A failed refresh shows the error in
+place of the list and the next one tries again, also when the database is
+unreachable from the start (an outage, a restart, a failover): watch resumes
+when it answers. Only a first refresh that fails for a reason that does not
+go away by itself (a missing table or privilege, a failed login) ends the
+command; with --count, so does a last refresh that failed (exit code 1).
 
 With -o json each refresh is one JSON document on one line, and nothing else
 is written to stdout (for jq and other readers of JSON streams); with -o yaml
@@ -76,6 +81,7 @@ func watchRun(ctx context.Context, o *WatchOptions) error {
 	tty := isTerminal(env.Out)
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
+	var last error // of the last refresh
 	for i := 0; o.Count == 0 || i < o.Count; i++ {
 		if i > 0 {
 			select {
@@ -88,16 +94,20 @@ func watchRun(ctx context.Context, o *WatchOptions) error {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil
-		case err != nil && i == 0:
+		case err != nil && i == 0 && !postgres.Retryable(err):
 			return err
 		}
-		frame, err := watchFrame(env, c, n, err, o, i, tty)
-		if err != nil {
-			return err
+		last = err
+		frame, ferr := watchFrame(env, c, n, err, o, i, tty)
+		if ferr != nil {
+			return ferr
 		}
 		if _, err := env.Out.Write(frame); err != nil {
 			return err
 		}
+	}
+	if last != nil {
+		return &cli.ExitError{Code: cli.ExitFailure, Msg: fmt.Sprintf("the last of %d refreshes failed", o.Count)}
 	}
 	return nil
 }
@@ -126,7 +136,7 @@ func watchFrame(env *cli.Env, c *cli.Conn, n Nodes, err error, o *WatchOptions, 
 		fmt.Fprintf(&frame, "Every %s: nodeid list --table %s    %s\n\n", o.Interval, c.Table(), env.Now().Format("15:04:05"))
 	}
 	if err != nil {
-		fmt.Fprintln(&frame, c.Describe(err))
+		fmt.Fprintf(&frame, "%s\n(trying again every %s)\n", c.Describe(err), o.Interval)
 		return frame.Bytes(), nil
 	}
 	werr := n.Write(&frame, &o.ListOptions)

@@ -3,12 +3,16 @@ package table
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/internal/testkit"
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -117,10 +121,68 @@ func TestWatchBadInput(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "watch", "--state", "gone"), cli.ExitUsage, "--state")
 }
 
-// TestWatchFirstFailure: a watch whose first refresh fails ends with the
-// error instead of repeating it.
+// TestWatchFirstFailure: a watch whose first refresh fails for a reason
+// that does not go away by itself (no such table) ends with the error
+// instead of repeating it; one that cannot connect keeps trying, and
+// exits 1 if its last refresh failed too.
 func TestWatchFirstFailure(t *testing.T) {
 	t.Parallel()
-	clitest.WantExit(t, harness.Run(t, "watch", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=5", "--count", "5"),
-		cli.ExitFailure, "cannot connect to PostgreSQL", "connection refused")
+	_, dsn := seedList(t)
+	clitest.WantExit(t, harness.Run(t, "watch", "--dsn", dsn, "--table", "nosuch", "--count", "5"),
+		cli.ExitFailure, "table nosuch does not exist")
+	r := harness.Run(t, "watch", "--dsn", "postgres://nobody@127.0.0.1:1/none?connect_timeout=5", "--count", "2", "--interval", "10ms")
+	clitest.WantExit(t, r, cli.ExitFailure, "the last of 2 refreshes failed")
+	if n := strings.Count(r.Stdout, "connection refused"); n != 2 || strings.Count(r.Stdout, "trying again every 10ms") != 2 {
+		t.Errorf("%d frames say the connection was refused, want 2, each saying it tries again:\n%s", n, r.Stdout)
+	}
+}
+
+// TestWatchThroughOutage: a watch started while the server is down keeps
+// trying, saying it cannot connect, and shows the list once the server is
+// back; interrupted, it exits 0.
+func TestWatchThroughOutage(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.NewServer(t)
+	_, dsn := srv.NewDB(t)
+	harness.Must(t, "init", "--dsn", dsn, "--range", "0-3")
+	ctx := clitest.Ctx(t)
+	if err := srv.Stop(ctx, pgtest.Fast); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	b := harness.StartInterruptible(t, "watch", "--dsn", dsn, "--interval", "100ms", "--all")
+	defer func() {
+		b.Interrupt()
+		<-b.Done()
+	}()
+	// 3 s of outage, and watch still trying.
+	testkit.Until(t, 30*time.Second, "a 3 s outage, watch trying", func() error {
+		select {
+		case <-b.Done():
+			return testkit.Stop(fmt.Errorf("watch exited %d during the outage: %s%s", b.Code(), b.Stdout(), b.Stderr()))
+		default:
+		}
+		if n := strings.Count(b.Stdout(), "cannot connect"); n < 3 || time.Since(down) < 3*time.Second {
+			return fmt.Errorf("%d frames say it cannot connect, %s into the outage", n, time.Since(down))
+		}
+		return nil
+	})
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Until(t, 60*time.Second, "a frame of the list", func() error {
+		select {
+		case <-b.Done():
+			return testkit.Stop(fmt.Errorf("watch exited %d: %s%s", b.Code(), b.Stdout(), b.Stderr()))
+		default:
+		}
+		if out := b.Stdout(); !strings.Contains(out, "total 4") {
+			return fmt.Errorf("no list yet; the last frame: %s", out[strings.LastIndex(out, "Every "):])
+		}
+		return nil
+	})
+	b.Interrupt()
+	if r := b.Wait(t, 30*time.Second); r.Code != 0 {
+		t.Errorf("watch interrupted exited %d, want 0", r.Code)
+	}
 }
