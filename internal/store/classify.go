@@ -129,9 +129,9 @@ func (e *StatementError) Unwrap() error { return e.Err }
 func (e *StatementError) hint() string {
 	switch code := SQLState(e.Err); {
 	case code == pgerrcode.UndefinedTable:
-		return "the lease tables do not exist: create them with the DDL of SchemaSQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
+		return "the lease tables do not exist: create them with nodeid init, or the DDL of postgres.Schema.SQL applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
-		return "the table does not have the expected columns: bring it up to date with the DDL of SchemaSQL, applied by its owner"
+		return "the table does not have the expected columns: bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied by its owner"
 	case code == pgerrcode.InsufficientPrivilege:
 		if d, ok := Denied(e); ok {
 			return d.need()

@@ -23,6 +23,9 @@ func ValidateTable(name string) error {
 	if !qualified {
 		schema, table = "", name
 	}
+	if strings.Contains(table, ".") {
+		return fmt.Errorf("table %q: a name has at most one dot, between a schema and a table (schema.table)", name)
+	}
 	if qualified {
 		if err := validIdent(schema, maxSchemaLen); err != nil {
 			return fmt.Errorf("table %q: schema %w", name, err)

@@ -26,6 +26,10 @@ func TestValidateTable(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, bad)
 		}
 	}
+	// A second dot is named as the rule it breaks, not as a character.
+	if err := ValidateTable("a.b.c"); err == nil || !strings.Contains(err.Error(), "at most one dot") {
+		t.Errorf("ValidateTable(%q) = %v; want the rule of one dot", "a.b.c", err)
+	}
 }
 
 var identRE = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,49}$`)

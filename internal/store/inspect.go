@@ -198,8 +198,24 @@ func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Hi
 	return out, nil
 }
 
-const pruneTemplate = `DELETE FROM {h}
-WHERE ended_at IS NOT NULL AND ended_at < now() - $1::bigint * interval '1 millisecond'`
+const pruneTemplate = `DELETE FROM {h} WHERE ` + prunable
+
+// prunableTemplate counts what pruneTemplate deletes.
+const prunableTemplate = `SELECT count(*) FROM {h} WHERE ` + prunable
+
+// prunable is the condition on a history row of a claim that ended more
+// than $1 ms ago: claims still open are kept.
+const prunable = `ended_at IS NOT NULL AND ended_at < now() - $1::bigint * interval '1 millisecond'`
+
+// CountPrunable counts the history rows of claims that ended more than
+// olderThan ago: the rows PruneHistory would delete now.
+func (s *Store) CountPrunable(ctx context.Context, olderThan time.Duration) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, s.prunableSQL, olderThan.Milliseconds()).Scan(&n); err != nil {
+		return 0, s.wrapErr("count the history to prune", err)
+	}
+	return n, nil
+}
 
 // PruneHistory deletes the history of claims that ended more than olderThan
 // ago, and returns how many rows it deleted. Claims still open are kept.

@@ -736,7 +736,7 @@ var rules = [nActKinds]string{
 	aPITR:       "the backup is restored on a new timeline (point-in-time recovery), and the operator declares it (nodeid init --restored --max-ttl)",
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
 	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, store.Restored, restoredTemplate)",
-	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending (async), at once (sync)",
+	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending until the standbys have it (at once only where the table is trusted)",
 	aMark:       "nodeid init (or Acquire, for a creation) reads the pending raise or creation and the WAL position to wait for (store.PendingRaise, store.PendingCreation)",
 	aConfirm:    "the raise or the creation read is confirmed once every standby has replayed its position; a later raise stays pending (nodeid init, store.ConfirmRaise, store.ConfirmCreation)",
 	aSwitch:     "the table's replication mode is switched, async to sync or back (nodeid init --replication, store.ApplyMode, the DDL of SchemaSQL)",

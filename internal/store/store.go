@@ -118,9 +118,9 @@ type Store struct {
 	// sync on a server that tells its identity runs the async statements.
 	mode, recorded atomic.Pointer[Replication]
 
-	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, endedSQL string
-	probeSQL                                                        string // of asynchronous replication only
-	firstSQL                                                        string // ClaimFirst's
+	evictSQL, readConfigSQL, historySQL, whoSQL, pruneSQL, prunableSQL, endedSQL string
+	probeSQL                                                                     string // of asynchronous replication only
+	firstSQL                                                                     string // ClaimFirst's
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -159,7 +159,7 @@ func newStore(db *sql.DB, cfg Config, clock *strings.Replacer) (*Store, error) {
 		tmpl string
 	}{
 		{&s.evictSQL, evictTemplate}, {&s.readConfigSQL, readConfigTemplate},
-		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate},
+		{&s.historySQL, historyTemplate}, {&s.whoSQL, whoTemplate}, {&s.pruneSQL, pruneTemplate}, {&s.prunableSQL, prunableTemplate},
 		{&s.endedSQL, endedTemplate},
 	} {
 		*q.dst = expand(q.tmpl, cfg, Sync)
@@ -1603,7 +1603,7 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || missing || SQLState(err) == pgerrcode.UndefinedColumn:
-		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): bring it up to date with the DDL of SchemaSQL, applied as its owner",
+		return c, s.wrapErr("read configuration", fmt.Errorf("%w (it was made by an earlier version of nodeid): bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied as its owner",
 			ErrUnconfigured))
 	case err != nil:
 		return c, s.wrapErr("read configuration", err)

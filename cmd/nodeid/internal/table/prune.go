@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
@@ -79,7 +77,12 @@ func pruneRun(ctx context.Context, o *PruneOptions) error {
 		return cli.Needs(need, err)
 	}
 	if o.DryRun || !o.Yes {
-		n, err := prunable(ctx, c, o.OlderThan)
+		var n int64
+		err := c.Timed(ctx, func(ctx context.Context) error {
+			var err error
+			n, err = st.CountPrunable(ctx, o.OlderThan)
+			return err
+		})
 		if err != nil && o.DryRun {
 			return cli.Needs("SELECT on table "+postgres.HistoryTable(c.Table()), err)
 		} else if err != nil {
@@ -116,26 +119,6 @@ func pruneRun(ctx context.Context, o *PruneOptions) error {
 	}
 	_, err = fmt.Fprintln(o.Env.Out, pruned(n, o.OlderThanText))
 	return err
-}
-
-// prunableSQL counts the rows PruneHistory deletes: the same condition as
-// the store's DELETE, whose statement it must follow.
-const prunableSQL = `SELECT count(*) FROM %s
-WHERE ended_at IS NOT NULL AND ended_at < now() - $1::bigint * interval '1 millisecond'`
-
-// prunable counts the history rows of claims that ended more than
-// olderThan ago.
-func prunable(ctx context.Context, c *cli.Conn, olderThan time.Duration) (int64, error) {
-	db, err := c.DB()
-	if err != nil {
-		return 0, err
-	}
-	q := fmt.Sprintf(prunableSQL, pgx.Identifier(strings.Split(postgres.HistoryTable(c.Table()), ".")).Sanitize())
-	var n int64
-	err = c.Timed(ctx, func(ctx context.Context) error {
-		return db.QueryRowContext(ctx, q, olderThan.Milliseconds()).Scan(&n)
-	})
-	return n, err
 }
 
 // rows names n history rows, each the record of a claim that ended more
