@@ -16,7 +16,7 @@ import (
 
 // ErrUnconfigured matches the error of a lease table that has no recorded
 // configuration: one made by a version of nodeid that did not record it.
-// Apply the DDL of SchemaSQL as the table's owner to record it.
+// Apply the DDL of Schema.SQL as the table's owner to record it.
 var ErrUnconfigured = errors.New("the table has no recorded configuration")
 
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
@@ -113,7 +113,7 @@ type StatementError struct {
 
 // Error names the operation, the table and the driver's error, and adds
 // advice for a failure a deployment can fix: the table's rule and the part
-// of the schema (SchemaSQL) or the DSN that fixes it.
+// of the schema (Schema.SQL) or the DSN that fixes it.
 func (e *StatementError) Error() string {
 	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
 	if h := e.hint(); h != "" {
@@ -129,9 +129,9 @@ func (e *StatementError) Unwrap() error { return e.Err }
 func (e *StatementError) hint() string {
 	switch code := SQLState(e.Err); {
 	case code == pgerrcode.UndefinedTable:
-		return "the lease tables do not exist: create them with the DDL of SchemaSQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
+		return "the lease tables do not exist: create them with the DDL of Schema.SQL, applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
-		return "the table does not have the expected columns: bring it up to date with the DDL of SchemaSQL, applied by its owner"
+		return "the table does not have the expected columns: bring it up to date with the DDL of Schema.SQL, applied by its owner"
 	case code == pgerrcode.InsufficientPrivilege:
 		if d, ok := Denied(e); ok {
 			return d.need()
@@ -212,7 +212,7 @@ var deniedMessage = regexp.MustCompile(`^(permission denied for|must be owner of
 // lease table ('t'), its history ('h') and its configuration ('c'), by the
 // operation a StatementError names. A lease statement needs UPDATE on the
 // configuration in asynchronous replication only (to record a new
-// generation); it is listed, as the grants of SchemaSQL's comment have it.
+// generation); it is listed, as the grants of Schema.SQL's comment have it.
 var opPrivileges = map[string]map[byte][]string{
 	"claim":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "INSERT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
 	"renew":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}, 'c': {"SELECT", "UPDATE"}},

@@ -113,7 +113,7 @@ func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, err
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
 		return nil, 0, err
 	}
-	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
+	if err := st.Apply(ctx, nodeid.MaxTTL); err != nil {
 		return nil, 0, err
 	}
 	free := make([]int64, st.Config().MaxNode+1)
