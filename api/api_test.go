@@ -58,12 +58,17 @@ func TestAPI(t *testing.T) {
 	}
 }
 
+// listFlags are the build flags of "go list -export": the test binary's
+// own (race_test.go), so that it finds the packages' export data in the
+// build cache.
+var listFlags []string
+
 // load type-checks the public packages from the export data of the build
 // cache, which "go list -export" fills (the standard library only: no
 // loader module).
 func load(t *testing.T) map[string]*types.Package {
 	t.Helper()
-	args := []string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}
+	args := append([]string{"list", "-export", "-deps", "-f", "{{.ImportPath}}\t{{.Export}}"}, listFlags...)
 	for _, p := range packages {
 		args = append(args, p.path)
 	}
