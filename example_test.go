@@ -75,7 +75,7 @@ func Example() {
 }
 
 // Least privilege: a migration, run as the table's owner, makes the tables
-// from the DDL of postgres.SchemaSQL; the service's role has only the
+// from the DDL of postgres.Schema.SQL; the service's role has only the
 // privileges the leases need, creates nothing, and checks at start-up that
 // it has them.
 func ExampleRegistry_CheckSchema() {

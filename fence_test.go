@@ -6,7 +6,7 @@ import (
 )
 
 // The zero Fence has no lease: Check and Bind refuse, nothing panics.
-func TestZeroMinter(t *testing.T) {
+func TestZeroFence(t *testing.T) {
 	var m Fence
 	if err := m.Check(0, 0); err == nil || !errors.Is(err, errNoLease) {
 		t.Errorf("zero Fence's Check = %v, want an error saying it has no lease", err)

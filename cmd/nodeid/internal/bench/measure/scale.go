@@ -106,7 +106,7 @@ func (r *runner) scale(ctx context.Context) error {
 	return nil
 }
 
-// remake drops st's tables and makes them again from the DDL of SchemaSQL,
+// remake drops st's tables and makes them again from the DDL of Schema.SQL,
 // and returns their node IDs, all claimable.
 func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, error) {
 	t := st.Config().Table
