@@ -12,7 +12,7 @@ import (
 )
 
 // wantCause checks that ctx has ended with the lease's error as its cause:
-// a *LostError of l matching ErrLeaseLost and want, and no other cause.
+// a *EndError of l matching ErrLeaseLost and want, and no other cause.
 func wantCause(t *testing.T, l *Lease, ctx context.Context, want error) {
 	t.Helper()
 	if ctx.Err() != context.Canceled {
@@ -38,7 +38,7 @@ func wantCause(t *testing.T, l *Lease, ctx context.Context, want error) {
 }
 
 // Context lives while the lease is held and ends when Release ends the
-// lease, with the *LostError as its cause; contexts derived from it end
+// lease, with the *EndError as its cause; contexts derived from it end
 // with it, with the same cause.
 func TestContextEndsOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestContextEndsOnLoss(t *testing.T) {
 				}
 			})
 			start := time.Now()
-			<-l.Lost()
+			<-l.Done()
 			if got := time.Since(start); got != testTTL/3 {
 				t.Errorf("Lost closed %s after the claim, want at the first renewal (%s)", got, testTTL/3)
 			}

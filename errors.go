@@ -66,7 +66,7 @@ var (
 	// upgrade, a move), and hands out no node ID until an operator declares
 	// the restore with the longest TTL any holder of the old history may
 	// hold ("nodeid init --restored --max-ttl"). A copy cannot know how
-	// stale it is. Acquire returns it at once, even with WithWait.
+	// stale it is. Acquire returns it at once, without waiting.
 	ErrRestorePending = errors.New("nodeid: restore not declared")
 
 	// ErrCreationPending: the table was created asynchronously, and hands
@@ -74,7 +74,7 @@ var (
 	// has committed has replayed it (a failover to one that lacks it would lose
 	// the table and every claim made in it). Acquire confirms the creation
 	// itself, waiting for the standbys within its context and at most
-	// CreationWait; it returns this error, at once even with WithWait,
+	// CreationWait; it returns this error, at once, without waiting,
 	// when it cannot: the role may not see the position of a standby that
 	// streams without a replication slot (grant pg_read_all_stats, or
 	// confirm it with "nodeid init"), or a standby has not replayed the
@@ -114,12 +114,6 @@ func (e *EndError) Is(target error) bool { return target == ErrLeaseLost && e.Ca
 
 // Unwrap returns the cause.
 func (e *EndError) Unwrap() error { return e.Cause }
-
-// LostError is the error of a lease that ended.
-//
-// Deprecated: use EndError, whose name says that a released lease ends
-// without being lost.
-type LostError = EndError
 
 // causes are the ends of a lease: each cause's sentinel and its name, which
 // the metrics (nodeid.cause), the statements (store.Cause...) and Verify's
@@ -202,7 +196,7 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Is(target error) bool { return target == ErrNoNodeIDAvailable }
 
 // TableConfigError is the error of a Registry that asks for more than its
-// table records (the configuration that postgres.SchemaSQL, "nodeid init"
+// table records (the configuration that postgres.Schema.SQL, "nodeid init"
 // or WithCreateTable set): a node range not within the table's, or a TTL
 // above the table's maximum. Acquire returns it before any claim. It
 // matches ErrInvalidOption. Only the table's DDL, applied by its owner,
@@ -231,10 +225,10 @@ func (e *TableConfigError) rangeOutside() bool {
 // them.
 func (e *TableConfigError) Error() string {
 	if e.rangeOutside() {
-		return fmt.Sprintf("%v: node range %d-%d is not within the range %d-%d recorded by table %s: a Registry leases only node IDs its table holds; lease a part of the table's range (WithNodeRange), or widen it with the table's DDL (postgres.SchemaSQL with postgres.WithNodeRange), applied by its owner",
+		return fmt.Sprintf("%v: node range %d-%d is not within the range %d-%d recorded by table %s: a Registry leases only node IDs its table holds; lease a part of the table's range (WithNodeRange), or widen it with the table's DDL (postgres.Schema.SQL with MinNode and MaxNode), applied by its owner",
 			ErrInvalidOption, e.MinNode, e.MaxNode, e.TableMinNode, e.TableMaxNode, e.Table)
 	}
-	return fmt.Sprintf("%v: TTL %s is above the maximum %s recorded by table %s: no lease of the table may be longer; lower WithTTL, or raise the maximum with the table's DDL (postgres.SchemaSQL with postgres.WithMaxTTL), applied by its owner",
+	return fmt.Sprintf("%v: TTL %s is above the maximum %s recorded by table %s: no lease of the table may be longer; lower WithTTL, or raise the maximum with the table's DDL (postgres.Schema.SQL with MaxTTL), applied by its owner",
 		ErrInvalidOption, e.TTL, e.MaxTTL, e.Table)
 }
 

@@ -75,7 +75,7 @@ func Example() {
 }
 
 // Least privilege: a migration, run as the table's owner, makes the tables
-// from the DDL of postgres.SchemaSQL; the service's role has only the
+// from the DDL of postgres.Schema.SQL; the service's role has only the
 // privileges the leases need, creates nothing, and checks at start-up that
 // it has them.
 func ExampleRegistry_CheckSchema() {
@@ -83,7 +83,7 @@ func ExampleRegistry_CheckSchema() {
 	defer done()
 	ctx := context.Background()
 
-	ddl, err := postgres.SchemaSQL(postgres.WithNodeRange(0, 63), postgres.WithMaxTTL(30*time.Second))
+	ddl, err := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 63, MaxTTL: 30 * time.Second}.SQL()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -135,10 +135,10 @@ func ExampleRegistry_CheckSchema() {
 }
 
 // A generator of a layout of its own (here a toy one: the millisecond above
-// 10 node bits, one ID per millisecond) keeps the Minter contract: it binds
+// 10 node bits, one ID per millisecond) keeps the Fence contract: it binds
 // its seal before minting, reads the monotonic clock against Base, stamps
 // after the previous horizon, and checks every stamp.
-func ExampleMinter() {
+func ExampleFence() {
 	db, done := exampleDB()
 	defer done()
 	ctx := context.Background()

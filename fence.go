@@ -61,16 +61,6 @@ type Fence struct{ l *Lease }
 // NewFence returns the Fence of l, for the generator that mints under it.
 func NewFence(l *Lease) Fence { return Fence{l: l} }
 
-// Minter is the Fence of a lease.
-//
-// Deprecated: use Fence: it mints nothing, it fences what a generator mints.
-type Minter = Fence
-
-// NewMinter returns the Fence of l.
-//
-// Deprecated: use NewFence.
-func NewMinter(l *Lease) Minter { return NewFence(l) }
-
 var errNoLease = errors.New("nodeid: Fence: no lease (build it with NewFence)")
 
 // Base returns the monotonic origin of Check: a time read with time.Now

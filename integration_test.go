@@ -104,7 +104,7 @@ func readRow(t *testing.T, db *sql.DB, node int64) dbRow {
 func waitLost(t *testing.T, l *Lease, within time.Duration) time.Time {
 	t.Helper()
 	select {
-	case <-l.Lost():
+	case <-l.Done():
 		return time.Now()
 	case <-time.After(within):
 		t.Fatalf("Lost did not close within %s", within)
@@ -217,7 +217,7 @@ func TestReleaseFreesAtOnceAndKeepsEpoch(t *testing.T) {
 				t.Errorf("Err after Release = %v, want ErrReleased", l.Err())
 			}
 			select {
-			case <-l.Lost():
+			case <-l.Done():
 			default:
 				t.Error("Lost is open after Release")
 			}
@@ -355,7 +355,7 @@ func unused(t *testing.T, l *Lease) {
 	}
 }
 
-// A lease's Context ends when Release ends the lease, with the *LostError
+// A lease's Context ends when Release ends the lease, with the *EndError
 // as its cause, and the next holder's Context is another.
 func TestContextOfReleasedLease(t *testing.T) {
 	t.Parallel()
@@ -467,7 +467,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 				t.Fatalf("row changed by the old holder: before %+v, after %+v", before, after)
 			}
 			select {
-			case <-ln.Lost():
+			case <-ln.Done():
 				t.Fatalf("the new lease was lost: %v", ln.Err())
 			default:
 			}
@@ -565,7 +565,7 @@ func TestDatabaseRestartedBeforeDeadlineLeaseSurvives(t *testing.T) {
 	defer tick.Stop()
 	for !l.Deadline().After(restarted.Add(ttl / 2)) {
 		select {
-		case <-l.Lost():
+		case <-l.Done():
 			t.Fatalf("lease lost across a restart: %v", l.Err())
 		case <-ctx.Done():
 			t.Fatalf("no renewal after the restarts: deadline %s", l.Deadline())

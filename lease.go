@@ -102,12 +102,6 @@ func (l *Lease) Horizon() int64 { return l.fence.Load().horizon }
 // release. Context is the same signal as a context.Context.
 func (l *Lease) Done() <-chan struct{} { return l.lost }
 
-// Lost returns the channel of Done.
-//
-// Deprecated: use Done. The channel closes on your own release too, which
-// is no loss: Err tells them apart.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
-
 // Context returns a context that is cancelled when the lease ends, by the
 // time Done closes: taken over, expired, evicted, lost in a failover, or
 // released. Its context.Cause is then the lease's error (Err), an *EndError
@@ -265,8 +259,8 @@ func (l *Lease) endLocked(cause error, label string) {
 	l.fence.Store(&lost)
 	l.timer.Stop()
 	l.cancel()         // stops the renewal loop
-	l.recordEnd(label) // counted by the time Lost closes
-	l.end(err)         // cancelled by the time Lost closes
+	l.recordEnd(label) // counted by the time Done closes
+	l.end(err)         // cancelled by the time Done closes
 	close(l.lost)
 	if cause == ErrReleased {
 		l.log.Debug("nodeid: lease ended", "err", err)

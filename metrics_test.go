@@ -50,7 +50,7 @@ func TestMetricsAreTheDocumentedOnes(t *testing.T) {
 		r := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
 		defer r.Close()
 		l := mustAcquire(t, r)
-		waiting := fakeRegistry(t, st, WithWait(true), WithMeterProvider(rd.Provider))
+		waiting := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
 		defer waiting.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -125,7 +125,7 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 				return store.Outcome{}, ctx.Err()
 			}
 		})
-		<-l.Lost()
+		<-l.Done()
 		synctest.Wait()
 		if !errors.Is(l.Err(), ErrExpired) {
 			t.Fatalf("Err = %v, want ErrExpired", l.Err())
@@ -175,7 +175,7 @@ func TestMetricsLossCauses(t *testing.T) {
 						return o, nil
 					}
 				})
-				<-l.Lost()
+				<-l.Done()
 				synctest.Wait()
 				ms := rd.Collect(t, scopeName)
 				wantSum(t, ms, metricLeaseLost, 1, attrCause, c.cause)
@@ -188,7 +188,7 @@ func TestMetricsLossCauses(t *testing.T) {
 	}
 }
 
-// Acquire calls waiting with WithWait are counted while they wait; every
+// Acquire calls waiting for a node ID are counted while they wait; every
 // Acquire's duration is recorded with its outcome.
 func TestMetricsWaitingAcquire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -198,7 +198,7 @@ func TestMetricsWaitingAcquire(t *testing.T) {
 		defer holder.Close()
 		plain := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
 		defer plain.Close()
-		waiting := fakeRegistry(t, st, WithWait(true), WithMeterProvider(rd.Provider))
+		waiting := fakeRegistry(t, st, WithMeterProvider(rd.Provider))
 		defer waiting.Close()
 		held := mustAcquire(t, holder)
 		if _, err := plain.TryAcquire(context.Background()); !errors.Is(err, ErrNoNodeIDAvailable) {

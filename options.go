@@ -46,7 +46,6 @@ type config struct {
 	nodeBits int
 	logger   *slog.Logger
 	create   bool
-	wait     bool
 	meters   metric.MeterProvider
 }
 
@@ -57,7 +56,6 @@ func defaultConfig() config {
 		nodeBits: DefaultNodeBits,
 		logger:   slog.New(slog.DiscardHandler),
 		meters:   otel.GetMeterProvider(),
-		wait:     true,
 	}
 }
 
@@ -78,7 +76,7 @@ type Option func(*config) error
 // WithTTL sets how long a lease lasts in the database without renewal.
 // Renewal runs every TTL/3. A shorter TTL frees a crashed process's node ID
 // sooner but tolerates shorter database outages: a holder that cannot renew
-// loses its lease (Lost closes) within the TTL. Default 1 minute; at least 3
+// loses its lease (Done closes) within the TTL. Default 1 minute; at least 3
 // seconds, at most 24 hours.
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) error {
@@ -188,24 +186,12 @@ func WithLogger(l *slog.Logger) Option {
 // 0 to 1023) and a maximum TTL of the larger of a minute and the Registry's
 // TTL. Default false: a missing table is an error, so that a mistyped table
 // name cannot start a second pool of the same node IDs. Provision the
-// tables with "nodeid init" or the DDL of postgres.SchemaSQL, or turn this
+// tables with "nodeid init" or the DDL of postgres.Schema.SQL, or turn this
 // on where the application owns its schema. It never changes an existing
 // table.
 func WithCreateTable(create bool) Option {
 	return func(c *config) error {
 		c.create = create
-		return nil
-	}
-}
-
-// WithWait(false) makes Acquire return ErrNoNodeIDAvailable at once
-// instead of waiting for a node ID to free up, as Acquire did by default
-// before.
-//
-// Deprecated: Acquire waits and TryAcquire does not: call the one you mean.
-func WithWait(wait bool) Option {
-	return func(c *config) error {
-		c.wait = wait
 		return nil
 	}
 }
@@ -238,7 +224,7 @@ func WithWait(wait bool) Option {
 //   - nodeid.acquire.duration (Histogram, s): Acquire calls, waiting
 //     included, by nodeid.outcome: acquired, none_available, error.
 //   - nodeid.acquire.waiting (UpDownCounter, {call}): Acquire calls waiting
-//     now for a node ID to free up (WithWait).
+//     now for a node ID to free up.
 //   - nodeid.lease.ttl (observable Gauge, s): the TTL of each held lease,
 //     with nodeid.node_id as nodeid.lease.time_left, so that the two
 //     compare series by series.

@@ -56,11 +56,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func TestNewAcceptsGoodOptions(t *testing.T) {
 	r, err := New(&sql.DB{},
 		WithTTL(MinTTL), WithOwner(strings.Repeat("é", MaxOwnerLen/2)+"e"), WithTable("ids.snowflake_nodes"),
-		WithNodeBits(12), WithNodeRange(512, 4095), WithLogger(nil), WithCreateTable(true), WithWait(true))
+		WithNodeBits(12), WithNodeRange(512, 4095), WithLogger(nil), WithCreateTable(true))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.TTL() != MinTTL || r.cfg.table.Table != "ids.snowflake_nodes" || r.cfg.table.MinNode != 512 || !r.cfg.create || !r.cfg.wait {
+	if r.TTL() != MinTTL || r.cfg.table.Table != "ids.snowflake_nodes" || r.cfg.table.MinNode != 512 || !r.cfg.create {
 		t.Errorf("options not applied: %+v", r.cfg)
 	}
 	if _, err := New(nil); err == nil {
@@ -74,7 +74,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := r.cfg
-	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.rangeSet || c.nodeBits != 10 || c.create || !c.wait {
+	if c.ttl != time.Minute || c.table.Table != "snowflake_nodes" || c.rangeSet || c.nodeBits != 10 || c.create {
 		t.Errorf("defaults = %+v", c)
 	}
 	if err := validOwner(r.Owner()); err != nil {

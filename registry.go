@@ -163,7 +163,7 @@ var errNilContext = errors.New("nodeid: nil context")
 // configuration apart only when that claims nothing. Acquire may be called
 // more than once: each lease is independent.
 func (r *Registry) Acquire(ctx context.Context) (*Lease, error) {
-	return r.acquireTimed(ctx, r.cfg.wait)
+	return r.acquireTimed(ctx, true)
 }
 
 // TryAcquire is Acquire without the wait: when no node ID is claimable it

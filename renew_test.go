@@ -161,7 +161,7 @@ func TestLostAtDeadlineWhenDatabaseHangs(t *testing.T) {
 				return store.Outcome{}, ctx.Err()
 			}
 		})
-		<-l.Lost()
+		<-l.Done()
 		if !time.Now().Equal(deadline) {
 			t.Fatalf("Lost closed at deadline%+v", time.Now().Sub(deadline))
 		}
@@ -201,7 +201,7 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 				return st.Renew(context.Background(), k, testTTL, 0)
 			}
 		})
-		<-l.Lost()
+		<-l.Done()
 		if !time.Now().Equal(deadline) {
 			t.Fatalf("Lost closed at deadline%+v", time.Now().Sub(deadline))
 		}
@@ -267,7 +267,7 @@ func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 					}
 				})
 				start := time.Now()
-				<-l.Lost()
+				<-l.Done()
 				if got := time.Since(start); got != testTTL/3 {
 					t.Errorf("Lost closed %s after the claim, want at the first renewal (%s)", got, testTTL/3)
 				}
@@ -317,7 +317,7 @@ func TestCheckRules(t *testing.T) {
 			if err := check(l, c.now, c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 				t.Errorf("Check(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
 			}
-			// Minter.Check, the generator's form, draws the same line.
+			// Fence.Check, the generator's form, draws the same line.
 			if err := NewFence(l).Check(c.now.Sub(NewFence(l).Base()), c.ms); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 				t.Errorf("Check(deadline%+v, horizon%+d) = %v, want %v", c.now.Sub(d), c.ms-horizon, err, c.want)
 			}
@@ -437,8 +437,8 @@ func TestReleaseStopsRenewalAndIsIdempotent(t *testing.T) {
 		if got := len(st.callsOf("release")); got != 1 {
 			t.Errorf("%d release statements, want 1", got)
 		}
-		if !isClosed(l.Lost()) || !errors.Is(l.Err(), ErrReleased) {
-			t.Errorf("after Release: Lost closed %v, Err %v", isClosed(l.Lost()), l.Err())
+		if !isClosed(l.Done()) || !errors.Is(l.Err(), ErrReleased) {
+			t.Errorf("after Release: Done closed %v, Err %v", isClosed(l.Done()), l.Err())
 		}
 	})
 }
@@ -498,7 +498,7 @@ func TestCloseReleasesEveryLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, l := range leases {
-			if !isClosed(l.Lost()) || !st.row(l.NodeID()).expires.IsZero() {
+			if !isClosed(l.Done()) || !st.row(l.NodeID()).expires.IsZero() {
 				t.Errorf("lease %d not released by Close", l.NodeID())
 			}
 		}
@@ -527,7 +527,7 @@ func TestAcquireWaitsForAFreeNodeID(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		waiting := fakeRegistry(t, st, WithWait(true))
+		waiting := fakeRegistry(t, st)
 		_, err := waiting.Acquire(ctx)
 		if !errors.Is(err, ErrNoNodeIDAvailable) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("waiting Acquire past its context = %v, want both ErrNoNodeIDAvailable and the deadline", err)
@@ -614,7 +614,7 @@ func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
 		l.timer.Stop() // the timer is late, as on an overloaded machine
 		l.mu.Unlock()
 		time.Sleep(time.Until(l.Deadline()) + time.Millisecond)
-		if isClosed(l.Lost()) {
+		if isClosed(l.Done()) {
 			t.Fatal("Lost closed without its timer")
 		}
 		_ = l.Release(context.Background())
@@ -624,7 +624,7 @@ func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
 	})
 }
 
-// check is Minter.Check at time now, which carries the monotonic clock.
+// check is Fence.Check at time now, which carries the monotonic clock.
 func check(l *Lease, now time.Time, ms int64) error {
 	m := NewFence(l)
 	return m.Check(now.Sub(m.Base()), ms)

@@ -56,7 +56,7 @@ func newRole(t *testing.T, srv *pgtest.Server, admin *sql.DB, dsn, grants string
 // provision creates the tables as a migration tool would.
 func provision(t *testing.T, db *sql.DB) {
 	t.Helper()
-	ddl, err := postgres.SchemaSQL()
+	ddl, err := postgres.DefaultSchema().SQL()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,9 +146,9 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	// Table creation off (the default), role without privileges, tables
 	// missing: the table is reported missing, not a privilege.
 	_, err = newTestRegistry(t, noCreate, WithCreateTable(false)).Acquire(ctx)
-	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.UndefinedTable || !strings.Contains(err.Error(), "SchemaSQL") ||
-		strings.Contains(err.Error(), "nodeid init") {
-		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming SchemaSQL, not the CLI", err)
+	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.UndefinedTable || !strings.Contains(err.Error(), "postgres.Schema.SQL") ||
+		!strings.Contains(err.Error(), "nodeid init") {
+		t.Errorf("Acquire on missing tables without privileges = %v, want a Fatal 42P01 naming both ways to create them, nodeid init and postgres.Schema.SQL", err)
 	}
 
 	if after := snapshot(t, admin); after != before {
@@ -193,17 +193,17 @@ func TestBadDeployments(t *testing.T) {
 		retry   bool
 	}{
 		{name: "missing table, creation off", opts: []Option{WithCreateTable(false)},
-			mention: []string{"snowflake_nodes", "does not exist", "SchemaSQL", "WithCreateTable"}, fatal: true},
+			mention: []string{"snowflake_nodes", "does not exist", "Schema.SQL", "WithCreateTable"}, fatal: true},
 		{name: "wrong column type", setup: "PROVISION; ALTER TABLE snowflake_nodes ALTER horizon_ms TYPE text",
 			mention: []string{"snowflake_nodes"}, fatal: true},
 		{name: "missing column", setup: "PROVISION; ALTER TABLE snowflake_nodes DROP COLUMN acquired_at",
-			mention: []string{"acquired_at", "does not exist", "SchemaSQL"}, fatal: true},
+			mention: []string{"acquired_at", "does not exist", "Schema.SQL"}, fatal: true},
 		{name: "table of an earlier version", setup: `CREATE TABLE snowflake_nodes (node_id integer PRIMARY KEY, owner text NOT NULL DEFAULT '',
 			epoch bigint NOT NULL DEFAULT 0, acquired_at timestamptz, expires_at timestamptz NOT NULL DEFAULT '-infinity', horizon_ms bigint NOT NULL DEFAULT 0);
 			CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint, owner text, acquired_at timestamptz,
 			from_ms bigint, ended_at timestamptz, end_reason text, horizon_ms bigint);
 			INSERT INTO snowflake_nodes (node_id) SELECT generate_series(0, 1023)`,
-			mention: []string{"no recorded configuration", "SchemaSQL"}, fatal: true},
+			mention: []string{"no recorded configuration", "Schema.SQL"}, fatal: true},
 		{name: "read-only server", setup: "PROVISION; ALTER DATABASE CURRENT SET default_transaction_read_only = on",
 			mention: []string{"read-only", "primary"}, retry: true},
 	} {

@@ -21,7 +21,7 @@ type Querier interface {
 // (statement_timestamp(), not the transaction's start). It returns nil if
 // so; otherwise the lease's loss, an error matching ErrLeaseLost and one of
 // ErrTakenOver, ErrExpired, ErrReleased, ErrEvicted or ErrFailover, and the
-// lease ends locally as well (Lost closes, Err says why), so that its
+// lease ends locally as well (Done closes, Err says why), so that its
 // generator stops. A lease that has already ended locally gives its Err
 // without a statement. Any other error (the database, the connection, a
 // serialization failure) leaves the lease alone.

@@ -167,7 +167,7 @@ func TestVerifyFencesWrites(t *testing.T) {
 func heldUntil(l *Lease, cond func() bool) func() error {
 	return func() error {
 		select {
-		case <-l.Lost():
+		case <-l.Done():
 			return testkit.Stop(fmt.Errorf("the lease was lost (%v)", l.Err()))
 		default:
 		}
@@ -287,7 +287,7 @@ func TestVerifyIdleBoundEndsAStuckTransaction(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	o, err := newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithOwner("other"), WithWait(true)).Acquire(ctx)
+	o, err := newTestRegistry(t, ep.db, WithNodeRange(0, 0), WithOwner("other")).Acquire(ctx)
 	if err != nil {
 		t.Fatalf("the waiting claim: %v", err)
 	}

@@ -42,7 +42,7 @@ func TestFaultsEndLeases(t *testing.T) {
 				// A bubble's clock starts in 2000, before the default
 				// layout's origin.
 				layout := snowflake.DefaultLayout
-				layout.Epoch, layout.Origin = 0, time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+				layout.Origin = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 				gen, err := snowflake.New(lease, snowflake.WithLayout(layout))
 				if err != nil {
 					t.Fatal(err)

@@ -16,16 +16,6 @@ const (
 	MaxNode = store.MaxNode
 	// DefaultMaxTTL is the maximum TTL a table records when none is given.
 	DefaultMaxTTL = store.DefaultMaxTTL
-
-	// MinTTL is the shortest TTL a lease, and so a table's maximum, may
-	// take.
-	//
-	// Deprecated: use nodeid.MinTTL, the one name of the bound.
-	MinTTL = store.MinTTL
-	// MaxTTL is the longest TTL a lease, and so a table's maximum, may take.
-	//
-	// Deprecated: use nodeid.MaxTTL, the one name of the bound.
-	MaxTTL = store.MaxTTL
 )
 
 // ErrUnconfigured matches the error of a lease table that has no recorded

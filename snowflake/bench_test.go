@@ -158,7 +158,7 @@ func BenchmarkCap(b *testing.B) {
 		b.Run("impl="+im.name, func(b *testing.B) {
 			run(b, 1, im.gen)
 			perSec := float64(b.N) / b.Elapsed().Seconds()
-			b.ReportMetric(perSec/float64(DefaultLayout.PerMillisecond()*1000), "cap-fraction")
+			b.ReportMetric(perSec/float64(DefaultLayout.PerUnit()*1000), "cap-fraction")
 		})
 	}
 }

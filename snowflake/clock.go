@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"time"
@@ -94,25 +95,55 @@ func anchorReading(read func() (unixNs int64, sinceBase time.Duration)) (unixNs 
 // wait waits, without any lock, until the stamping clock may have reached
 // time unit t (since the layout's origin), having started waiting at start; it
 // returns fresh readings. It fails at once if the wait would end after
-// start + maxWait.
-func (g *Generator) wait(start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
+// start + maxWait, and when ctx ends, unless ctx is nil.
+func (g *Generator) wait(ctx context.Context, start, now time.Time, t int64, spins *int) (time.Time, int64, error) {
 	_, ms, frac := g.read()
 	remaining := gap(g.firstMs(t), ms) - time.Duration(frac)
 	if remaining > g.maxWait-now.Sub(start) {
 		return now, ms, g.behindErr(ms, t)
 	}
+	var done <-chan struct{} // nil, which never closes, without a ctx
+	if ctx != nil {
+		done = ctx.Done()
+	}
 	switch {
 	case remaining > time.Millisecond:
-		time.Sleep(remaining)
+		if !sleep(done, remaining) {
+			return now, ms, g.ctxErr(ctx)
+		}
 	case *spins < spinLimit:
+		select {
+		case <-done:
+			return now, ms, g.ctxErr(ctx)
+		default:
+		}
 		*spins++
 		runtime.Gosched()
 	default:
 		*spins = 0
-		time.Sleep(max(remaining, time.Microsecond))
+		if !sleep(done, max(remaining, time.Microsecond)) {
+			return now, ms, g.ctxErr(ctx)
+		}
 	}
 	now, ms, _ = g.read()
 	return now, ms, nil
+}
+
+// sleep sleeps for d, or until done closes; it reports whether it slept
+// for d.
+func sleep(done <-chan struct{}, d time.Duration) bool {
+	if done == nil {
+		time.Sleep(d)
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-done:
+		return false
+	}
 }
 
 // gap returns b-a milliseconds as a duration, saturated.

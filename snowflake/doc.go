@@ -131,6 +131,10 @@
 //   - Past the layout's last millisecond (Layout.End), Generate fails with
 //     nodeid.ErrTimeOverflow.
 //
+// Only the max wait bounds Generate's waits. GenerateContext bounds them
+// by a context too (an HTTP request's, say): when it ends first, the call
+// returns at once with the context's error wrapped, and mints nothing.
+//
 // # Cost
 //
 // Generate takes no lock and makes no system call beyond the clock read:

@@ -37,7 +37,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	go func() {
-		<-lease.Lost()
+		<-lease.Done()
 		log.Printf("no more IDs: %v", lease.Err())
 	}()
 
@@ -62,7 +62,7 @@ func ExampleLayout() {
 		log.Fatal(err)
 	}
 	fmt.Println(l.TimeBits(), "time bits, until", time.UnixMilli(l.End()).UTC().Format(time.DateOnly))
-	fmt.Println(l.MaxNode()+1, "node IDs,", l.PerMillisecond(), "IDs per millisecond")
+	fmt.Println(l.MaxNode()+1, "node IDs,", l.PerUnit(), "IDs per millisecond")
 
 	id, err := l.Encode(snowflake.Parts{Ms: l.Origin + 1000, Node: 40000, Epoch: 7, Seq: 5})
 	if err != nil {

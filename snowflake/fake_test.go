@@ -38,7 +38,7 @@ type fakeFence struct {
 // prev, with a deadline and a recorded horizon far ahead.
 func newFake(node, epoch, prev int64) *fakeLease {
 	l := &fakeLease{node: node, epoch: epoch, prev: prev, base: time.Now()}
-	l.expiredErr = &nodeid.LostError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrExpired}
+	l.expiredErr = &nodeid.EndError{NodeID: node, Epoch: epoch, Cause: nodeid.ErrExpired}
 	l.aheadErr = fmt.Errorf("%w: node ID %d, epoch %d", nodeid.ErrClockAhead, node, epoch)
 	l.setFence(time.Now().Add(time.Hour), math.MaxInt64)
 	return l
@@ -87,7 +87,7 @@ func (l *fakeLease) setFence(deadline time.Time, horizon int64) {
 func (l *fakeLease) lose(cause error) {
 	f := l.fence.Load()
 	l.fence.Store(&fakeFence{until: f.until, horizon: f.horizon,
-		err: &nodeid.LostError{NodeID: l.node, Epoch: l.epoch, Cause: cause}})
+		err: &nodeid.EndError{NodeID: l.node, Epoch: l.epoch, Cause: cause}})
 }
 
 // release does what Lease.Release does before it writes to the database:

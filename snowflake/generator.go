@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -77,6 +78,7 @@ type Generator struct {
 	maxWait   time.Duration
 	layout    Layout
 	errSealed error
+	_         [8]byte // to 256 bytes: a size class of 64-byte aligned objects
 }
 
 // New returns a Generator that mints IDs under l: node ID l.NodeID(), with
@@ -184,8 +186,27 @@ func (g *Generator) MaxWait() time.Duration { return g.maxWait }
 // clock once, if given), checks the lease once and updates the generator
 // with one compare-and-swap; a call that loses the swap to another
 // goroutine checks and swaps again. It takes no lock and does not
-// allocate.
-func (g *Generator) Generate() (bw.ID, error) {
+// allocate. It may wait up to the max wait for the clock (see the package
+// documentation, Clocks and waits): GenerateContext also stops waiting
+// when a context ends.
+func (g *Generator) Generate() (bw.ID, error) { return g.generate(nil) }
+
+// GenerateContext is Generate bounded by ctx as well as by the max wait:
+// when ctx ends while the call waits for the clock, it returns at once an
+// error that wraps ctx's (errors.Is(err, context.Canceled), or
+// context.DeadlineExceeded, is true) and mints nothing. A ctx that has
+// already ended mints nothing either. Use it where the caller has a bound
+// of its own, such as an HTTP request's context.
+func (g *Generator) GenerateContext(ctx context.Context) (bw.ID, error) {
+	if ctx.Err() != nil {
+		return 0, g.ctxErr(ctx)
+	}
+	return g.generate(ctx)
+}
+
+// generate is Generate; a wait for the clock ends when ctx does, unless
+// ctx is nil.
+func (g *Generator) generate(ctx context.Context) (bw.ID, error) {
 	// A custom stamping clock is read before the monotonic clock that the
 	// deadline is checked against, so that a pause between the two reads can
 	// only make the check stricter, never admit a stamp taken after the
@@ -223,12 +244,12 @@ func (g *Generator) Generate() (bw.ID, error) {
 			}
 		}
 	}
-	return g.mint(g.base.Add(d), ms)
+	return g.mint(ctx, g.base.Add(d), ms)
 }
 
 // mint mints an ID at now, when the stamping clock reads unix millisecond
-// ms.
-func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
+// ms; a wait for the clock ends when ctx does, unless ctx is nil.
+func (g *Generator) mint(ctx context.Context, now time.Time, ms int64) (bw.ID, error) {
 	tn := g.unitOf(ms)
 	var start time.Time // when this call began waiting for the clock
 	spins, waited := 0, false
@@ -261,7 +282,7 @@ func (g *Generator) mint(now time.Time, ms int64) (bw.ID, error) {
 			// horizon or a stamp made before it stepped back.
 			exhausted := t == tn+1 && uint64(next) != g.initial
 			var err error
-			if now, ms, err = g.wait(start, now, t, &spins); err != nil {
+			if now, ms, err = g.wait(ctx, start, now, t, &spins); err != nil {
 				return 0, g.metrics.refused(err)
 			}
 			if !waited {
@@ -335,6 +356,16 @@ func (g *Generator) behindErr(ms, t int64) error {
 	}
 	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s, but the next ID needs %s or later (%s); that is %s away, and the max wait of %s would end first",
 		g.lease.NodeID(), nodeid.ErrClockBehind, timefmt.Ms(ms), timefmt.Ms(want), why, away, g.maxWait)
+}
+
+// ctxErr is the error of a call whose ctx ended: ctx's error, and its
+// cause if that differs.
+func (g *Generator) ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return fmt.Errorf("snowflake: node ID %d: no ID minted: %w: %w", g.lease.NodeID(), err, cause)
+	}
+	return fmt.Errorf("snowflake: node ID %d: no ID minted: %w", g.lease.NodeID(), err)
 }
 
 func (g *Generator) overflowErr(ms int64) error {

@@ -5,6 +5,7 @@ package snowflake
 // instants without sleeping.
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -257,6 +258,107 @@ func TestClockBehindHorizon(t *testing.T) {
 		}
 		if waited := time.Since(start); waited != 2001*time.Millisecond {
 			t.Fatalf("stamped at %s after start; want 2.001s", waited)
+		}
+	})
+}
+
+// GenerateContext waits for the clock as Generate does, but returns when
+// its context ends, at that instant, with the context's error wrapped and
+// no ID minted.
+func TestGenerateContextEndsTheWait(t *testing.T) {
+	// A live context: the same wait, the same ID.
+	synctest.Test(t, func(t *testing.T) {
+		prev := time.Now().UnixMilli() + 2000
+		g := mustNew(t, newFake(4, 1, prev), WithLayout(synctestLayout))
+		start := time.Now()
+		id, err := g.GenerateContext(t.Context())
+		if p := synctestLayout.Decode(id); err != nil || p.Ms != prev+1 || p.Seq != 0 || time.Since(start) != 2001*time.Millisecond {
+			t.Fatalf("GenerateContext = %+v, %v after %s; want stamp %d after 2.001s", p, err, time.Since(start), prev+1)
+		}
+	})
+	// Cancelled during the wait for the previous holder's horizon, and a
+	// deadline that ends within it.
+	for _, c := range []struct {
+		name   string
+		ctx    func(context.Context) (context.Context, context.CancelFunc)
+		cancel time.Duration // when the test cancels, 0 for never
+		want   error
+		after  time.Duration
+	}{
+		{"cancelled", context.WithCancel, 500 * time.Millisecond, context.Canceled, 500 * time.Millisecond},
+		{"deadline", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 300*time.Millisecond)
+		}, 0, context.DeadlineExceeded, 300 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				prev := time.Now().UnixMilli() + 2000
+				g := mustNew(t, newFake(4, 1, prev), WithLayout(synctestLayout))
+				ctx, cancel := c.ctx(t.Context())
+				defer cancel()
+				start := time.Now()
+				var (
+					err     error
+					elapsed time.Duration
+				)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					_, err = g.GenerateContext(ctx)
+					elapsed = time.Since(start)
+				}()
+				if c.cancel != 0 {
+					time.Sleep(c.cancel)
+					cancel()
+				}
+				<-done
+				if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "node ID 4") {
+					t.Fatalf("GenerateContext = %v; want an error of node ID 4 matching %v", err, c.want)
+				}
+				if elapsed != c.after {
+					t.Fatalf("GenerateContext returned after %s; want %s, when its context ended", elapsed, c.after)
+				}
+				// Nothing was minted: the next ID is the first after the horizon.
+				if p := mustGenerate(t, g); p.Ms != prev+1 || p.Seq != 0 {
+					t.Fatalf("ID after the cancelled call: %+v; want stamp %d, sequence 0", p, prev+1)
+				}
+			})
+		})
+	}
+	// A context already ended mints nothing, even with no wait, and its
+	// cause is wrapped too.
+	synctest.Test(t, func(t *testing.T) {
+		g := mustNew(t, newFake(4, 1, 0), WithLayout(synctestLayout))
+		cause := errors.New("request gone")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		cancel(cause)
+		if _, err := g.GenerateContext(ctx); !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+			t.Fatalf("GenerateContext with an ended context = %v; want context.Canceled and its cause", err)
+		}
+		if p := mustGenerate(t, g); p.Seq != 0 {
+			t.Fatalf("ID after the refused call: %+v; want sequence 0", p)
+		}
+	})
+	// Cancelled while it spins for the next millisecond, its sequence used
+	// up (2 IDs per millisecond): the clock, which stands still, cancels on
+	// its fifth reading, in the wait. The call returns before the clock
+	// moves.
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		readings := 0
+		clock := WithClock(func() time.Time {
+			if readings++; readings == 5 {
+				cancel()
+			}
+			return time.Now()
+		})
+		g := mustNew(t, newFake(4, 1, 0), WithLayout(Layout{NodeBits: 10, StepBits: 1}), clock)
+		mustGenerate(t, g)
+		mustGenerate(t, g)
+		readings = 0
+		start := time.Now()
+		if _, err := g.GenerateContext(ctx); !errors.Is(err, context.Canceled) || time.Since(start) != 0 || readings < 5 {
+			t.Fatalf("GenerateContext = %v after %s and %d clock readings; want context.Canceled at once, in the wait", err, time.Since(start), readings)
 		}
 	})
 }

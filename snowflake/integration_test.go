@@ -30,7 +30,7 @@ func testContext(t *testing.T) context.Context {
 func newRegistry(t *testing.T, db *sql.DB, owner string) *nodeid.Registry {
 	t.Helper()
 	r, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL),
-		nodeid.WithOwner(owner), nodeid.WithWait(true))
+		nodeid.WithOwner(owner))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,8 @@ import (
 type Layout struct {
 	// Origin is the layout's time zero, in unix milliseconds: the time
 	// field counts time units since it. It must not be before 1970 nor
-	// more than a day in the future. When Origin is 0 the deprecated Epoch
-	// field is the origin (0 too: 1970-01-01). DefaultLayout's origin is
-	// TwitterOrigin, held in Epoch for one release.
+	// more than a day in the future; 0 is 1970-01-01. DefaultLayout's
+	// origin is TwitterOrigin.
 	Origin int64
 	// TimeUnit is the time one step of the time field stands for: a whole
 	// number of milliseconds from 1ms to MaxTimeUnit. Default (0) 1ms, as
@@ -52,13 +51,6 @@ type Layout struct {
 	// so that IDs minted under different claims of a node ID differ even if
 	// every clock lies. Default 0. It costs 2^EpochBits of throughput.
 	EpochBits uint8
-
-	// Epoch is the former name of Origin. When both are non-zero they must
-	// be equal (Validate fails otherwise), and Origin is the origin.
-	//
-	// Deprecated: set Origin; "epoch" names the lease's fencing token.
-	// Start returns the origin a layout has, whichever field holds it.
-	Epoch int64
 }
 
 // Limits of a Layout.
@@ -92,14 +84,8 @@ func (l Layout) String() string {
 		l.Width(), timefmt.Ms(l.Start()), l.TimeBits(), l.Unit(), l.NodeBits, l.StepBits, l.EpochBits)
 }
 
-// Start returns the layout's origin, in unix milliseconds: Origin, or the
-// deprecated Epoch if Origin is 0.
-func (l Layout) Start() int64 {
-	if l.Origin != 0 {
-		return l.Origin
-	}
-	return l.Epoch
-}
+// Start returns the layout's origin, in unix milliseconds: Origin.
+func (l Layout) Start() int64 { return l.Origin }
 
 // Unit returns the time unit: TimeUnit, or 1ms if it is 0.
 func (l Layout) Unit() time.Duration {
@@ -142,13 +128,6 @@ func (l Layout) End() int64 {
 // does not panic, for a layout that fails Validate.
 func (l Layout) PerUnit() int64 { return l.packing().seqMask + 1 }
 
-// PerMillisecond returns PerUnit divided by the time unit's milliseconds,
-// rounded down.
-//
-// Deprecated: use PerUnit, the cap per time unit, which PerMillisecond is
-// for a layout of 1 ms units.
-func (l Layout) PerMillisecond() int64 { return l.PerUnit() / int64(l.packing().unitMs) }
-
 // Validate checks the layout and names the first field that breaks a rule.
 func (l Layout) Validate() error {
 	if err := l.check(); err != nil {
@@ -160,18 +139,11 @@ func (l Layout) Validate() error {
 // check is Validate without the package's name, for the callers that put
 // the error in a context of their own (WithLayout).
 func (l Layout) check() error {
-	origin := "origin"
-	if l.Origin == 0 {
-		origin = "epoch" // the deprecated field holds it: name the one set
-	}
 	switch start := l.Start(); {
-	case l.Origin != 0 && l.Epoch != 0 && l.Origin != l.Epoch:
-		return fmt.Errorf("layout origin %s and epoch %s differ: Epoch is the deprecated name of Origin; set Origin only",
-			timefmt.Ms(l.Origin), timefmt.Ms(l.Epoch))
 	case start < 0:
-		return fmt.Errorf("layout %s %d is before 1970", origin, start)
+		return fmt.Errorf("layout origin %d is before 1970", start)
 	case start > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("layout %s %s is in the future", origin, timefmt.Ms(start))
+		return fmt.Errorf("layout origin %s is in the future", timefmt.Ms(start))
 	case l.TimeUnit < 0 || l.TimeUnit%time.Millisecond != 0 || l.TimeUnit > MaxTimeUnit:
 		return fmt.Errorf("layout time unit %s is not a whole number of milliseconds from 1ms to %s", l.TimeUnit, MaxTimeUnit)
 	case l.Width() > MaxTotalBits:

@@ -38,10 +38,8 @@ func TestLayoutValidate(t *testing.T) {
 		want string
 	}{
 		{Layout{Origin: -1, NodeBits: 10, StepBits: 12}, "origin -1 is before 1970"},
-		{Layout{Epoch: -1, NodeBits: 10, StepBits: 12}, "epoch -1 is before 1970"},
 		{Layout{Origin: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "origin"},
-		{Layout{Epoch: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "future"},
-		{Layout{Origin: TwitterOrigin, Epoch: TwitterOrigin + 1, NodeBits: 10, StepBits: 12}, "differ"},
+		{Layout{Origin: time.Now().Add(48 * time.Hour).UnixMilli(), NodeBits: 10, StepBits: 12}, "future"},
 		{Layout{TimeUnit: -time.Millisecond, NodeBits: 10, StepBits: 12}, "time unit -1ms"},
 		{Layout{TimeUnit: time.Microsecond, NodeBits: 10, StepBits: 12}, "time unit 1µs is not a whole number of milliseconds"},
 		{Layout{TimeUnit: 2 * time.Second, NodeBits: 10, StepBits: 12}, "time unit 2s is not a whole number of milliseconds from 1ms to 1s"},
@@ -62,8 +60,8 @@ func TestLayoutValidate(t *testing.T) {
 	for _, l := range []Layout{
 		DefaultLayout, JS53,
 		{NodeBits: 16, StepBits: 12},
-		{Epoch: 1, NodeBits: 1, StepBits: 1},
-		{Origin: 7, Epoch: 7, NodeBits: 10, StepBits: 12},
+		{Origin: 1, NodeBits: 1, StepBits: 1},
+		{Origin: 7, NodeBits: 10, StepBits: 12},
 		{NodeBits: 10, StepBits: 12, EpochBits: 11},
 		{TimeUnit: 10 * time.Millisecond, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 6},
 		{Origin: TwitterOrigin, TimeUnit: time.Second, NodeBits: 10, StepBits: 12},
@@ -76,35 +74,10 @@ func TestLayoutValidate(t *testing.T) {
 	}
 }
 
-// The origin is Origin when it is set, else the deprecated Epoch: a layout
-// written with Epoch mints, encodes and decodes as the same layout written
-// with Origin.
-func TestOriginAndDeprecatedEpoch(t *testing.T) {
-	if TwitterEpoch != TwitterOrigin || DefaultLayout.Start() != TwitterOrigin || DefaultLayout.Epoch != TwitterOrigin {
-		t.Fatalf("TwitterEpoch %d, DefaultLayout.Start() %d, DefaultLayout.Epoch %d; want %d", TwitterEpoch, DefaultLayout.Start(), DefaultLayout.Epoch, TwitterOrigin)
-	}
-	const x = 1_600_000_000_000
-	old := Layout{Epoch: x, NodeBits: 12, StepBits: 10, EpochBits: 2}
-	for _, l := range []Layout{{Origin: x, NodeBits: 12, StepBits: 10, EpochBits: 2}, {Origin: x, Epoch: x, NodeBits: 12, StepBits: 10, EpochBits: 2}} {
-		if l.Start() != x || old.Start() != x || l.End() != old.End() {
-			t.Fatalf("%+v: start %d, end %d; %+v: start %d, end %d", l, l.Start(), l.End(), old, old.Start(), old.End())
-		}
-		p := Parts{Ms: x + 12345, Node: 4000, Epoch: 3, Seq: 200}
-		a, errA := l.Encode(p)
-		b, errB := old.Encode(p)
-		if errA != nil || errB != nil || a != b || l.Decode(a) != p || old.Decode(a) != p {
-			t.Fatalf("Encode(%+v): %d, %v with Origin; %d, %v with Epoch", p, a, errA, b, errB)
-		}
-		clock := WithClock(func() time.Time { return time.UnixMilli(x + 999) })
-		ga := mustNew(t, newFake(77, 5, 0), WithLayout(l), clock)
-		gb := mustNew(t, newFake(77, 5, 0), WithLayout(old), clock)
-		if ia, ib := mustGenerate(t, ga), mustGenerate(t, gb); ia != ib || ia.Ms != x+999 {
-			t.Fatalf("minted %+v with Origin, %+v with Epoch", ia, ib)
-		}
-	}
-	// Origin wins: a layout whose Origin is set ignores an Epoch of 0.
-	if l := (Layout{Origin: x}); l.Start() != x {
-		t.Fatalf("Start() = %d; want Origin %d", l.Start(), x)
+// DefaultLayout's origin is TwitterOrigin, bwmarrin's time zero.
+func TestDefaultLayoutOrigin(t *testing.T) {
+	if DefaultLayout.Origin != TwitterOrigin || DefaultLayout.Start() != TwitterOrigin {
+		t.Fatalf("DefaultLayout: Origin %d, Start() %d; want %d", DefaultLayout.Origin, DefaultLayout.Start(), TwitterOrigin)
 	}
 }
 
@@ -156,8 +129,8 @@ func TestJS53Capacity(t *testing.T) {
 // unit, and PerUnit counts IDs per unit.
 func TestCoarseUnitEncodeDecode(t *testing.T) {
 	l := Layout{Origin: 1_700_000_000_000, TimeUnit: 10 * time.Millisecond, TotalBits: JSSafeBits, NodeBits: 10, StepBits: 6}
-	if l.TimeBits() != 37 || l.PerUnit() != 64 || l.End() != l.Start()+(1<<37)*10-1 || l.PerMillisecond() != 6 {
-		t.Fatalf("%s: %d time bits, %d per unit, end %d, %d per ms", l, l.TimeBits(), l.PerUnit(), l.End(), l.PerMillisecond())
+	if l.TimeBits() != 37 || l.PerUnit() != 64 || l.End() != l.Start()+(1<<37)*10-1 {
+		t.Fatalf("%s: %d time bits, %d per unit, end %d", l, l.TimeBits(), l.PerUnit(), l.End())
 	}
 	for _, c := range []struct{ ms, want int64 }{
 		{l.Start(), l.Start()},
@@ -227,18 +200,17 @@ func TestLayoutParse(t *testing.T) {
 // its unit and the epoch reduced modulo 2^EpochBits; the ID fits the
 // layout's width, and Parse reads its decimal text back.
 func FuzzLayoutRoundTrip(f *testing.F) {
-	f.Add(DefaultLayout.Start(), int64(0), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
-	f.Add(JS53.Origin, int64(0), int64(0), JS53.TotalBits, uint8(10), uint8(2), uint8(0), JS53.End(), int64(1023), int64(0), int64(3))
-	f.Add(int64(0), int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(1), int64(1<<40+7), int64(3), int64(5), int64(31))
-	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
-	f.Add(int64(5), int64(6), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(7), int64(1), int64(1), int64(1))           // origin and epoch differ
-	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(10), uint8(4), uint8(5), int64(1<<40), int64(1), int64(1), int64(1))        // more epoch bits than step bits
-	f.Add(int64(0), int64(0), int64(0), uint8(0), uint8(200), uint8(100), uint8(0), int64(-1), int64(1), int64(1), int64(1))        // wider than 63 bits
-	f.Add(int64(-5), int64(0), int64(-3), uint8(99), uint8(0), uint8(0), uint8(255), int64(1<<62), int64(-1), int64(-1), int64(-1)) // every field out of range
-	f.Add(int64(0), int64(0), int64(time.Second), uint8(0), uint8(1), uint8(1), uint8(0), int64(1), int64(1), int64(1), int64(1))   // ends past int64
-	f.Add(int64(0), int64(0), int64(1<<62), uint8(0), uint8(10), uint8(12), uint8(0), int64(1), int64(1), int64(1), int64(1))       // a unit of 146 years
-	f.Fuzz(func(t *testing.T, origin, epoch, unit int64, totalBits, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
-		l := Layout{Origin: origin, Epoch: epoch, TimeUnit: time.Duration(unit), TotalBits: totalBits,
+	f.Add(DefaultLayout.Start(), int64(0), uint8(0), uint8(10), uint8(12), uint8(0), int64(1700000000000), int64(5), int64(7), int64(99))
+	f.Add(JS53.Origin, int64(0), JS53.TotalBits, uint8(10), uint8(2), uint8(0), JS53.End(), int64(1023), int64(0), int64(3))
+	f.Add(int64(0), int64(10*time.Millisecond), uint8(53), uint8(10), uint8(6), uint8(1), int64(1<<40+7), int64(3), int64(5), int64(31))
+	f.Add(int64(0), int64(0), uint8(0), uint8(16), uint8(12), uint8(3), int64(1<<34), int64(65535), int64(12), int64(511))
+	f.Add(int64(0), int64(0), uint8(0), uint8(10), uint8(4), uint8(5), int64(1<<40), int64(1), int64(1), int64(1))        // more epoch bits than step bits
+	f.Add(int64(0), int64(0), uint8(0), uint8(200), uint8(100), uint8(0), int64(-1), int64(1), int64(1), int64(1))        // wider than 63 bits
+	f.Add(int64(-5), int64(-3), uint8(99), uint8(0), uint8(0), uint8(255), int64(1<<62), int64(-1), int64(-1), int64(-1)) // every field out of range
+	f.Add(int64(0), int64(time.Second), uint8(0), uint8(1), uint8(1), uint8(0), int64(1), int64(1), int64(1), int64(1))   // ends past int64
+	f.Add(int64(0), int64(1<<62), uint8(0), uint8(10), uint8(12), uint8(0), int64(1), int64(1), int64(1), int64(1))       // a unit of 146 years
+	f.Fuzz(func(t *testing.T, origin, unit int64, totalBits, nodeBits, stepBits, epochBits uint8, ms, node, lepoch, seq int64) {
+		l := Layout{Origin: origin, TimeUnit: time.Duration(unit), TotalBits: totalBits,
 			NodeBits: nodeBits, StepBits: stepBits, EpochBits: epochBits}
 		_, _, _, _, _ = l.Decode(bw.ID(ms)), l.End(), l.MaxNode(), l.PerUnit(), l.Start()
 		_ = l.String()

@@ -20,9 +20,7 @@ func TestWithLayoutError(t *testing.T) {
 	}{
 		{Layout{NodeBits: 0, StepBits: 12}, "snowflake: WithLayout: layout node bits 0: at least 1 is needed"},
 		{Layout{NodeBits: 10, StepBits: 0}, "snowflake: WithLayout: layout step bits 0: at least 1 is needed"},
-		{Layout{Epoch: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout epoch -1 is before 1970"},
 		{Layout{Origin: -1, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin -1 is before 1970"},
-		{Layout{Origin: 5, Epoch: 6, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout origin 5 (1970-01-01T00:00:00.005Z) and epoch 6 (1970-01-01T00:00:00.006Z) differ: Epoch is the deprecated name of Origin; set Origin only"},
 		{Layout{TimeUnit: 1500 * time.Microsecond, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout time unit 1.5ms is not a whole number of milliseconds from 1ms to 1s"},
 		{Layout{TotalBits: 64, NodeBits: 10, StepBits: 12}, "snowflake: WithLayout: layout total bits 64: at most 63 (the sign bit stays 0)"},
 		{Layout{NodeBits: 20, StepBits: 12}, "snowflake: WithLayout: layout node bits 20 + step bits 12 leave 31 time bits of 63; at least 32 are needed"},

@@ -10,11 +10,6 @@ import (
 // github.com/bwmarrin/snowflake.
 const TwitterOrigin = 1288834974657
 
-// TwitterEpoch is TwitterOrigin.
-//
-// Deprecated: use TwitterOrigin; "epoch" names the lease's fencing token.
-const TwitterEpoch = TwitterOrigin
-
 // DefaultLayout, the preset "bwmarrin", is bit for bit the layout of
 // github.com/bwmarrin/snowflake with its default settings:
 //
@@ -28,11 +23,8 @@ const TwitterEpoch = TwitterOrigin
 // table whose IDs reach JavaScript as numbers needs JS53.
 //
 // It is a literal, not read from bwmarrin's package variables, so that a
-// program that changes those does not change this package. For one release
-// it keeps its origin in the deprecated Epoch field, so that programs that
-// read DefaultLayout.Epoch keep working; Start returns it. A copy given
-// another Origin must clear Epoch, or Validate reports the two.
-var DefaultLayout = Layout{Epoch: TwitterOrigin, NodeBits: 10, StepBits: 12}
+// program that changes those does not change this package.
+var DefaultLayout = Layout{Origin: TwitterOrigin, NodeBits: 10, StepBits: 12}
 
 // JS53, the preset "js53", is a layout whose IDs are below 2^53
 // (JSSafeBits), so that JavaScript's Number, and JSON.parse, holds every

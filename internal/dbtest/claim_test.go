@@ -29,13 +29,13 @@ func ctxOf(t *testing.T) context.Context {
 }
 
 // provisioned returns a database whose lease table was made by the DDL of
-// SchemaSQL with opts, and its DSN; through a PgBouncer in transaction
-// mode when pooled.
-func provisioned(t *testing.T, pooled bool, opts ...postgres.Option) (*sql.DB, *sql.DB) {
+// s's SQL, and its DSN; through a PgBouncer in transaction mode when
+// pooled.
+func provisioned(t *testing.T, pooled bool, s postgres.Schema) (*sql.DB, *sql.DB) {
 	t.Helper()
 	srv := pgtest.Shared(t)
 	admin, _ := srv.NewDB(t)
-	ddl, err := postgres.SchemaSQL(opts...)
+	ddl, err := s.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,7 @@ func provisioned(t *testing.T, pooled bool, opts ...postgres.Option) (*sql.DB, *
 	// Created by the DDL alone, as a migration tool does, the table's
 	// creation is pending until confirmed: at once, on a server without
 	// standbys.
-	sc := postgres.DefaultSchema()
-	for _, o := range opts {
-		if err := o(&sc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st, err := store.New(admin, store.Config{Table: sc.Table, MinNode: sc.MinNode, MaxNode: sc.MaxNode})
+	st, err := store.New(admin, store.Config{Table: s.Table, MinNode: s.MinNode, MaxNode: s.MaxNode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +94,7 @@ func TestConcurrentClaimsOnExactlyAsManyClaimable(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "pgbouncer"}[pooled], func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, pooled, postgres.WithNodeRange(0, n+held-1))
+			admin, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: n + held - 1, MaxTTL: postgres.DefaultMaxTTL})
 			db.SetMaxOpenConns(n)
 			for round := range rounds {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -169,7 +163,7 @@ func TestCrashLoopersDoNotBlockHealthyProcesses(t *testing.T) {
 	t.Parallel()
 	// Ten node IDs: three healthy holders, two crash loopers holding one
 	// each for a moment, two cooling, and room to spare.
-	_, db := provisioned(t, false, postgres.WithNodeRange(0, 9), postgres.WithMaxTTL(30*time.Second))
+	_, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 9, MaxTTL: 30 * time.Second})
 	ctx := ctxOf(t)
 	stop := make(chan struct{})
 	var loops sync.WaitGroup
@@ -246,7 +240,7 @@ func TestCrashLoopersDoNotBlockHealthyProcesses(t *testing.T) {
 // the error of an Acquire that finds nothing else says so.
 func TestUnusedReleaseKeepsHorizonAndTheClaimPassesOver(t *testing.T) {
 	t.Parallel()
-	_, db := provisioned(t, false, postgres.WithNodeRange(0, 1))
+	_, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	r, err := nodeid.New(db)
 	if err != nil {
@@ -276,7 +270,7 @@ func TestUnusedReleaseKeepsHorizonAndTheClaimPassesOver(t *testing.T) {
 // Registry's own at New.
 func TestRangeWiderThanNodeBits(t *testing.T) {
 	t.Parallel()
-	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 4095))
+	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 4095, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	var before string
 	if err := admin.QueryRowContext(ctx, `SELECT string_agg(xmin::text, ',' ORDER BY node_id) FROM snowflake_nodes`).Scan(&before); err != nil {
@@ -325,7 +319,7 @@ func TestTableConfiguration(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "pgbouncer"}[pooled], func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, pooled, postgres.WithNodeRange(0, 7))
+			admin, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 7, MaxTTL: postgres.DefaultMaxTTL})
 			ctx := ctxOf(t)
 			count := func(table string) int {
 				var n int
@@ -351,9 +345,9 @@ func TestTableConfiguration(t *testing.T) {
 				want string
 				fix  string // the option that changes the table's side
 			}{
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7", "postgres.WithNodeRange"},
-				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s", "postgres.WithMaxTTL"},
-				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7", "postgres.WithNodeRange"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15)}, "not within the range 0-7", "with MinNode and MaxNode"},
+				{[]nodeid.Option{nodeid.WithTTL(2 * time.Minute)}, "above the maximum 1m0s", "with MaxTTL"},
+				{[]nodeid.Option{nodeid.WithNodeRange(0, 15), nodeid.WithCreateTable(true)}, "not within the range 0-7", "with MinNode and MaxNode"},
 			} {
 				r, _ := nodeid.New(db, c.opts...)
 				_, err := r.Acquire(ctx)
@@ -362,9 +356,9 @@ func TestTableConfiguration(t *testing.T) {
 					tce.TableMinNode != 0 || tce.TableMaxNode != 7 || tce.MaxTTL != time.Minute {
 					t.Errorf("Acquire = %v; want a *TableConfigError matching ErrInvalidOption with the table's range 0-7 and maximum 1m", err)
 				}
-				if msg := fmt.Sprint(err); !strings.Contains(msg, c.want) || !strings.Contains(msg, "postgres.SchemaSQL") ||
+				if msg := fmt.Sprint(err); !strings.Contains(msg, c.want) || !strings.Contains(msg, "postgres.Schema.SQL") ||
 					!strings.Contains(msg, c.fix) || strings.Contains(msg, "nodeid init") {
-					t.Errorf("Acquire = %v; want it to say %q and how to change the table (SchemaSQL, %s), not the CLI", err, c.want, c.fix)
+					t.Errorf("Acquire = %v; want it to say %q and how to change the table (Schema.SQL, %s), not the CLI", err, c.want, c.fix)
 				}
 			}
 
@@ -417,7 +411,7 @@ func TestTableConfiguration(t *testing.T) {
 			// Widening and raising are explicit, and never the other way.
 			// A raise is pending until confirmed (nodeid init confirms it
 			// once every standby has it): no lease may use it before.
-			ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 15), postgres.WithMaxTTL(2*time.Minute))
+			ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 15, MaxTTL: 2 * time.Minute}.SQL()
 			execSQL(t, admin, ddl)
 			wide, _ := nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))
 			if _, err := wide.Acquire(ctx); !errors.Is(err, nodeid.ErrInvalidOption) {
@@ -470,7 +464,7 @@ func TestNewTableIsAnalysed(t *testing.T) {
 
 // A table made by an earlier version (no recorded configuration, no
 // timeline) is refused with a Fatal error naming the fix; the DDL of
-// SchemaSQL brings it up to date, keeping every epoch and horizon.
+// Schema.SQL brings it up to date, keeping every epoch and horizon.
 func TestMigrationOfAnEarlierTable(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t)
@@ -487,10 +481,10 @@ func TestMigrationOfAnEarlierTable(t *testing.T) {
 	UPDATE snowflake_nodes SET epoch = 41, horizon_ms = 1000 WHERE node_id = 0`)
 	r, _ := nodeid.New(db)
 	_, err := r.Acquire(ctx)
-	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "SchemaSQL") {
-		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming SchemaSQL", err)
+	if !errors.Is(err, postgres.ErrUnconfigured) || !postgres.Fatal(err) || !strings.Contains(err.Error(), "Schema.SQL") {
+		t.Fatalf("Acquire on an earlier table = %v; want a Fatal ErrUnconfigured naming Schema.SQL", err)
 	}
-	ddl, _ := postgres.SchemaSQL()
+	ddl, _ := postgres.DefaultSchema().SQL()
 	execSQL(t, db, ddl)
 	l, err := r.Acquire(ctx)
 	if err != nil {
@@ -508,7 +502,7 @@ func TestMigrationOfAnEarlierTable(t *testing.T) {
 // snapshot had it.
 func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 	t.Parallel()
-	admin, db := provisioned(t, false, postgres.WithNodeRange(0, 0))
+	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	// The renewal, at a third of the TTL, must meet the claim before the
 	// lease's deadline, with the test's polling between them: on a loaded
@@ -543,7 +537,7 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 			break
 		}
 		select {
-		case <-l.Lost():
+		case <-l.Done():
 			t.Fatalf("the lease ended before its renewal met the claim: %v", l.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
@@ -552,7 +546,7 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-l.Lost():
+	case <-l.Done():
 	case <-ctx.Done():
 		t.Fatal("Lost did not close")
 	}
@@ -578,7 +572,7 @@ func TestOwnerLengthOnASQLASCIIDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 0))
+	ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL}.SQL()
 	execSQL(t, db, ddl)
 	owner := strings.Repeat("é", 127) + "x" // 255 bytes, 128 characters
 	r, err := nodeid.New(db, nodeid.WithOwner(owner))

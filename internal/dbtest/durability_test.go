@@ -168,7 +168,7 @@ func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
 			if err := admin.QueryRowContext(ctx, `SELECT current_database()`).Scan(&name); err != nil {
 				t.Fatal(err)
 			}
-			ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 0))
+			ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL}.SQL()
 			execSQL(t, admin, ddl)
 			execSQL(t, admin, `CREATE TABLE control (n integer)`)
 			dsn := srv.DSN(name)
@@ -292,7 +292,7 @@ func TestUnloggedTablesAreRefused(t *testing.T) {
 	for _, table := range []string{"snowflake_nodes", "snowflake_nodes_history", "snowflake_nodes_config"} {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, false, postgres.WithNodeRange(0, 3))
+			admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL})
 			execSQL(t, admin, `ALTER TABLE `+table+` SET UNLOGGED`)
 			r, err := nodeid.New(db)
 			if err != nil {
@@ -345,7 +345,7 @@ func newHolder(t *testing.T, dsn, owner string, ttl time.Duration) *holder {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	r, err := nodeid.New(db, nodeid.WithTTL(ttl), nodeid.WithOwner(owner), nodeid.WithWait(true), logOnFailure(t, owner))
+	r, err := nodeid.New(db, nodeid.WithTTL(ttl), nodeid.WithOwner(owner), logOnFailure(t, owner))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestMoveThenFailover(t *testing.T) {
 	const ttl = 5 * time.Second
 	ctx := ctxOf(t)
 	src, srcDSN := pgtest.NewDB(t)
-	execSQL(t, src, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl)))
+	execSQL(t, src, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl}))
 	old := newHolder(t, srcDSN, "old-cluster", ttl)
 	for range 3 {
 		old.claim(t, 10, true)
@@ -451,9 +451,9 @@ func TestMoveThenFailover(t *testing.T) {
 	}
 }
 
-func mustSchema(t *testing.T, opts ...postgres.Option) string {
+func mustSchema(t *testing.T, s postgres.Schema) string {
 	t.Helper()
-	ddl, err := postgres.SchemaSQL(opts...)
+	ddl, err := s.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 	}
 	// An asynchronous table made by a role that may call them (here the
 	// superuser) is refused at the first Acquire of one that may not.
-	execSQL(t, admin, mustSchema(t, postgres.WithTable("ids.other"), postgres.WithNodeRange(0, 3)))
+	execSQL(t, admin, mustSchema(t, postgres.Schema{Table: "ids.other", MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL}))
 	execSQL(t, admin, `GRANT SELECT, UPDATE ON ids.other, ids.other_config TO `+role+`; GRANT SELECT, INSERT, UPDATE ON ids.other_history TO `+role)
 	other, err := nodeid.New(db, nodeid.WithTable("ids.other"))
 	if err != nil {
@@ -566,7 +566,7 @@ func TestSwitchoverQuarantineByReplicationMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ddl := mustSchema(t, postgres.WithNodeRange(0, 7), postgres.WithMaxTTL(ttl), postgres.WithReplication(mode))
+			ddl := mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 7, MaxTTL: ttl, Replication: postgres.Replication(mode)})
 			if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
 				t.Fatal(err)
 			}
@@ -619,7 +619,7 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddl := mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl), postgres.WithReplication("sync"))
+	ddl := mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl, Replication: postgres.Sync})
 	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +742,7 @@ func BenchmarkPromotionToFirstClaim(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ddl, err := postgres.SchemaSQL(postgres.WithNodeRange(0, 7), postgres.WithMaxTTL(postgres.MinTTL), postgres.WithReplication(mode))
+				ddl, err := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 7, MaxTTL: nodeid.MinTTL, Replication: postgres.Replication(mode)}.SQL()
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -759,7 +759,7 @@ func BenchmarkPromotionToFirstClaim(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := nodeid.New(db, nodeid.WithTTL(postgres.MinTTL), nodeid.WithWait(true))
+				r, err := nodeid.New(db, nodeid.WithTTL(nodeid.MinTTL))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -793,7 +793,7 @@ func BenchmarkPromotionToFirstClaim(b *testing.B) {
 // a Store on it, and a one-minute claim of "a" made through the Store.
 func claimedStore(t *testing.T, hi int64) (*sql.DB, *store.Store, store.Claim) {
 	t.Helper()
-	admin, db := provisioned(t, false, postgres.WithNodeRange(0, hi))
+	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi, MaxTTL: postgres.DefaultMaxTTL})
 	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi})
 	if err != nil {
 		t.Fatal(err)
@@ -823,7 +823,7 @@ func TestTwoPromotionsFromOneHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Primary.Exec(ctx, dbName, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl))); err != nil {
+	if err := first.Primary.Exec(ctx, dbName, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl})); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []*pgtest.Pair{first, second} {
@@ -885,7 +885,7 @@ func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
 	// Node ID 1 was last written on an earlier timeline than the one the
 	// table recorded a moment ago: quarantined, and it must stay so.
 	execSQL(t, db, `UPDATE snowflake_nodes SET timeline = 0 WHERE node_id = 1; UPDATE snowflake_nodes_config SET timeline_seen_at = now()`)
-	execSQL(t, db, mustSchema(t, postgres.WithNodeRange(0, 2)))
+	execSQL(t, db, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 2, MaxTTL: postgres.DefaultMaxTTL}))
 	for _, name := range []string{"renew.sql", "claim.sql"} {
 		args := []any{0, "old", 1, 60000, horizon}
 		if name == "claim.sql" {
@@ -946,7 +946,7 @@ func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
 func handedOver(t *testing.T, ttl time.Duration, la *nodeid.Lease, ma *minter, lb *nodeid.Lease, mb *minter, earlier ...[]uint64) {
 	t.Helper()
 	select {
-	case <-la.Lost():
+	case <-la.Done():
 	case <-time.After(3 * ttl):
 		t.Fatal("holder A's lease did not end")
 	}
@@ -973,7 +973,7 @@ func handedOver(t *testing.T, ttl time.Duration, la *nodeid.Lease, ma *minter, l
 // and it tries again.
 func TestRegistryFollowsAChangedReplicationMode(t *testing.T) {
 	t.Parallel()
-	_, db := provisioned(t, false, postgres.WithNodeRange(0, 1))
+	_, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	r, err := nodeid.New(db)
 	if err != nil {
@@ -1024,14 +1024,14 @@ func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldDSN := oldSrv.DSN(oldDB)
-	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(short)))
+	execDSN(t, oldDSN, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: short}))
 	dump, err := exec.CommandContext(ctx, pgTool(t, "pg_dump"), "--no-owner", oldDSN).Output()
 	if err != nil {
 		t.Fatalf("pg_dump: %v", err)
 	}
 	// The raise, as "nodeid init --max-ttl 12s" makes it: recorded as
 	// pending, confirmed once every standby has it (there are none).
-	execDSN(t, oldDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
+	execDSN(t, oldDSN, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: long}))
 	if st, err := store.New(openDB(t, oldDSN), store.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	} else if mark, err := st.PendingRaise(ctx); err != nil || mark.Raise != long {
@@ -1102,7 +1102,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pair.Primary.Exec(ctx, dbName, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(short))); err != nil {
+	if err := pair.Primary.Exec(ctx, dbName, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: short})); err != nil {
 		t.Fatal(err)
 	}
 	if err := pair.WaitReplayed(ctx); err != nil {
@@ -1111,7 +1111,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	settleCreation(t, ctx, pair.Primary.DSN(dbName))
 	pair.Repl.Cut() // the standby will miss the raise
 	primaryDSN := pair.Primary.DSN(dbName)
-	execDSN(t, primaryDSN, mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(long)))
+	execDSN(t, primaryDSN, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: long}))
 	st, err := store.New(openDB(t, primaryDSN), store.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -134,7 +134,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ddl, _ := postgres.SchemaSQL(postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl))
+	ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl}.SQL()
 	if err := pair.Primary.Exec(ctx, dbName, ddl); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	promoted := time.Now()
 	leftAtPromotion := time.Until(old.Deadline())
 
-	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"), nodeid.WithWait(true),
+	newReg, err := nodeid.New(open(pair.DSN(dbName)), nodeid.WithTTL(ttl), nodeid.WithOwner("new-holder"),
 		logOnFailure(t, "the new holder"))
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	}
 	b := mint(t, nw)
 	select { // the old holder learns of the loss at its deadline at the latest
-	case <-old.Lost():
+	case <-old.Done():
 	case <-time.After(2 * ttl):
 		t.Fatal("the old holder's Lost did not close")
 	}
@@ -329,7 +329,7 @@ func waitRenewed(t *testing.T, srv *pgtest.Server, db string, l *nodeid.Lease) {
 		select {
 		case <-ctx.Done():
 			t.Fatal("no renewal")
-		case <-l.Lost():
+		case <-l.Done():
 			t.Fatalf("the lease ended before it was renewed on %s: %v", srv.Addr(), l.Err())
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -60,7 +60,7 @@ func freezeMinter(dsn, out string) error {
 		return err
 	}
 	defer db.Close()
-	reg, err := nodeid.New(db, nodeid.WithTTL(freezeTTL), nodeid.WithNodeRange(0, 0), nodeid.WithWait(true), nodeid.WithCreateTable(true),
+	reg, err := nodeid.New(db, nodeid.WithTTL(freezeTTL), nodeid.WithNodeRange(0, 0), nodeid.WithCreateTable(true),
 		nodeid.WithOwner(fmt.Sprintf("freeze-%d", os.Getpid())))
 	if err != nil {
 		return err

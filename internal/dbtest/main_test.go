@@ -12,6 +12,7 @@ import (
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
-// TestMain stops the shared test server after the tests and fails the run
+// TestMain runs four tests at a time (they wait on servers, not the CPU),
+// stops the shared test server after the tests and fails the run
 // if any goroutine outlives them.
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.MainWaiting(m) }

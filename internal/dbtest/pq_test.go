@@ -47,7 +47,7 @@ func TestBoundedWithLibPQOnAPausedServer(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.NewServer(t)
 	admin, dsn := srv.NewDB(t)
-	ddl, _ := postgres.SchemaSQL()
+	ddl, _ := postgres.DefaultSchema().SQL()
 	if _, err := admin.ExecContext(ctxOf(t), ddl); err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func TestUpgradeStartsANewGeneration(t *testing.T) {
 	}
 	old := newCluster(t, bin, root, "old")
 	old.start()
-	execDSN(t, old.dsn(), mustSchema(t, postgres.WithNodeRange(0, 0), postgres.WithMaxTTL(ttl)))
+	execDSN(t, old.dsn(), mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: ttl}))
 	a := newHolder(t, old.dsn(), "holder-a", ttl)
 	for range 3 {
 		a.claim(t, 20, true)

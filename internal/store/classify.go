@@ -16,7 +16,7 @@ import (
 
 // ErrUnconfigured matches the error of a lease table that has no recorded
 // configuration: one made by a version of nodeid that did not record it.
-// Apply the DDL of SchemaSQL as the table's owner to record it.
+// Apply the DDL of Schema.SQL as the table's owner to record it.
 var ErrUnconfigured = errors.New("the table has no recorded configuration")
 
 // SQLSTATE returns the PostgreSQL error code carried by err, or "".
@@ -113,7 +113,7 @@ type StatementError struct {
 
 // Error names the operation, the table and the driver's error, and adds
 // advice for a failure a deployment can fix: the table's rule and the part
-// of the schema (SchemaSQL) or the DSN that fixes it.
+// of the schema (Schema.SQL) or the DSN that fixes it.
 func (e *StatementError) Error() string {
 	msg := fmt.Sprintf("nodeid: %s on table %s: %v", e.Op, e.Table, e.Err)
 	if h := e.hint(); h != "" {
@@ -212,7 +212,7 @@ var deniedMessage = regexp.MustCompile(`^(permission denied for|must be owner of
 // lease table ('t'), its history ('h') and its configuration ('c'), by the
 // operation a StatementError names. A lease statement needs UPDATE on the
 // configuration in asynchronous replication only (to record a new
-// generation); it is listed, as the grants of SchemaSQL's comment have it.
+// generation); it is listed, as the grants of Schema.SQL's comment have it.
 var opPrivileges = map[string]map[byte][]string{
 	"claim":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "INSERT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
 	"renew":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}, 'c': {"SELECT", "UPDATE"}},

@@ -1202,7 +1202,7 @@ func (m *model) deadline(s *mstate, hd *holder, st stmt, expires tick) tick {
 
 // mint is the holders' generators: each live lease may stamp its clock's
 // millisecond, if it is after the previous horizon and not after the
-// horizon it holds (Minter.Check). Rule 5: no two leases of a node ever
+// horizon it holds (Fence.Check). Rule 5: no two leases of a node ever
 // stamp the same millisecond.
 func (m *model) mint(s *mstate) *violation {
 	for h := 0; h < m.b.holders; h++ {

@@ -1725,13 +1725,13 @@ func (s *Store) confirmAlone(ctx context.Context) error {
 	return nil
 }
 
-// Apply runs the DDL of SchemaSQL for the Store's table and range and
+// Apply runs the DDL of Schema.SQL for the Store's table and range and
 // maxTTL, keeping the table's replication mode; see ApplyMode.
 func (s *Store) Apply(ctx context.Context, maxTTL time.Duration) error {
 	return s.ApplyMode(ctx, maxTTL, "")
 }
 
-// ApplyMode runs the DDL of SchemaSQL for the Store's table and range and
+// ApplyMode runs the DDL of Schema.SQL for the Store's table and range and
 // maxTTL (and replication, unless it is "", which keeps the table's) in one
 // transaction, serialised with Create: it creates what is missing, brings
 // an older table up to date, widens the recorded range, raises the maximum

@@ -16,7 +16,7 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { pgtest.MainWaiting(m) }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -49,7 +49,7 @@ func withNodes(lo, hi int64) func(*store.Config) {
 
 func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 	t.Parallel()
-	ddl, err := postgres.SchemaSQL(postgres.WithTable("ids.nodes"), postgres.WithNodeRange(10, 19))
+	ddl, err := postgres.Schema{Table: "ids.nodes", MinNode: 10, MaxNode: 19, MaxTTL: postgres.DefaultMaxTTL}.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSchemaSQLAppliesAndRecordsConfiguration(t *testing.T) {
 		{12, 15, 5 * time.Second, 10, 19, postgres.DefaultMaxTTL, 10, 10},
 		{5, 24, time.Hour, 5, 24, time.Hour, 20, 5},
 	} {
-		ddl, err := postgres.SchemaSQL(postgres.WithTable("ids.nodes"), postgres.WithNodeRange(c.lo, c.hi), postgres.WithMaxTTL(c.maxTTL))
+		ddl, err := postgres.Schema{Table: "ids.nodes", MinNode: c.lo, MaxNode: c.hi, MaxTTL: c.maxTTL}.SQL()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestReadConfigOnMissingTable(t *testing.T) {
 	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != "42P01" {
 		t.Fatalf("ReadConfig on a missing table = %v, want Fatal 42P01", err)
 	}
-	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "SchemaSQL") {
+	if !strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "Schema.SQL") {
 		t.Errorf("error %q does not name the table and the fix", err)
 	}
 }

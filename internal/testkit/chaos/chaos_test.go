@@ -126,7 +126,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema, err := postgres.SchemaSQL(postgres.WithTable(table), postgres.WithNodeRange(minNode, maxNode))
+	schema, err := postgres.Schema{Table: table, MinNode: minNode, MaxNode: maxNode, MaxTTL: postgres.DefaultMaxTTL}.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}

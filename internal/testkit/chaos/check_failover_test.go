@@ -336,7 +336,7 @@ func TestCheckCauses(t *testing.T) {
 func TestCauseOf(t *testing.T) {
 	seen := map[int64]bool{}
 	for _, err := range []error{nodeid.ErrExpired, nodeid.ErrTakenOver, nodeid.ErrReleased, nodeid.ErrEvicted, nodeid.ErrFailover} {
-		lost := &nodeid.LostError{NodeID: 1, Epoch: 2, Cause: err}
+		lost := &nodeid.EndError{NodeID: 1, Epoch: 2, Cause: err}
 		c := causeOf(fmt.Errorf("wrapped: %w", lost))
 		if c == CauseUnknown || seen[c] || strings.HasPrefix(CauseName(c), "unknown") {
 			t.Errorf("causeOf(%v) = %d (%s): want a cause of its own", lost, c, CauseName(c))

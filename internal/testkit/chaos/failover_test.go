@@ -99,7 +99,7 @@ func TestChaosFailover(t *testing.T) {
 // Quarantine(ttl), and waits until every node has it: a standby promoted
 // without it would fail every worker.
 func provision(ctx context.Context, c *pgtest.Cluster, dbname string) error {
-	schema, err := postgres.SchemaSQL(postgres.WithTable(table), postgres.WithNodeRange(minNode, maxNode), postgres.WithMaxTTL(ttl))
+	schema, err := postgres.Schema{Table: table, MinNode: minNode, MaxNode: maxNode, MaxTTL: ttl}.SQL()
 	if err != nil {
 		return err
 	}

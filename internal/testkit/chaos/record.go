@@ -124,7 +124,7 @@ func Create(path string, h Header) (*Writer, error) {
 	}
 	w := &Writer{f: f, w: bufio.NewWriterSize(f, 1<<20)}
 	p := w.start(kindHeader)
-	p = appendInts(p, h.Worker, h.Incarnation, h.PID, h.OffsetMs, h.Layout.Epoch,
+	p = appendInts(p, h.Worker, h.Incarnation, h.PID, h.OffsetMs, h.Layout.Origin,
 		int64(h.Layout.NodeBits), int64(h.Layout.StepBits), int64(h.Layout.EpochBits), int64(len(h.Owner)))
 	p = append(p, h.Owner...)
 	if err := w.finish(p); err != nil {
@@ -286,7 +286,7 @@ func parseRecord(kind byte, p []byte) (any, error) {
 		}
 		return Header{
 			Worker: v[0], Incarnation: v[1], PID: v[2], OffsetMs: v[3],
-			Layout: snowflake.Layout{Epoch: v[4], NodeBits: uint8(v[5]), StepBits: uint8(v[6]), EpochBits: uint8(v[7])},
+			Layout: snowflake.Layout{Origin: v[4], NodeBits: uint8(v[5]), StepBits: uint8(v[6]), EpochBits: uint8(v[7])},
 			Owner:  string(p),
 		}, nil
 	case kindAcquired:

@@ -130,7 +130,7 @@ type minter struct {
 }
 
 // LostWait is how long a worker that finds its generator refusing waits
-// for the lease's Lost to close before it records that it never did.
+// for the lease's Done to close before it records that it never did.
 const LostWait = 10 * time.Second
 
 // Of the control timer: it is due every ControlEvery; a firing LateMin late
@@ -224,7 +224,7 @@ func (m *minter) hold(ctx context.Context, lease *nodeid.Lease, before int64) er
 	node, epoch := lease.NodeID(), lease.Epoch()
 	m.ahead, m.behind = 0, 0
 
-	// The moment Lost closes, seen by a goroutine that does nothing else.
+	// The moment Done closes, seen by a goroutine that does nothing else.
 	var lostAt atomic.Int64
 	stopWatch := make(chan struct{})
 	watched := make(chan struct{})
@@ -329,7 +329,7 @@ func (m *minter) batch(gen *snowflake.Generator) (lost bool, err error) {
 // to mint.
 func (m *minter) lost(lease *nodeid.Lease, gen *snowflake.Generator, lostAt *atomic.Int64) error {
 	noticed := wallNs()
-	// Lost must close at once, but the minting loop may see the deadline
+	// Done must close at once, but the minting loop may see the deadline
 	// pass before the deadline timer runs, and a loaded machine may delay
 	// that timer for seconds: wait for it up to LostWait, and leave the
 	// judgment of its lateness to the checker, which knows how late the

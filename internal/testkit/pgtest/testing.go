@@ -51,6 +51,21 @@ func Main(m *testing.M, dbExamples ...string) {
 	})
 }
 
+// MainWaiting is Main for a suite whose tests spend their time waiting for
+// servers, replication and leases rather than on the CPU: unless the run
+// gives -parallel, it runs four of them at a time instead of GOMAXPROCS.
+func MainWaiting(m *testing.M) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !given {
+		_ = f.Value.Set("4")
+	}
+	Main(m)
+}
+
 // shortExamples are the Examples Main skips under -short.
 var shortExamples []string
 

@@ -30,7 +30,7 @@ func TestExplainTableConfig(t *testing.T) {
 				t.Errorf("describe(%v) = %q, want it to say %q", c.err, msg, w)
 			}
 		}
-		if strings.Contains(msg, "SchemaSQL") || strings.Contains(msg, "WithTTL") {
+		if strings.Contains(msg, "Schema.SQL") || strings.Contains(msg, "WithTTL") {
 			t.Errorf("describe(%v) = %q names the library's options, not the CLI's", c.err, msg)
 		}
 		if code := ExitCode(c.err); code != ExitUsage {

@@ -402,7 +402,6 @@ func (f *LayoutFlags) base() (IDLayout, error) {
 		}
 		return IDLayout{}, Usagef("%s", msg)
 	}
-	l.Origin, l.Epoch = l.Start(), 0
 	return IDLayout{Layout: l, Order: SnowflakeOrder}, nil
 }
 

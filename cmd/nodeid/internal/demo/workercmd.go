@@ -126,7 +126,7 @@ func mintUntilStopped(ctx context.Context, env *cli.Env, c *cli.Conn, lease *nod
 			id, err := gen.Generate()
 			switch {
 			case errors.Is(err, nodeid.ErrLeaseLost):
-				// Lost closes at once: report it there.
+				// Done closes at once: report it there.
 			case err != nil:
 				fmt.Fprintln(env.Err, c.Describe(err))
 			default:

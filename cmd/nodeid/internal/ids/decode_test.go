@@ -17,7 +17,7 @@ import (
 // Known IDs: in the default layout, and in a layout with epoch bits.
 var (
 	defaultID = mustEncode(snowflake.DefaultLayout, snowflake.Parts{Ms: 1719379422144, Node: 250, Seq: 7})
-	epochL    = snowflake.Layout{Epoch: 1577836800000, NodeBits: 12, StepBits: 10, EpochBits: 2}
+	epochL    = snowflake.Layout{Origin: 1577836800000, NodeBits: 12, StepBits: 10, EpochBits: 2}
 	epochID   = mustEncode(epochL, snowflake.Parts{Ms: 1719379422144, Node: 4000, Epoch: 7, Seq: 5})
 )
 

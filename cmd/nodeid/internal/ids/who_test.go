@@ -27,7 +27,7 @@ func holdAndMint(t *testing.T, dsn, owner string, l snowflake.Layout) (bw.ID, in
 		t.Fatal(err)
 	}
 	defer db.Close()
-	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithOwner(owner), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL), nodeid.WithWait(true))
+	reg, err := nodeid.New(db, nodeid.WithCreateTable(true), nodeid.WithOwner(owner), nodeid.WithNodeRange(5, 5), nodeid.WithTTL(nodeid.MinTTL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestWhoTwoHolders(t *testing.T) {
 func TestWhoEpochBits(t *testing.T) {
 	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
-	l := snowflake.Layout{Epoch: snowflake.DefaultLayout.Epoch, NodeBits: 10, StepBits: 12, EpochBits: 2}
+	l := snowflake.Layout{Origin: snowflake.DefaultLayout.Origin, NodeBits: 10, StepBits: 12, EpochBits: 2}
 	idA, _ := holdAndMint(t, dsn, "alpha", l)
 	holdAndMint(t, dsn, "beta", l)
 	flags := []string{"--dsn", dsn, "--epoch-bits", "2"}

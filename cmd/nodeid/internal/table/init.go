@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
@@ -58,8 +59,8 @@ func (o *InitOptions) Validate() error {
 	if !o.MaxTTLGiven {
 		o.MaxTTL = postgres.DefaultMaxTTL
 	}
-	if o.MaxTTL < postgres.MinTTL || o.MaxTTL > postgres.MaxTTL {
-		return cli.Usagef("--max-ttl %s: it must be %s to %s", o.MaxTTL, postgres.MinTTL, postgres.MaxTTL)
+	if o.MaxTTL < nodeid.MinTTL || o.MaxTTL > nodeid.MaxTTL {
+		return cli.Usagef("--max-ttl %s: it must be %s to %s", o.MaxTTL, nodeid.MinTTL, nodeid.MaxTTL)
 	}
 	mode := store.Replication(o.Replication)
 	if mode != "" && mode != store.Async && mode != store.Sync {
@@ -161,7 +162,7 @@ the restored or the lost history could hold.`,
 	o.Layout.RegisterNodeBits(cmd, "width of the node field of the IDs minted from the table's node IDs: a range beyond it is refused")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, fmt.Sprintf("create or add more than %s rows without asking", cli.Count(cli.ConfirmRows)))
 	cmd.Flags().Var(cli.NewRequiredDurationValue(&o.MaxTTL), "max-ttl",
-		fmt.Sprintf("the longest lease TTL the table allows, %s to %s (default: the table's, 1m for a new table)", postgres.MinTTL, postgres.MaxTTL))
+		fmt.Sprintf("the longest lease TTL the table allows, %s to %s (default: the table's, 1m for a new table)", nodeid.MinTTL, nodeid.MaxTTL))
 	cmd.Flags().StringVar(&o.Replication, "replication", "",
 		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
 	_ = cmd.RegisterFlagCompletionFunc("replication", cobra.FixedCompletions([]string{"async", "sync"}, cobra.ShellCompDirectiveNoFileComp))

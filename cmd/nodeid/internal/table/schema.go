@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -87,7 +88,7 @@ docs/verify.md).`,
 	}
 	o.Range.Register(cmd)
 	cmd.Flags().Var(cli.NewDurationValue(&o.MaxTTL, postgres.DefaultMaxTTL), "max-ttl",
-		fmt.Sprintf("the longest lease TTL the table allows, %s to %s", postgres.MinTTL, postgres.MaxTTL))
+		fmt.Sprintf("the longest lease TTL the table allows, %s to %s", nodeid.MinTTL, nodeid.MaxTTL))
 	cmd.Flags().StringVar(&o.Replication, "replication", "",
 		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
 	cmd.Flags().BoolVar(&o.VerifySQL, "verify-sql", false, "print the statement that verifies a lease in a transaction, for programs in other languages")

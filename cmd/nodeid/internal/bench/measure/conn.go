@@ -203,7 +203,7 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.St
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
+	if err := st.Apply(ctx, nodeid.MaxTTL); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -66,8 +66,8 @@ const (
 	// spread over it.
 	floorFree = 4
 	// floorHold is the TTL of the leases that fill a range: they must not
-	// lapse during the run (the tables' maximum TTL is postgres.MaxTTL).
-	floorHold = postgres.MaxTTL - time.Hour
+	// lapse during the run (the tables' maximum TTL is nodeid.MaxTTL).
+	floorHold = nodeid.MaxTTL - time.Hour
 )
 
 // Validate checks every field and returns a *FieldError naming the first
@@ -268,7 +268,7 @@ func pair(ctx context.Context, l leased, acq, rel *item) (int64, error) {
 		return 0, fmt.Errorf("acquire: %w", err)
 	}
 	// Nothing was stamped: the node ID is claimable again at once.
-	if err := nodeid.NewMinter(lease).Bind(func() int64 { return 0 }); err != nil {
+	if err := nodeid.NewFence(lease).Bind(func() int64 { return 0 }); err != nil {
 		return 0, err
 	}
 	put := func() error { return lease.Release(ctx) }

@@ -106,14 +106,14 @@ func (r *runner) scale(ctx context.Context) error {
 	return nil
 }
 
-// remake drops st's tables and makes them again from the DDL of SchemaSQL,
+// remake drops st's tables and makes them again from the DDL of Schema.SQL,
 // and returns their node IDs, all claimable.
 func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, error) {
 	t := st.Config().Table
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
 		return nil, 0, err
 	}
-	if err := st.Apply(ctx, postgres.MaxTTL); err != nil {
+	if err := st.Apply(ctx, nodeid.MaxTTL); err != nil {
 		return nil, 0, err
 	}
 	free := make([]int64, st.Config().MaxNode+1)

@@ -27,10 +27,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // statementIDs is the node range of the statement benchmarks.
@@ -51,7 +51,7 @@ func BenchmarkStatement(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := st.Apply(b.Context(), postgres.MaxTTL); err != nil {
+		if err := st.Apply(b.Context(), nodeid.MaxTTL); err != nil {
 			b.Fatal(err)
 		}
 		b.Run("mode="+mode+"/op=claim", func(b *testing.B) { benchClaim(b, st) })

@@ -23,7 +23,7 @@ const (
 	// rather than released: holders that crashed, or with Fraction 0 the
 	// fleet-wide restart after a crash.
 	StateLapsed = "lapsed"
-	// StateFresh: a table just made by the DDL of postgres.SchemaSQL, as a
+	// StateFresh: a table just made by the DDL of postgres.Schema.SQL, as a
 	// fleet's first start finds it (Fraction 0): never vacuumed, with the
 	// statistics of the ANALYZE that the DDL ends with.
 	StateFresh = "fresh"
