@@ -53,7 +53,13 @@ func init() {
 // killed stamper leaves whole lines), until DIR/stop exists. It does not
 // check the lease: whatever it stamps after it should have stopped, the
 // warden let it.
-func stamper(dir string) int {
+func stamper(dir string) int { return stampLoop(dir, nil) }
+
+// stampLoop is the stampers' loop. With lease, before each stamp it reads
+// the lease (held, and the ceiling to stamp at or below), then the clock,
+// in that order, and stamps only what the lease allows, appending each
+// refusal to DIR/refused as "held" or "ceiling", one a line.
+func stampLoop(dir string, lease func() (held bool, ceiling int64)) int {
 	clock, err := testWallClock(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -64,13 +70,28 @@ func stamper(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	refused, err := os.OpenFile(filepath.Join(dir, "refused"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	stop := filepath.Join(dir, "stop")
 	last := int64(math.MinInt64)
 	for {
 		if _, err := os.Stat(stop); err == nil {
 			return 0
 		}
-		if now := clock.NowMs(); now != last {
+		held, ceiling := true, int64(math.MaxInt64)
+		if lease != nil {
+			held, ceiling = lease()
+		}
+		now := clock.NowMs()
+		switch {
+		case !held:
+			_, _ = refused.WriteString("held\n")
+		case now > ceiling:
+			_, _ = refused.WriteString("ceiling\n")
+		case now != last:
 			if _, err := f.WriteString(strconv.FormatInt(now, 10) + "\n"); err != nil {
 				return 1
 			}

@@ -3,8 +3,6 @@
 package run
 
 import (
-	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,43 +47,8 @@ func init() {
 // check and the stamp can let a stamp past it. Each refusal is appended
 // to DIR/refused, as "ceiling" or "held".
 func coopStamper(dir string) int {
-	clock, err := testWallClock(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	path := os.Getenv(EnvLeaseFile)
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	refused, err := os.OpenFile(filepath.Join(dir, "refused"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	stop := filepath.Join(dir, "stop")
-	last := int64(math.MinInt64)
-	for {
-		if _, err := os.Stat(stop); err == nil {
-			return 0
-		}
-		held, ceiling := readLease(path)
-		now := clock.NowMs()
-		switch {
-		case !held:
-			_, _ = refused.WriteString("held\n")
-		case now > ceiling:
-			_, _ = refused.WriteString("ceiling\n")
-		case now != last:
-			if _, err := f.WriteString(strconv.FormatInt(now, 10) + "\n"); err != nil {
-				return 1
-			}
-			last = now
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	return stampLoop(dir, func() (bool, int64) { return readLease(path) })
 }
 
 // readLease reads the lease file at path: held is false if it cannot be
