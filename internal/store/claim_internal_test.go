@@ -36,7 +36,8 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 		c                 Claim
 		acquired, history time.Time
 	)
-	if err := tx.QueryRowContext(ctx, s.byMode[Async].claim, 0, 0, "a", 60000, 0).
+	if err := tx.QueryRowContext(ctx, `SELECT node_id, epoch, expires_at, after_ms, until_ms, generation, now
+		FROM snowflake_nodes_claim(owner => 'a', ttl_ms => 60000, lo => 0, hi => 0)`).
 		Scan(&c.NodeID, &c.Epoch, &c.Expires, &c.PrevHorizon, &c.Horizon, &c.Generation, &c.Now); err != nil {
 		t.Fatal(err)
 	}
@@ -68,14 +69,11 @@ func TestPrivilegeErrorIsFatal(t *testing.T) {
 	}
 }
 
-// The asynchronous head on a table that records synchronous replication
-// and no server (its DDL ran where the WAL functions are refused: a first
-// claim, which does not know the mode; a Store whose table changed its
-// mode) changes nothing there: the server's identity, which that table
-// does not record, starts no generation and no wait for a restore's
-// declaration. The claim finds nothing, and the statements of the table's
-// mode then claim.
-func TestAsyncHeadLeavesASyncTableAlone(t *testing.T) {
+// A table that records synchronous replication and no server (its DDL ran
+// where the WAL functions are refused) is trusted: a first claim, which
+// does not know the mode, neither starts a generation nor waits for a
+// restore's declaration there, and claims in generation 1.
+func TestATrustedTableStartsNoGeneration(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.NewDB(t)
 	ctx := ctxOf(t)
@@ -103,14 +101,13 @@ func TestAsyncHeadLeavesASyncTableAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := st.ClaimFirst(ctx, 0, 3, false, 1023, "a", 10*time.Second, time.Now().UnixMilli())
-	if err != nil || f.OK {
-		t.Fatalf("the asynchronous first claim on a synchronous table: %+v, %v; want nothing claimed", f, err)
+	if err != nil || !f.OK || f.Generation != 1 || f.Epoch != 1 {
+		t.Fatalf("the first claim on a trusted table: %+v, %v; want node ID 0 in generation 1 at epoch 1", f, err)
 	}
 	if after := config(); after != before {
-		t.Fatalf("the asynchronous head changed the configuration of a synchronous table: %q, was %q", after, before)
+		t.Fatalf("the first claim changed the configuration of a trusted table: %q, was %q", after, before)
 	}
-	c, err := st.Claim(ctx, 0, 3, "a", 10*time.Second, time.Now().UnixMilli())
-	if err != nil || !c.OK || c.Generation != 1 {
-		t.Fatalf("the claim after it: %+v, %v; want node ID 0 in generation 1", c, err)
+	if st.Replication() != Sync {
+		t.Fatalf("the first claim learnt mode %q, want sync", st.Replication())
 	}
 }

@@ -79,6 +79,11 @@ func storeOn(t *testing.T, dsn string, offset time.Duration) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if clock != nil {
+		if err := installClock(ctxOf(t), db, DefaultConfig().Table, clock); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return st
 }
 

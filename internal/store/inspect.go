@@ -88,11 +88,15 @@ WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
 // List returns every row of the range, ordered by node ID, and the server's
 // now() of the same statement.
 func (s *Store) List(ctx context.Context) ([]Row, time.Time, error) {
-	q, err := s.sqlFor(ctx)
+	watched, err := s.isWatched(ctx)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	rows, err := s.db.QueryContext(ctx, q.list, s.cfg.MinNode, s.cfg.MaxNode)
+	q := s.listTrustedSQL
+	if watched {
+		q = s.listWatchedSQL
+	}
+	rows, err := s.db.QueryContext(ctx, q, s.cfg.MinNode, s.cfg.MaxNode)
 	if err != nil {
 		return nil, time.Time{}, s.wrapErr("list", err)
 	}
@@ -198,20 +202,11 @@ func (s *Store) claims(ctx context.Context, op, query string, args ...any) ([]Hi
 	return out, nil
 }
 
-const pruneTemplate = `DELETE FROM {h} WHERE ` + prunable
-
-// prunableTemplate counts what pruneTemplate deletes.
-const prunableTemplate = `SELECT count(*) FROM {h} WHERE ` + prunable
-
-// prunable is the condition on a history row of a claim that ended more
-// than $1 ms ago: claims still open are kept.
-const prunable = `ended_at IS NOT NULL AND ended_at < now() - $1::bigint * interval '1 millisecond'`
-
 // CountPrunable counts the history rows of claims that ended more than
 // olderThan ago: the rows PruneHistory would delete now.
 func (s *Store) CountPrunable(ctx context.Context, olderThan time.Duration) (int64, error) {
 	var n int64
-	if err := s.db.QueryRowContext(ctx, s.prunableSQL, olderThan.Milliseconds()).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.pruneSQL, olderThan.Milliseconds(), true).Scan(&n); err != nil {
 		return 0, s.wrapErr("count the history to prune", err)
 	}
 	return n, nil
@@ -220,9 +215,9 @@ func (s *Store) CountPrunable(ctx context.Context, olderThan time.Duration) (int
 // PruneHistory deletes the history of claims that ended more than olderThan
 // ago, and returns how many rows it deleted. Claims still open are kept.
 func (s *Store) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.pruneSQL, olderThan.Milliseconds())
-	if err != nil {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, s.pruneSQL, olderThan.Milliseconds(), false).Scan(&n); err != nil {
 		return 0, s.wrapErr("prune history", err)
 	}
-	return res.RowsAffected()
+	return n, nil
 }

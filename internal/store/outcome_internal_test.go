@@ -168,14 +168,11 @@ func TestALateRenewalLowersNoExpiry(t *testing.T) {
 		t.Fatalf("the second renewal: %+v, %v", second, err)
 	}
 	// The first attempt's statement runs now, in its old transaction.
-	q, err := s.sqlFor(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var expires time.Time
 	var horizon int64
 	var now time.Time
-	if err := tx.QueryRowContext(ctx, q.renew, c.NodeID, c.Owner, c.Epoch, ttl.Milliseconds(), time.Now().UnixMilli()).Scan(&expires, &horizon, &now); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT expires_at, until_ms, now FROM late_renew($1, $2, $3, $4, $5)`,
+		c.NodeID, c.Owner, c.Epoch, ttl.Milliseconds(), time.Now().UnixMilli()).Scan(&expires, &horizon, &now); err != nil {
 		t.Fatalf("the late renewal: %v", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -42,13 +42,27 @@ type replayer struct {
 
 // at makes the statements read the server's clock as the model's time t.
 func (r *replayer) at(t tick) {
-	now := fmt.Sprintf("('%s'::timestamptz)", replayBase.Add(time.Duration(t)*time.Second).Format(time.RFC3339))
-	r.clock = strings.NewReplacer("now()", now, "clock_timestamp()", now, "statement_timestamp()", now)
-	st, err := newStore(r.db, r.cfg, r.clock)
-	if err != nil {
+	if r.st == nil {
+		// The functions and the reads read the model's time from a table of
+		// the test's, made and installed once.
+		clock := r.cfg.Table + "_clock"
+		if _, err := r.db.ExecContext(ctxOf(r.t), "CREATE TABLE "+clock+" (at timestamptz NOT NULL); INSERT INTO "+clock+" VALUES ('-infinity')"); err != nil {
+			r.t.Fatal(err)
+		}
+		now := "(SELECT k.at FROM " + clock + " AS k)"
+		r.clock = strings.NewReplacer("now()", now, "clock_timestamp()", now, "statement_timestamp()", now)
+		if err := installClock(ctxOf(r.t), r.db, r.cfg.Table, r.clock); err != nil {
+			r.t.Fatal(err)
+		}
+		st, err := newStore(r.db, r.cfg, r.clock)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		r.st = st
+	}
+	if _, err := r.db.ExecContext(ctxOf(r.t), "UPDATE "+r.cfg.Table+"_clock SET at = $1", replayBase.Add(time.Duration(t)*time.Second)); err != nil {
 		r.t.Fatal(err)
 	}
-	r.st = st
 }
 
 func owner(h int) string { return fmt.Sprintf("h%d", h) }

@@ -323,7 +323,11 @@ func (s Schema) SQL() (string, error) {
 	if err := s.Validate(); err != nil {
 		return "", err
 	}
-	return s.expand(schemaTemplate) + "\n", nil
+	fns, err := FunctionsSQL(s.Table)
+	if err != nil {
+		return "", err
+	}
+	return s.expand(schemaTemplate) + "\n" + fns, nil
 }
 
 // schemaLockTimeout bounds every lock wait of the DDL.

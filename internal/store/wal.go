@@ -30,3 +30,9 @@ const serverStarted = `(extract(epoch FROM pg_postmaster_start_time()) * 1000000
 // WALFunctions names the functions walTimeline and walServerID call, for
 // messages.
 const WALFunctions = "pg_current_wal_lsn(), pg_walfile_name() and pg_control_system()"
+
+// quarantine is how long, in ms, a new generation quarantines the rows of
+// earlier ones, given c, the configuration row: the longest lease the lost
+// history could hold (the maximum TTL or a pending raise of it) and a tenth
+// of it for the servers' clocks. The claim ({t}_claim) writes it out.
+const quarantine = `GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10`
