@@ -78,10 +78,19 @@ func snapshot(t *testing.T, db *sql.DB) string {
 	return s
 }
 
-const appGrants = "GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO ROLE; GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO ROLE"
+// appGrants are what nodeid init --grant gives a client role ("ROLE" is
+// replaced by the role's name).
+var appGrants = func() string {
+	q, err := postgres.GrantSQL("snowflake_nodes", "ROLE")
+	if err != nil {
+		panic(err)
+	}
+	return q
+}()
 
-// A role with only SELECT, INSERT and UPDATE on provisioned tables runs the
-// whole life cycle, with table creation off and on.
+// A role with only what nodeid init --grant gives (EXECUTE on the client
+// functions, SELECT on the tables) runs the whole life cycle, with table
+// creation off and on, and cannot write the tables itself.
 func TestLeastPrivilegeLifecycle(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Shared(t)
@@ -111,6 +120,12 @@ func TestLeastPrivilegeLifecycle(t *testing.T) {
 	if row := readRow(t, admin, 0); row.epoch != 2 || !row.free {
 		t.Fatalf("row 0 after two claims and releases: %+v", row)
 	}
+	for _, q := range []string{"UPDATE snowflake_nodes SET epoch = 0", "DELETE FROM snowflake_nodes_history",
+		"INSERT INTO snowflake_nodes (node_id) VALUES (5000)", "UPDATE snowflake_nodes_config SET fence_ms = 0", "TRUNCATE snowflake_nodes_history"} {
+		if _, err := app.ExecContext(ctx, q); postgres.SQLSTATE(err) != pgerrcode.InsufficientPrivilege {
+			t.Errorf("%s as the client role: %v, want SQLSTATE 42501", q, err)
+		}
+	}
 }
 
 // Missing privileges are Fatal errors that name the table and privilege,
@@ -123,16 +138,18 @@ func TestMissingPrivilegeIsFatalAndNamed(t *testing.T) {
 	before := snapshot(t, admin)
 	ctx := testContext(t)
 
-	noUpdate, _ := newRole(t, srv, admin, dsn, "GRANT SELECT, INSERT ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config TO ROLE")
-	r := newTestRegistry(t, noUpdate, WithCreateTable(false))
+	// Every privilege on the tables, and no grant of the functions.
+	noExec, _ := newRole(t, srv, admin, dsn, "GRANT ALL ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config TO ROLE")
+	r := newTestRegistry(t, noExec, WithCreateTable(false))
 	err := r.CheckSchema(ctx)
-	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "UPDATE on table snowflake_nodes") {
-		t.Errorf("CheckSchema without UPDATE = %v", err)
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "EXECUTE on function snowflake_nodes_claim()") {
+		t.Errorf("CheckSchema without EXECUTE = %v", err)
 	}
 	_, err = r.Acquire(ctx)
 	if !postgres.Fatal(err) || postgres.SQLSTATE(err) != pgerrcode.InsufficientPrivilege ||
-		!strings.Contains(err.Error(), "snowflake_nodes") || !strings.Contains(err.Error(), "UPDATE") {
-		t.Errorf("Acquire without UPDATE = %v, want a Fatal 42501 naming the table and UPDATE", err)
+		!strings.Contains(err.Error(), "snowflake_nodes_claim") || !strings.Contains(err.Error(), "EXECUTE") ||
+		!strings.Contains(err.Error(), "--grant") {
+		t.Errorf("Acquire without EXECUTE = %v, want a Fatal 42501 naming the function, EXECUTE and the grant", err)
 	}
 
 	// Table creation on, no CREATE privilege, tables missing.
@@ -168,14 +185,14 @@ func TestPrivilegeRevokedDuringLease(t *testing.T) {
 	r := newTestRegistry(t, app, WithCreateTable(false), WithTTL(MinTTL),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	l := acquire(t, r)
-	if _, err := admin.ExecContext(testContext(t), "REVOKE UPDATE ON snowflake_nodes FROM "+role); err != nil {
+	if _, err := admin.ExecContext(testContext(t), "REVOKE EXECUTE ON FUNCTION snowflake_nodes_renew(integer, text, bigint, bigint, bigint) FROM "+role); err != nil {
 		t.Fatal(err)
 	}
 	waitLost(t, l, 2*MinTTL)
 	if !errors.Is(l.Err(), ErrExpired) {
 		t.Errorf("Err = %v, want ErrExpired", l.Err())
 	}
-	if out := logs.String(); !strings.Contains(out, "permission denied for table snowflake_nodes") {
+	if out := logs.String(); !strings.Contains(out, "permission denied for function snowflake_nodes_renew") {
 		t.Errorf("the renewal failures were not logged with their cause:\n%s", out)
 	}
 }

@@ -62,16 +62,28 @@ func HistoryTable(t string) string { return store.HistoryTable(t) }
 func ConfigTable(t string) string { return store.ConfigTable(t) }
 
 // VerifySQL returns the statement of nodeid.Lease.Verify for lease table
-// table, for programs in other languages (docs/verify.md): its parameters
-// are $1 the node ID, $2 the owner and $3 the epoch; its one row has held
-// (boolean), cause (NULL when held, else taken_over, failover, released,
-// evicted, expired or no_row), expires_at, idle_timeout and
-// idle_timeout_ms (when held), owner and epoch (the row's) and now (the
-// statement's timestamp). Run it first in the transaction whose writes it
-// fences, and roll back unless held is true.
+// table, for programs in other languages (docs/verify.md): a call of the
+// table's function T_verify with $1 the node ID, $2 the owner and $3 the
+// epoch. Its one row has held (boolean), status ('ok' when held, else why
+// not: epoch_mismatch, not_owner, lapsed, released, evicted or no_row),
+// expires_at and idle_timeout_ms (when held), holder and row_epoch (the
+// row's) and now (the statement's timestamp). Run it first in the
+// transaction whose writes it fences, and roll back unless held is true.
 func VerifySQL(table string) (string, error) {
 	if err := ValidateTable(table); err != nil {
 		return "", err
 	}
 	return store.VerifySQL(store.Config{Table: table}), nil
 }
+
+// GrantSQL returns the statements that give role what a client of lease
+// table table needs (nodeid init --grant): USAGE on the table's schema,
+// EXECUTE on its client functions (claim, renew, release, verify, and the
+// confirmations a first use may make) and SELECT on its three tables;
+// never INSERT, UPDATE, DELETE or TRUNCATE. Run them as the tables' owner.
+func GrantSQL(table, role string) (string, error) { return store.GrantSQL(table, role, false) }
+
+// GrantOperatorSQL returns GrantSQL's statements and EXECUTE on the
+// operator functions too: evict, the restore's declaration, and pruning
+// (nodeid init --grant-operator).
+func GrantOperatorSQL(table, role string) (string, error) { return store.GrantSQL(table, role, true) }

@@ -60,7 +60,7 @@ func TestClaimAcquiredAtAfterRowLock(t *testing.T) {
 // server's own error: Fatal, SQLSTATE 42501, naming the table and privilege.
 func TestPrivilegeErrorIsFatal(t *testing.T) {
 	s := &Store{cfg: DefaultConfig()}
-	err := s.wrapErr("check schema", &privilegeError{table: "t", privilege: "UPDATE"})
+	err := s.wrapErr("check schema", &privilegeError{kind: "table", table: "t", privilege: "UPDATE"})
 	if !Fatal(err) || Retryable(err) || SQLState(err) != "42501" {
 		t.Fatalf("%v: Fatal=%v Retryable=%v SQLSTATE=%q", err, Fatal(err), Retryable(err), SQLState(err))
 	}

@@ -130,6 +130,8 @@ func (e *StatementError) hint() string {
 	switch code := SQLState(e.Err); {
 	case code == pgerrcode.UndefinedTable:
 		return "the lease tables do not exist: create them with nodeid init, or the DDL of postgres.Schema.SQL applied by their owner (or let nodeid.WithCreateTable create them), or check the table name"
+	case code == pgerrcode.UndefinedFunction && strings.Contains(e.Err.Error(), e.Table+"_"):
+		return "the table's functions are missing (it was made by an earlier version of nodeid): bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied by its owner"
 	case code == pgerrcode.UndefinedColumn || code == pgerrcode.DatatypeMismatch:
 		return "the table does not have the expected columns: bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied by its owner"
 	case code == pgerrcode.InsufficientPrivilege:
@@ -138,8 +140,8 @@ func (e *StatementError) hint() string {
 		}
 		// A message this package cannot read (the server's messages in
 		// another language): what the lease statements need, all of it.
-		return fmt.Sprintf("the role needs SELECT and UPDATE on %s and %s, and SELECT, INSERT and UPDATE on %s",
-			e.Table, ConfigTable(e.Table), HistoryTable(e.Table))
+		return fmt.Sprintf("the role needs EXECUTE on the functions of %s and SELECT on its tables: grant them with nodeid init --grant ROLE (or postgres.GrantSQL)",
+			e.Table)
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return "the server is read-only: point the DSN at the primary"
 	case Pooler(e.Err):
@@ -187,6 +189,9 @@ func (d Denial) need() string {
 	if d.Owner {
 		return "it must run as the owner of " + d.Kind + " " + d.Object
 	}
+	if d.Kind == "function" {
+		return "the role needs " + d.String() + ": nodeid init --grant ROLE grants a client what it needs (postgres.GrantSQL)"
+	}
 	return "the role needs " + d.String()
 }
 
@@ -208,25 +213,16 @@ func JoinAnd(words []string) string {
 // message is the one place that names it.
 var deniedMessage = regexp.MustCompile(`^(permission denied for|must be owner of) (table|view|materialized view|foreign table|sequence|function|procedure|routine|schema|database|type|language|large object|tablespace) (.+)$`)
 
-// opPrivileges are the privileges each statement of the Store needs on the
+// opPrivileges are the privileges each read of the Store needs on the
 // lease table ('t'), its history ('h') and its configuration ('c'), by the
-// operation a StatementError names. A lease statement needs UPDATE on the
-// configuration in asynchronous replication only (to record a new
-// generation); it is listed, as the grants of Schema.SQL's comment have it.
+// operation a StatementError names. Every write is a call of one of the
+// table's functions, which needs EXECUTE on it and nothing on the tables.
 var opPrivileges = map[string]map[byte][]string{
-	"claim":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "INSERT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
-	"renew":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}, 'c': {"SELECT", "UPDATE"}},
-	"release":            {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "UPDATE"}, 'c': {"SELECT", "UPDATE"}},
-	"evict":              {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT", "UPDATE"}},
-	"verify":             {'t': {"SELECT", "UPDATE"}, 'h': {"SELECT"}},
 	"list":               {'t': {"SELECT"}, 'c': {"SELECT"}},
 	"history":            {'t': {"SELECT"}, 'h': {"SELECT"}},
 	"who":                {'t': {"SELECT"}, 'h': {"SELECT"}},
-	"prune history":      {'h': {"SELECT", "DELETE"}},
 	"read configuration": {'c': {"SELECT"}},
 	"check schema":       {'t': {"SELECT"}, 'h': {"SELECT"}, 'c': {"SELECT"}},
-	"restore":            {'c': {"SELECT", "UPDATE"}},
-	"confirm the raise":  {'c': {"SELECT", "UPDATE"}},
 }
 
 // ddlOps are the operations that run the DDL, which only the tables' owner
@@ -245,7 +241,7 @@ func Denied(err error) (Denial, bool) {
 		pe  *pgconn.PgError
 	)
 	if errors.As(err, &pve) { // CheckSchema's: it knows the very privilege
-		return Denial{Kind: "table", Object: pve.table, Privileges: []string{pve.privilege}}, true
+		return Denial{Kind: pve.kind, Object: pve.table, Privileges: []string{pve.privilege}}, true
 	}
 	if !errors.As(err, &pe) || pe.Code != pgerrcode.InsufficientPrivilege {
 		return Denial{}, false

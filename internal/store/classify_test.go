@@ -60,7 +60,7 @@ func TestClassifyDenied(t *testing.T) {
 		{denied("claim", "ids.nodes", "permission denied for table elsewhere"),
 			Denial{Kind: "table", Object: "elsewhere"},
 			"the role needs a privilege on table elsewhere"},
-		{&StatementError{Op: "check schema", Table: "ids.nodes", Err: &privilegeError{table: "ids.nodes_history", privilege: "INSERT"}},
+		{&StatementError{Op: "check schema", Table: "ids.nodes", Err: &privilegeError{kind: "table", table: "ids.nodes_history", privilege: "INSERT"}},
 			Denial{Kind: "table", Object: "ids.nodes_history", Privileges: []string{"INSERT"}},
 			"the role needs INSERT on table ids.nodes_history"},
 	} {

@@ -17,10 +17,10 @@ func (s *Store) wrapErr(op string, err error) error {
 
 // privilegeError reports a privilege CheckSchema found missing; it carries
 // SQLSTATE 42501 like the server's own error.
-type privilegeError struct{ table, privilege string }
+type privilegeError struct{ kind, table, privilege string }
 
 func (e *privilegeError) Error() string {
-	return fmt.Sprintf("permission denied: the role lacks %s on table %s (SQLSTATE 42501)", e.privilege, e.table)
+	return fmt.Sprintf("permission denied: the role lacks %s on %s %s (SQLSTATE 42501)", e.privilege, e.kind, e.table)
 }
 
 // SQLState lets SQLSTATE and Fatal classify the error like the server's.

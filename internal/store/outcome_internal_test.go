@@ -2,12 +2,9 @@ package store
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -80,45 +77,6 @@ func TestRenewalAndReleaseWaitingForAnEvictionChangeNothing(t *testing.T) {
 				t.Errorf("%s of an evicted lease: %+v, want not OK, the row of epoch %d with no owner, ended %q", op, r.o, c.Epoch, EndEvicted)
 			}
 		})
-	}
-}
-
-// A renewal and a release lock their row once, by their UPDATE: no plan
-// of theirs reads it FOR UPDATE first (a LockRows node), which wrote a
-// second WAL record and cost a renewal an eighth of its time.
-func TestRenewalAndReleaseLockTheirRowOnce(t *testing.T) {
-	t.Parallel()
-	db, _ := pgtest.NewDB(t)
-	ctx := ctxOf(t)
-	for _, mode := range []Replication{Async, Sync} {
-		table := "locks_" + string(mode)
-		_, q := scratchTable(t, db, table, 16, mode)
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UnixMilli()
-		for _, st := range []struct {
-			name, sql string
-			args      []any
-		}{
-			{"renew", q.renew, []any{1, "o", int64(3), int64(60000), now}},
-			{"release", q.release, []any{1, "o", int64(3), now}},
-		} {
-			p, err := plancheck.InspectGenericPlan(ctx, conn, st.sql, nil, st.args, table)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := strings.Count(p.Plan, `"Node Type": "LockRows"`); n != 0 {
-				t.Errorf("%s, %s: the plan locks rows in %d LockRows nodes before it writes:\n%s", mode, st.name, n, p.Plan)
-			}
-			if !strings.Contains(p.Plan, `"Node Type": "ModifyTable"`) {
-				t.Errorf("%s, %s: no ModifyTable in the plan, the inspection read the wrong plan:\n%s", mode, st.name, p.Plan)
-			}
-		}
-		if err := conn.Close(); err != nil {
-			t.Fatal(fmt.Errorf("%s: %w", mode, err))
-		}
 	}
 }
 

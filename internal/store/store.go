@@ -1059,22 +1059,18 @@ func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 
 // CheckSchema verifies, read-only, that the tables exist with the expected
 // columns, that they are logged (a crash empties an UNLOGGED table), that
-// the role has the privileges the lease statements need (SELECT and UPDATE
-// on the lease and configuration tables, SELECT, INSERT and UPDATE on the
-// history), and that the server allows what the table's replication mode
-// needs (CheckReplication). It never creates, alters or repairs anything.
-// A missing table, column or privilege, an unlogged table or a refused
-// function gives an error for which Fatal is true, naming it.
+// the table's client functions exist (a table of an earlier version lacks
+// them), that the role may read the tables and run those functions (what
+// GrantSQL grants), and that the server allows what the table's
+// replication mode needs (CheckReplication). It never creates, alters or
+// repairs anything. A missing table, column, function or privilege, an
+// unlogged table or a refused function gives an error for which Fatal is
+// true, naming it.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	for _, q := range []struct {
-		table, columns string
-		privileges     []string
-	}{
-		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation", []string{"SELECT", "UPDATE"}},
-		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation",
-			[]string{"SELECT", "INSERT", "UPDATE"}},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, creation_pending, server_id, wal_timeline",
-			[]string{"SELECT", "UPDATE"}},
+	for _, q := range []struct{ table, columns string }{
+		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation"},
+		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation"},
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, creation_pending, server_id, wal_timeline"},
 	} {
 		exists, err := s.exists(ctx, q.table)
 		if err == nil && !exists {
@@ -1083,20 +1079,34 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		if err != nil {
 			return s.wrapErr("check schema", err)
 		}
-		for _, p := range q.privileges {
-			var ok bool
-			if err := s.db.QueryRowContext(ctx, `SELECT has_table_privilege($1::text, $2::text)`, q.table, p).Scan(&ok); err != nil {
-				return s.wrapErr("check schema", err)
-			}
-			if !ok {
-				return s.wrapErr("check schema", &privilegeError{table: q.table, privilege: p})
-			}
+		var ok bool
+		if err := s.db.QueryRowContext(ctx, `SELECT has_table_privilege($1::text, 'SELECT')`, q.table).Scan(&ok); err != nil {
+			return s.wrapErr("check schema", err)
+		}
+		if !ok {
+			return s.wrapErr("check schema", &privilegeError{kind: "table", table: q.table, privilege: "SELECT"})
 		}
 		rows, err := s.db.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM %s LIMIT 0", q.columns, q.table))
 		if err != nil {
 			return s.wrapErr("check schema", err)
 		}
 		rows.Close()
+	}
+	for _, f := range clientFunctions {
+		fn := s.cfg.Table + f
+		var exists, ok sql.NullBool
+		err := s.db.QueryRowContext(ctx, `SELECT to_regprocedure($1) IS NOT NULL,
+			CASE WHEN to_regprocedure($1) IS NOT NULL THEN has_function_privilege(to_regprocedure($1), 'EXECUTE') END`, fn).Scan(&exists, &ok)
+		switch {
+		case err != nil:
+			return s.wrapErr("check schema", err)
+		case !exists.Bool:
+			return s.wrapErr("check schema", fmt.Errorf("%w: function %s is missing (the table was made by an earlier version of nodeid): bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied by its owner",
+				ErrUnconfigured, fn))
+		case !ok.Bool:
+			name, _, _ := strings.Cut(fn, "(")
+			return s.wrapErr("check schema", &privilegeError{kind: "function", table: name + "()", privilege: "EXECUTE"})
+		}
 	}
 	if _, err := s.ReadConfig(ctx); err != nil {
 		return err

@@ -27,10 +27,11 @@ const (
 )
 
 // VerifySQL returns the call of {t}_verify for the table of c: $1 node,
-// $2 owner, $3 epoch. Its row is the status, the expiry, the idle timeout
-// it set, the row's holder and epoch, and the statement's timestamp.
+// $2 owner, $3 epoch. Its row is whether the lease is held, the status,
+// the expiry, the idle timeout it set, the row's holder and epoch, and the
+// statement's timestamp.
 func VerifySQL(c Config) string {
-	return "SELECT status, expires_at, idle_timeout_ms, holder, row_epoch, now FROM " + c.Table + "_verify($1, $2, $3)"
+	return "SELECT status = 'ok' AS held, status, expires_at, idle_timeout_ms, holder, row_epoch, now FROM " + c.Table + "_verify($1, $2, $3)"
 }
 
 // Verdict is the result of a verification.
@@ -70,7 +71,7 @@ func verify(ctx context.Context, q Querier, query string, c Config, k Key) (Verd
 		owner   sql.NullString
 		epoch   sql.NullInt64
 	)
-	err := q.QueryRowContext(ctx, query, k.NodeID, k.Owner, k.Epoch).Scan(&status, &expires, &timeout, &owner, &epoch, &v.Now)
+	err := q.QueryRowContext(ctx, query, k.NodeID, k.Owner, k.Epoch).Scan(new(bool), &status, &expires, &timeout, &owner, &epoch, &v.Now)
 	if err != nil {
 		return Verdict{}, &StatementError{Op: "verify", Table: c.Table, Err: err}
 	}

@@ -318,7 +318,9 @@ $fn$;
 -- {t}_release frees the live lease node_id, owner, epoch for immediate
 -- claim. The row keeps its epoch; its horizon becomes last_ms when given
 -- (the latest millisecond stamped), and otherwise stays the one the last
--- renewal recorded. It ends the claim's history row as released. status is
+-- renewal recorded; never below the horizon the claim stamped after (its
+-- history row's from_ms), whatever last_ms says, so that no release lets
+-- the next holder stamp where an earlier one did. It ends the claim's history row as released. status is
 -- ok, or why nothing changed, as {t}_renew's: a retry tells its own
 -- earlier release (released) from an operator's eviction (evicted).
 CREATE OR REPLACE FUNCTION {t}_release(node_id integer, owner text, epoch bigint, last_ms bigint DEFAULT NULL)
@@ -337,7 +339,9 @@ BEGIN
         SELECT set_config('synchronous_commit', 'on', true) AS durable
     ), released AS (
         UPDATE {t} AS t
-        SET owner = '', expires_at = '-infinity', horizon_ms = COALESCE(a_last, t.horizon_ms)
+        SET owner = '', expires_at = '-infinity',
+            horizon_ms = GREATEST(COALESCE(a_last, t.horizon_ms),
+                COALESCE((SELECT h.from_ms FROM {t}_history AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch), t.horizon_ms))
         FROM q
         WHERE t.node_id = a_node AND t.owner = a_owner AND t.epoch = a_epoch AND t.expires_at >= now()
         RETURNING t.node_id, t.epoch, t.horizon_ms, t.acquired_at, t.claim_generation

@@ -146,8 +146,13 @@ func (c *Conn) explainDenied(err error) string {
 			return fmt.Sprintf("%s: the role %q is not the owner of %s %s; run it as the owner", msg, c.user(), d.Kind, d.Object)
 		case d.Kind == "table":
 			d.Privileges = c.lacking(d.Object, d.Privileges)
+			if c != nil && (d.Object == c.table || d.Object == postgres.HistoryTable(c.table) || d.Object == postgres.ConfigTable(c.table)) {
+				who = grantHint
+			}
 		case d.Kind == "schema":
 			who = "ask the schema's owner to GRANT it"
+		case d.Kind == "function" && c != nil && strings.HasPrefix(d.Object, c.table+"_"):
+			who = grantHint
 		default:
 			who = "ask a superuser (or its owner) to GRANT it"
 		}
@@ -157,12 +162,16 @@ func (c *Conn) explainDenied(err error) string {
 	if c != nil {
 		table = c.table
 	}
-	need := "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
+	need := "EXECUTE on the functions of " + table + " and SELECT on it and " + postgres.HistoryTable(table)
 	if errors.As(err, &ne) {
 		need = ne.Need
 	}
 	return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
 }
+
+// grantHint is the advice on a privilege of the lease tables or their
+// functions.
+const grantHint = "ask the table's owner to grant it: nodeid init --grant ROLE (a client's), --grant-operator ROLE (an operator's)"
 
 // foreignTable reports whether table exists but is not nodeid's: the
 // server knows the relation, and neither the configuration nor the history

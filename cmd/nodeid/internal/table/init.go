@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,9 @@ type InitOptions struct {
 	NoStandbyWait bool
 	// StandbyWait bounds the wait for the standbys to replay a raise.
 	StandbyWait time.Duration
+	// Grant and GrantOperator name roles to grant what a client, or an
+	// operator, of the table needs (postgres.GrantSQL, GrantOperatorSQL).
+	Grant, GrantOperator []string
 
 	nodes    cli.NodeRange // resolved by Validate
 	nodeBits int           // of Layout, resolved by Validate
@@ -72,7 +76,37 @@ func (o *InitOptions) Validate() error {
 	if o.StandbyWait <= 0 {
 		return cli.Usagef("--standby-wait %s: it must be positive", o.StandbyWait)
 	}
+	return validRoles(o.Grant, o.GrantOperator)
+}
+
+// validRoles checks the roles of --grant and --grant-operator.
+func validRoles(client, operator []string) error {
+	for _, r := range append(append([]string{}, client...), operator...) {
+		if r == "" || len(r) > 63 {
+			return cli.Usagef("--grant %q: a role name is 1 to 63 bytes", r)
+		}
+	}
 	return nil
+}
+
+// grantSQL returns the statements of --grant and --grant-operator.
+func grantSQL(table string, client, operator []string) (string, error) {
+	var b strings.Builder
+	for _, r := range client {
+		q, err := postgres.GrantSQL(table, r)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(q)
+	}
+	for _, r := range operator {
+		q, err := postgres.GrantOperatorSQL(table, r)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(q)
+	}
+	return b.String(), nil
 }
 
 // NewCmdInit returns "nodeid init". runF, if not nil, runs instead of the
@@ -144,13 +178,23 @@ stopped. D is the longest TTL any holder of the old history may hold: a
 copy cannot know it, for it may predate a raise of the maximum. Every node
 ID is then quarantined for the larger of D and the recorded maximum, and a
 tenth, from now, and its next claim takes an epoch of a new era, above any
-the restored or the lost history could hold.`,
+the restored or the lost history could hold.
+
+--grant ROLE gives a client role what leasing needs, and nothing more:
+EXECUTE on the table's client functions (claim, renew, release, verify, and
+the confirmations a first use may make), USAGE on its schema and SELECT on
+its tables; never INSERT, UPDATE, DELETE or TRUNCATE, so that no client can
+rewrite the fencing state. --grant-operator ROLE adds the operator
+functions (evict, the restore's declaration, prune). The functions run as
+the tables' owner (SECURITY DEFINER); every other role gets SQLSTATE 42501.
+See docs/sql.md.`,
 		Example: `  nodeid init
   nodeid init --nodes 256 --max-ttl 30s
   nodeid init --table ids.snowflake_nodes --range 512-1023
   nodeid init --range 0-99999 --node-bits 17 --yes
   nodeid init --replication sync          # Aurora and other services without the WAL functions
-  nodeid init --restored --max-ttl 1m     # after a restore, a move or an upgrade`,
+  nodeid init --restored --max-ttl 1m     # after a restore, a move or an upgrade
+  nodeid init --grant app --grant-operator ops`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
 			o.Conn = c
@@ -170,6 +214,10 @@ the restored or the lost history could hold.`,
 		"declare a restore, a move or an upgrade (needs --max-ttl, the longest TTL the old history's holders may hold): quarantine every node ID for it and a tenth, and move its next epoch to a new era")
 	cmd.Flags().BoolVar(&o.NoStandbyWait, "no-standby-wait", false,
 		"confirm a raise of the maximum TTL, or the table's creation, without waiting for the standbys to replay it (you have checked them)")
+	cmd.Flags().StringArrayVar(&o.Grant, "grant", nil,
+		"grant a client role what it needs: EXECUTE on the table's client functions, SELECT on its tables, and no write on them (repeatable)")
+	cmd.Flags().StringArrayVar(&o.GrantOperator, "grant-operator", nil,
+		"grant a role what a client needs and the operator functions too: evict, restored and prune (repeatable)")
 	cmd.Flags().DurationVar(&o.StandbyWait, "standby-wait", time.Minute,
 		"how long to wait for every standby to replay a raise of the maximum TTL, or the table's creation")
 	return cmd
@@ -213,6 +261,13 @@ func initRun(ctx context.Context, o *InitOptions) error {
 		}
 		if err := st.ApplyMode(ctx, maxTTL, store.Replication(o.Replication)); err != nil {
 			return err
+		}
+		if grants, err := grantSQL(table, o.Grant, o.GrantOperator); err != nil {
+			return err
+		} else if grants != "" {
+			if _, err := st.DB().ExecContext(ctx, grants); err != nil {
+				return fmt.Errorf("grant: %w", err)
+			}
 		}
 		if o.Restored {
 			var err error

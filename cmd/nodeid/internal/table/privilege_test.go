@@ -25,7 +25,10 @@ func TestMissingPrivilege(t *testing.T) {
 	})
 	clitest.ExecSQL(t, db, "REVOKE ALL ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config FROM PUBLIC")
 	rdsn := clitest.WithUser(t, dsn, role, clitest.Secret)
-	needs := func(what string) string {
+	needs := func(what, grant string) string {
+		if grant != "" {
+			return `the role "` + role + `" needs ` + what + `; ask the table's owner to grant it: ` + grant
+		}
 		return `the role "` + role + `" needs ` + what + `; ask the table's owner to GRANT it`
 	}
 
@@ -35,11 +38,11 @@ func TestMissingPrivilege(t *testing.T) {
 		args  []string
 		says  []string
 	}{
-		{"", []string{"list"}, []string{"read configuration on table snowflake_nodes: permission denied for table snowflake_nodes_config", needs("SELECT on table snowflake_nodes_config")}},
-		{"", []string{"prune", "--older-than", "1d"}, []string{"permission denied for table snowflake_nodes_history", needs("SELECT and DELETE on table snowflake_nodes_history")}},
-		{"GRANT SELECT ON snowflake_nodes_config", []string{"list"}, []string{"list on table snowflake_nodes: permission denied for table snowflake_nodes:", needs("SELECT on table snowflake_nodes")}},
-		{"GRANT SELECT ON snowflake_nodes", []string{"evict", "0", "--epoch", "3", "--yes"}, []string{"evict on table snowflake_nodes: permission denied for table snowflake_nodes:", needs("UPDATE on table snowflake_nodes")}},
-		{"GRANT UPDATE ON snowflake_nodes", []string{"evict", "0", "--epoch", "3", "--yes"}, []string{"permission denied for table snowflake_nodes_history", needs("SELECT and UPDATE on table snowflake_nodes_history")}},
+		{"", []string{"list"}, []string{"read configuration on table snowflake_nodes: permission denied for table snowflake_nodes_config", needs("SELECT on table snowflake_nodes_config", "nodeid init --grant ROLE (a client's), --grant-operator ROLE (an operator's)")}},
+		{"", []string{"prune", "--older-than", "1d"}, []string{"permission denied for function snowflake_nodes_prune", needs("EXECUTE on function snowflake_nodes_prune()", "nodeid init --grant ROLE (a client's), --grant-operator ROLE (an operator's)")}},
+		{"GRANT SELECT ON snowflake_nodes_config", []string{"list"}, []string{"list on table snowflake_nodes: permission denied for table snowflake_nodes:", needs("SELECT on table snowflake_nodes", "nodeid init --grant ROLE (a client's), --grant-operator ROLE (an operator's)")}},
+		// Every privilege on the tables is not the function's.
+		{"GRANT ALL ON snowflake_nodes, snowflake_nodes_history", []string{"evict", "0", "--epoch", "3", "--yes"}, []string{"evict on table snowflake_nodes: permission denied for function snowflake_nodes_evict", needs("EXECUTE on function snowflake_nodes_evict()", "nodeid init --grant ROLE (a client's), --grant-operator ROLE (an operator's)")}},
 	} {
 		if step.grant != "" {
 			clitest.ExecSQL(t, db, step.grant+" TO "+role)

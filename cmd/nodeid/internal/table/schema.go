@@ -17,12 +17,12 @@ const verifySQLHead = `-- nodeid verify: the check of Lease.Verify, for programs
 -- Run it first in the transaction whose writes it fences, with
 --   $1 = NODEID_NODE, $2 = NODEID_OWNER, $3 = NODEID_EPOCH
 -- (as nodeid run exports them). Write and commit only if held is true;
--- otherwise roll back (cause says why: taken_over, expired, released, evicted,
--- failover or no_row). Until the transaction ends no claim can take the node
+-- otherwise roll back (status says why: epoch_mismatch, not_owner, lapsed,
+-- released, evicted or no_row). Until the transaction ends no claim can take the node
 -- ID, and the transaction's idle_in_transaction_session_timeout is at most the
 -- time left to the lease's expiry. Under REPEATABLE READ or SERIALIZABLE, retry
--- the transaction on SQLSTATE 40001. The role needs SELECT and UPDATE on the
--- lease table and SELECT on its history. See docs/verify.md.
+-- the transaction on SQLSTATE 40001. The role needs EXECUTE on the table's
+-- verify function (nodeid init --grant ROLE). See docs/verify.md.
 `
 
 // SchemaOptions are the flags of schema.
@@ -34,6 +34,9 @@ type SchemaOptions struct {
 	MaxTTL      time.Duration
 	Replication string
 	VerifySQL   bool
+	// Grant and GrantOperator name roles whose grants are printed after
+	// the DDL (see init's --grant).
+	Grant, GrantOperator []string
 	// Changed reports whether a flag was given, for the check that
 	// --verify-sql takes none but --table.
 	Changed func(name string) bool
@@ -46,10 +49,12 @@ type SchemaOptions struct {
 func (o *SchemaOptions) Validate() error {
 	if !o.VerifySQL {
 		var err error
-		o.nodes, err = o.Range.Resolve()
-		return err
+		if o.nodes, err = o.Range.Resolve(); err != nil {
+			return err
+		}
+		return validRoles(o.Grant, o.GrantOperator)
 	}
-	for _, f := range []string{"nodes", "range", "max-ttl", "replication"} {
+	for _, f := range []string{"nodes", "range", "max-ttl", "replication", "grant", "grant-operator"} {
 		if o.Changed(f) {
 			return cli.Usagef("--%s: the statement of --verify-sql depends only on --table", f)
 		}
@@ -71,7 +76,9 @@ WithCreateTable run. Give it to a migration tool, to apply as the table's
 owner, where the application's role may not create tables. Applied again,
 with a wider range or a longer --max-ttl, it widens and raises, and never
 narrows or lowers; it also brings a table made by an earlier version of
-nodeid up to date. Needs no database.
+nodeid up to date. It makes the table's SQL functions too (see docs/sql.md);
+with --grant ROLE it prints the grants of a client role after it. Needs no
+database.
 
 With --verify-sql it prints instead the statement of Lease.Verify for the
 table: a program in another language runs it first in a transaction to fence
@@ -79,6 +86,7 @@ that transaction's writes on the lease it got from "nodeid run" (see
 docs/verify.md).`,
 		Example: `  nodeid schema > migrations/0001_nodeid.sql
   nodeid schema --table ids.snowflake_nodes --range 0-511 --max-ttl 30s
+  nodeid schema --grant app > migrations/0001_nodeid.sql
   nodeid schema --verify-sql > verify_lease.sql`,
 		Args: cli.ExactArgs(0, "no arguments"),
 		RunE: cli.Action(env, func(cmd *cobra.Command, _ []string, c *cli.Conn) error {
@@ -91,6 +99,8 @@ docs/verify.md).`,
 		fmt.Sprintf("the longest lease TTL the table allows, %s to %s", nodeid.MinTTL, nodeid.MaxTTL))
 	cmd.Flags().StringVar(&o.Replication, "replication", "",
 		"how the database replicates: async (a failover may lose commits) or sync (it never does) (default: the table's, async for a new table)")
+	cmd.Flags().StringArrayVar(&o.Grant, "grant", nil, "also print the grants of a client role (as nodeid init --grant; repeatable)")
+	cmd.Flags().StringArrayVar(&o.GrantOperator, "grant-operator", nil, "also print the grants of an operator role (as nodeid init --grant-operator; repeatable)")
 	cmd.Flags().BoolVar(&o.VerifySQL, "verify-sql", false, "print the statement that verifies a lease in a transaction, for programs in other languages")
 	return cmd
 }
@@ -111,6 +121,10 @@ func schemaRun(_ context.Context, o *SchemaOptions) error {
 	if err != nil {
 		return cli.Usage(err)
 	}
-	_, err = fmt.Fprint(o.Env.Out, ddl)
+	grants, err := grantSQL(table, o.Grant, o.GrantOperator)
+	if err != nil {
+		return cli.Usage(err)
+	}
+	_, err = fmt.Fprint(o.Env.Out, ddl, grants)
 	return err
 }

@@ -49,7 +49,7 @@ func TestSchemaVerifySQL(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("claim: %v %v", ok, err)
 	}
-	run := func(owner string, epoch int64) (held bool, cause sql.NullString) {
+	run := func(owner string, epoch int64) (held bool, status string) {
 		t.Helper()
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -58,32 +58,34 @@ func TestSchemaVerifySQL(t *testing.T) {
 		defer tx.Rollback()
 		var (
 			expires      sql.NullTime
-			idle         sql.NullString
 			idleMs       sql.NullInt64
 			rowOwner     sql.NullString
 			rowEpoch     sql.NullInt64
 			statementNow time.Time
 		)
 		if err := tx.QueryRowContext(ctx, printed, c.NodeID, owner, epoch).
-			Scan(&held, &cause, &expires, &idle, &idleMs, &rowOwner, &rowEpoch, &statementNow); err != nil {
+			Scan(&held, &status, &expires, &idleMs, &rowOwner, &rowEpoch, &statementNow); err != nil {
 			t.Fatalf("the printed statement: %v", err)
 		}
-		if held && (!idle.Valid || idleMs.Int64 <= 0 || idleMs.Int64 > 30_000) {
-			t.Errorf("held, but the idle timeout is %v (%v ms)", idle, idleMs)
+		if held && (!idleMs.Valid || idleMs.Int64 <= 0 || idleMs.Int64 > 30_000) {
+			t.Errorf("held, but the idle timeout is %v ms", idleMs)
 		}
-		return held, cause
+		return held, status
 	}
-	if held, cause := run("worker-1", c.Epoch); !held || cause.Valid {
-		t.Errorf("the printed statement on a held lease: held=%v cause=%v", held, cause)
+	if held, status := run("worker-1", c.Epoch); !held || status != "ok" {
+		t.Errorf("the printed statement on a held lease: held=%v status=%v", held, status)
 	}
-	if held, cause := run("worker-1", c.Epoch+1); held || cause.String != store.CauseFailover {
-		t.Errorf("the printed statement on a later epoch: held=%v cause=%v", held, cause)
+	if held, status := run("worker-1", c.Epoch+1); held || status != "epoch_mismatch" {
+		t.Errorf("the printed statement on a later epoch: held=%v status=%v", held, status)
+	}
+	if held, status := run("worker-2", c.Epoch); held || status != "not_owner" {
+		t.Errorf("the printed statement as another owner: held=%v status=%v", held, status)
 	}
 	if o, err := st.Release(ctx, c.Key, 0); err != nil || !o.OK {
 		t.Fatalf("release: %+v %v", o, err)
 	}
-	if held, cause := run("worker-1", c.Epoch); held || cause.String != store.CauseReleased {
-		t.Errorf("the printed statement on a released lease: held=%v cause=%v", held, cause)
+	if held, status := run("worker-1", c.Epoch); held || status != "released" {
+		t.Errorf("the printed statement on a released lease: held=%v status=%v", held, status)
 	}
 }
 
