@@ -339,8 +339,8 @@ func (r *Registry) checkReplication(ctx context.Context) error {
 
 func (r *Registry) claim(ctx context.Context) (*Lease, error) { return r.claimOnce(ctx, false) }
 
-// claimOnce claims a node ID; retried says it is the second try, after the
-// table's replication mode changed under the first.
+// claimOnce claims a node ID; retried says it is the second try, after a
+// pending creation was confirmed.
 func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) {
 	if r.isClosed() {
 		return nil, ErrClosed
@@ -357,15 +357,6 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		// The table's creation waits for its standbys: confirm it, then
 		// claim again.
 		if err := r.settleCreation(ctx); err != nil {
-			return nil, err
-		}
-		return r.claimOnce(ctx, true)
-	}
-	if !res.OK && res.Refusal.ModeChanged && !retried {
-		// The table's replication mode changed since the Registry read it:
-		// the store has learnt the new one; check it and claim again.
-		r.cfg.logger.Info("nodeid: the table's replication mode changed; claiming with the new one")
-		if err := r.checkReplication(ctx); err != nil {
 			return nil, err
 		}
 		return r.claimOnce(ctx, true)

@@ -97,18 +97,20 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	}
 	s := &Store{db: db, cfg: cfg}
 	t := cfg.Table
-	s.claimSQL = "SELECT status, node_id, epoch, expires_at, after_ms, until_ms, generation, now, replication, table_min_node, table_max_node, " +
+	// Each call starts with a comment naming it, for pg_stat_activity and
+	// pg_stat_statements.
+	s.claimSQL = "-- nodeid claim\nSELECT status, node_id, epoch, expires_at, after_ms, until_ms, generation, now, replication, table_min_node, table_max_node, " +
 		"max_ttl_ms, held, cooling, soonest, soonest_ms, soonest_set_at, quarantined, evicted FROM " + t + "_claim($1, $2, $3, $4, $5, $6)"
-	s.renewSQL = "SELECT status, expires_at, until_ms, now, holder, row_epoch, end_reason FROM " + t + "_renew($1, $2, $3, $4, $5)"
-	s.releaseSQL = "SELECT status, until_ms, now, holder, row_epoch, end_reason FROM " + t + "_release($1, $2, $3, $4)"
+	s.renewSQL = "-- nodeid renew\nSELECT status, expires_at, until_ms, now, holder, row_epoch, end_reason FROM " + t + "_renew($1, $2, $3, $4, $5)"
+	s.releaseSQL = "-- nodeid release\nSELECT status, until_ms, now, holder, row_epoch, end_reason FROM " + t + "_release($1, $2, $3, $4)"
 	s.verifySQL = VerifySQL(cfg)
-	s.evictSQL = "SELECT status, kept_horizon_ms, expires_at, now FROM " + t + "_evict($1, $2, $3)"
-	s.restoredSQL = "SELECT generation, quarantine_until_ms FROM " + t + "_restored($1, $2)"
-	s.markSQL = "SELECT raise_ms, creation_pending, lsn, server, slots FROM " + t + "_mark()"
-	s.standbysSQL = "SELECT on_server, name, addr, replayed, caught, hidden, fresh, foreign_history FROM " + t + "_standbys($1, $2, $3)"
-	s.createdSQL = "SELECT confirmed, same_server FROM " + t + "_created($1, $2)"
-	s.raisedSQL = "SELECT max_ttl_ms, same_server FROM " + t + "_raised($1, $2, $3)"
-	s.pruneSQL = "SELECT " + t + "_prune($1, $2)"
+	s.evictSQL = "-- nodeid evict\nSELECT status, kept_horizon_ms, expires_at, now FROM " + t + "_evict($1, $2, $3)"
+	s.restoredSQL = "-- nodeid restored\nSELECT generation, quarantine_until_ms FROM " + t + "_restored($1, $2)"
+	s.markSQL = "-- nodeid mark\nSELECT raise_ms, creation_pending, lsn, server, slots FROM " + t + "_mark()"
+	s.standbysSQL = "-- nodeid standbys\nSELECT on_server, name, addr, replayed, caught, hidden, fresh, foreign_history FROM " + t + "_standbys($1, $2, $3)"
+	s.createdSQL = "-- nodeid confirm creation\nSELECT confirmed, same_server FROM " + t + "_created($1, $2)"
+	s.raisedSQL = "-- nodeid confirm raise\nSELECT max_ttl_ms, same_server FROM " + t + "_raised($1, $2, $3)"
+	s.pruneSQL = "-- nodeid prune\nSELECT " + t + "_prune($1, $2)"
 	s.readConfigSQL = expand(readConfigTemplate, cfg, Sync)
 	s.historySQL, s.whoSQL = expand(historyTemplate, cfg, Sync), expand(whoTemplate, cfg, Sync)
 	s.listWatchedSQL, s.listTrustedSQL = expand(listTemplate, cfg, Async), expand(listTemplate, cfg, Sync)
@@ -202,10 +204,6 @@ type Refusal struct {
 	TTLAbove     bool
 	MaxTTL       time.Duration
 	Unconfigured bool
-	// ModeChanged is set when the table records another replication mode
-	// than the one the statement was built for: the Store uses the
-	// table's from now on, and a new claim may succeed.
-	ModeChanged bool
 	Now         time.Time
 }
 

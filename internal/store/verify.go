@@ -31,7 +31,7 @@ const (
 // the expiry, the idle timeout it set, the row's holder and epoch, and the
 // statement's timestamp.
 func VerifySQL(c Config) string {
-	return "SELECT status = 'ok' AS held, status, expires_at, idle_timeout_ms, holder, row_epoch, now FROM " + c.Table + "_verify($1, $2, $3)"
+	return "-- nodeid verify\nSELECT status = 'ok' AS held, status, expires_at, idle_timeout_ms, holder, row_epoch, now FROM " + c.Table + "_verify($1, $2, $3)"
 }
 
 // Verdict is the result of a verification.
