@@ -136,6 +136,13 @@ func (e *StatementError) hint() string {
 		return "the table does not have the expected columns: bring it up to date with nodeid init, or the DDL of postgres.Schema.SQL applied by its owner"
 	case code == pgerrcode.InsufficientPrivilege:
 		if d, ok := Denied(e); ok {
+			_, bare, qualified := strings.Cut(e.Table, ".")
+			if !qualified {
+				bare = e.Table
+			}
+			if d.Kind == "function" && strings.HasPrefix(d.Object, bare+"_") {
+				return d.need() + ": nodeid init --grant ROLE grants a client what it needs (postgres.GrantSQL)"
+			}
 			return d.need()
 		}
 		// A message this package cannot read (the server's messages in
@@ -188,9 +195,6 @@ func (d Denial) String() string {
 func (d Denial) need() string {
 	if d.Owner {
 		return "it must run as the owner of " + d.Kind + " " + d.Object
-	}
-	if d.Kind == "function" {
-		return "the role needs " + d.String() + ": nodeid init --grant ROLE grants a client what it needs (postgres.GrantSQL)"
 	}
 	return "the role needs " + d.String()
 }

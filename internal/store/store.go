@@ -204,7 +204,7 @@ type Refusal struct {
 	TTLAbove     bool
 	MaxTTL       time.Duration
 	Unconfigured bool
-	Now         time.Time
+	Now          time.Time
 }
 
 // EndReason is why a claim ended, as its history records it.

@@ -200,7 +200,7 @@ func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
 	db := st.DB()
 	role := fmt.Sprintf("reader_%d", time.Now().UnixNano())
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN;
-		GRANT SELECT, INSERT ON snowflake_nodes, snowflake_nodes_history TO %[1]s`, role)); err != nil {
+		GRANT ALL ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config TO %[1]s`, role)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Exec(context.Background(), "postgres", "DROP ROLE IF EXISTS "+role) })
@@ -211,8 +211,18 @@ func TestCheckSchemaFindsWrongColumnAndMissingPrivilege(t *testing.T) {
 	defer roleDB.Close()
 	rs, _ := store.New(roleDB, store.DefaultConfig())
 	err = rs.CheckSchema(ctx)
-	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "UPDATE on table snowflake_nodes") {
-		t.Fatalf("CheckSchema without UPDATE = %v, want a Fatal error naming UPDATE and the table", err)
+	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "EXECUTE on function snowflake_nodes_claim()") {
+		t.Fatalf("CheckSchema with every privilege on the tables and none on the functions = %v, want a Fatal error naming EXECUTE and the claim function", err)
+	}
+	grants, err := store.GrantSQL(store.DefaultTable, role, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "REVOKE ALL ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config FROM "+role+";"+grants); err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.CheckSchema(ctx); err != nil {
+		t.Fatalf("CheckSchema with the grants of a client: %v", err)
 	}
 	if _, err := db.ExecContext(ctx, `DROP TABLE snowflake_nodes_history;
 		CREATE TABLE snowflake_nodes_history (node_id integer, epoch bigint)`); err != nil {

@@ -502,9 +502,16 @@ func TestAStandbyOfAnotherHistoryDoesNotConfirmACreation(t *testing.T) {
 func watcher(t *testing.T, ctx context.Context, pair *pgtest.Pair, dbName string) *Store {
 	t.Helper()
 	const role = "watcher"
-	if err := pair.Primary.Exec(ctx, dbName, `CREATE ROLE `+role+` LOGIN PASSWORD 'secret';
-		GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO `+role+`;
-		GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO `+role); err != nil {
+	grants, err := GrantSQL(DefaultTable, role, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The standbys are read by a function that runs as its owner: made the
+	// watcher's, it sees pg_stat_replication as a role without
+	// pg_read_all_stats does.
+	if err := pair.Primary.Exec(ctx, dbName, `CREATE ROLE `+role+` LOGIN PASSWORD 'secret';`+grants+`
+		GRANT EXECUTE ON FUNCTION snowflake_nodes_server() TO `+role+`;
+		ALTER FUNCTION snowflake_nodes_standbys(text, text, text) OWNER TO `+role); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(pair.Primary.DSN(dbName))
