@@ -126,9 +126,9 @@ func (r *Registry) Owner() string { return r.cfg.owner }
 func (r *Registry) TTL() time.Duration { return r.cfg.ttl }
 
 // CheckSchema verifies, read-only, that the lease, history and configuration
-// tables exist with the expected columns and that the role has the
-// privileges the leases need: SELECT and UPDATE on the lease and
-// configuration tables, SELECT, INSERT and UPDATE on the history. A failure
+// tables exist with the expected columns and their SQL functions, and that
+// the role has the privileges the leases need: EXECUTE on the client
+// functions and SELECT on the tables (postgres.GrantSQL). A failure
 // is alert-worthy: postgres.Fatal reports true for it. Call it at start-up
 // where a migration tool provisions the tables.
 func (r *Registry) CheckSchema(ctx context.Context) error {

@@ -54,9 +54,9 @@ type Querier interface {
 // check that holds nothing: the lease may be lost the moment it returns.
 //
 // q must reach the database of the Registry's *sql.DB, as a role with
-// SELECT and UPDATE on the lease table (a row lock needs UPDATE) and SELECT
-// on its history; Verify writes nothing. docs/verify.md has the statement
-// for programs in other languages.
+// EXECUTE on the table's verify function (postgres.GrantSQL gives it);
+// Verify writes nothing. docs/verify.md has the statement for programs in
+// other languages.
 func (l *Lease) Verify(ctx context.Context, q Querier) error {
 	if ctx == nil {
 		return errNilContext

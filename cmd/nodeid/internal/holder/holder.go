@@ -95,7 +95,7 @@ func (f *Flags) CreateHint(c *cli.Conn, err error) error {
 
 // Privileges are what a holder of a lease of table needs.
 func Privileges(table string) string {
-	return "SELECT, INSERT and UPDATE on " + table + " and " + postgres.HistoryTable(table)
+	return "EXECUTE on the client functions of " + table + " and SELECT on its tables (nodeid init --grant ROLE)"
 }
 
 // Waiting says how Acquire waits for a node ID.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/internal/store"
-	"github.com/nodeid/nodeid/postgres"
 )
 
 // EvictOptions are the argument and flags of evict.
@@ -91,7 +90,7 @@ func NewCmdRelease(env *cli.Env) *cobra.Command {
 
 func evictRun(ctx context.Context, o *EvictOptions) error {
 	table := o.Conn.Table()
-	return cli.Needs("SELECT and UPDATE on "+table+" and "+postgres.HistoryTable(table), evict(ctx, o))
+	return cli.Needs("EXECUTE on function "+table+"_evict (nodeid init --grant-operator ROLE)", evict(ctx, o))
 }
 
 // evict evicts the claim of o.Epoch of o.Node, once confirmed.
