@@ -75,9 +75,10 @@ func Example() {
 }
 
 // Least privilege: a migration, run as the table's owner, makes the tables
-// from the DDL of postgres.Schema.SQL; the service's role has only the
-// privileges the leases need, creates nothing, and checks at start-up that
-// it has them.
+// and their functions from the DDL of postgres.Schema.SQL and grants the
+// service's role what postgres.GrantSQL says (the lease functions, no write
+// on the tables); the role creates nothing, and checks at start-up that it
+// has them.
 func ExampleRegistry_CheckSchema() {
 	admin, done := exampleDB()
 	defer done()
@@ -88,12 +89,11 @@ func ExampleRegistry_CheckSchema() {
 		log.Fatal(err)
 	}
 	role := fmt.Sprintf("svc_%d", time.Now().UnixNano())
-	for _, q := range []string{
-		ddl,
-		"CREATE ROLE " + role + " LOGIN",
-		"GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO " + role,
-		"GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO " + role,
-	} {
+	grants, err := postgres.GrantSQL(postgres.DefaultTable, role) // EXECUTE on the lease functions, SELECT on the tables
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, q := range []string{ddl, "CREATE ROLE " + role + " LOGIN", grants} {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			log.Fatal(err)
 		}
@@ -124,11 +124,11 @@ func ExampleRegistry_CheckSchema() {
 	}
 	fmt.Println("node", lease.NodeID())
 
-	if _, err := admin.ExecContext(ctx, "REVOKE UPDATE ON snowflake_nodes FROM "+role); err != nil {
+	if _, err := admin.ExecContext(ctx, "REVOKE EXECUTE ON FUNCTION snowflake_nodes_claim(text, bigint, bigint, integer, integer, integer) FROM "+role); err != nil {
 		log.Fatal(err)
 	}
 	err = reg.CheckSchema(ctx)
-	fmt.Println(postgres.Fatal(err), strings.Contains(err.Error(), "lacks UPDATE on table snowflake_nodes"))
+	fmt.Println(postgres.Fatal(err), strings.Contains(err.Error(), "lacks EXECUTE on function snowflake_nodes_claim()"))
 	// Output:
 	// node 0
 	// true true
