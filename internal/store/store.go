@@ -919,14 +919,17 @@ func (s *Store) exists(ctx context.Context, name string) (bool, error) {
 }
 
 // Create creates the lease, history and configuration tables when the
-// lease table is missing, recording the Store's range and maxTTL (and
+// lease table is missing (and the table's functions when only they are:
+// a table of the version before them), recording the Store's range and maxTTL (and
 // asynchronous replication), fills the range and analyses the table. It
 // reports whether it created them. Many processes may call it at once: a
 // transaction-scoped advisory lock serialises them, and only the first
 // creates.
 func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) {
-	if exists, err := s.exists(ctx, s.cfg.Table); err != nil || exists {
+	if exists, err := s.exists(ctx, s.cfg.Table); err != nil {
 		return false, s.wrapErr("look up", err)
+	} else if exists {
+		return false, s.makeFunctions(ctx)
 	}
 	ddl, err := Schema{Table: s.cfg.Table, MinNode: s.cfg.MinNode, MaxNode: s.cfg.MaxNode, MaxTTL: maxTTL}.SQL()
 	if err != nil {
@@ -955,6 +958,35 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 		return true, s.confirmAlone(ctx)
 	}
 	return false, nil
+}
+
+// makeFunctions makes the table's functions if the claim's is missing (a
+// table of the version before them), as its DDL would, and changes nothing
+// else: the tables and their configuration stay as they are. Many
+// processes may call it at once: Create's advisory lock serialises them.
+func (s *Store) makeFunctions(ctx context.Context) error {
+	var missing bool
+	if err := s.db.QueryRowContext(ctx, `SELECT to_regprocedure($1) IS NULL`, s.cfg.Table+clientFunctions[0]).Scan(&missing); err != nil || !missing {
+		return s.wrapErr("look up", err)
+	}
+	fns, err := FunctionsSQL(s.cfg.Table)
+	if err != nil {
+		return err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, "nodeid:"+s.cfg.Table); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT to_regprocedure($1) IS NULL`, s.cfg.Table+clientFunctions[0]).Scan(&missing); err != nil || !missing {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, fns)
+		return err
+	})
+	if SQLState(err) == pgerrcode.InsufficientPrivilege {
+		err = fmt.Errorf("the functions of table %s are missing (it was made by an earlier version of nodeid), and this role may not make them: run nodeid init as the table's owner: %w", s.cfg.Table, err)
+	}
+	return s.wrapErr("create", err)
 }
 
 // confirmAlone confirms the table's pending creation at once if the

@@ -10,8 +10,9 @@ import (
 )
 
 // A table made and leased from by the version before the SQL functions
-// (testdata/before-functions) is brought up to date by this version's
-// DDL, as nodeid init applies it: every row, epoch, horizon and history
+// (testdata/before-functions) is brought up to date by WithCreateTable's
+// Create (the functions alone) and by this version's DDL, as nodeid init
+// applies it: every row, epoch, horizon and history
 // row is kept, the functions claim and renew on it, and the previous
 // version's statements keep working (a rolling upgrade: until the
 // operator revokes their role's table privileges).
@@ -58,6 +59,17 @@ func TestUpgradeToFunctionsKeepsEveryRow(t *testing.T) {
 	st, err := New(db, Config{Table: "snowflake_nodes", MinNode: 0, MaxNode: 3})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// WithCreateTable's Create makes the missing functions alone; nodeid
+	// init's Apply runs the whole DDL.
+	if created, err := st.Create(ctx, time.Minute); err != nil || created {
+		t.Fatalf("Create on the previous version's table: %v, %v; want the functions made and the table kept", created, err)
+	}
+	if after := snapshot(); after != before {
+		t.Fatalf("Create changed the tables:\nbefore %s\nafter  %s", before, after)
+	}
+	if err := st.CheckSchema(ctx); err != nil {
+		t.Fatalf("after Create: %v", err)
 	}
 	if err := st.Apply(ctx, 6*time.Second); err != nil {
 		t.Fatalf("this version's DDL on the previous version's table: %v", err)
