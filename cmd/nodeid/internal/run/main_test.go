@@ -30,11 +30,11 @@ func TestMain(m *testing.M) {
 
 // waitingParallel runs four parallel tests at a time, not GOMAXPROCS,
 // unless the run gives -parallel (as pgtest.MainWaiting does): the fencing,
-// freeze, export and outage tests spend their time waiting for a lease's
-// TTL to pass or a server to come back, not on the CPU. The tests whose 3s
-// lease must outlast the start of their command run one at a time, before
-// them: beside three others on a loaded machine, a claim took longer than
-// that.
+// export and outage tests spend their time waiting for a lease's TTL to
+// pass or a server to come back, not on the CPU. The tests whose 3s lease
+// must outlast the start of their command (the freeze tests' first holder
+// among them) run one at a time, before them: beside three others on a
+// loaded machine, a claim took longer than that.
 func waitingParallel() {
 	if !flag.Parsed() {
 		flag.Parse()

@@ -204,7 +204,6 @@ func bothStamped(t *testing.T, dir1, dir2 string) []int64 {
 // on after the thaw while its warden stays stopped, and the lease file
 // still says the lease is held.
 func TestRunFreezeCooperative(t *testing.T) {
-	t.Parallel()
 	s := newFenceSetup(t)
 	f := s.freeze(t, s.testBin, coopStamperArg, s.dir1)
 	if f.lease["held"] != "true" {
@@ -255,7 +254,6 @@ func TestRunFreezeCooperative(t *testing.T) {
 // not scheduled (docs/run.md). Once continued, the warden kills it at once
 // for the deadline, before nodeid run itself is continued.
 func TestRunFreezeUncooperative(t *testing.T) {
-	t.Parallel()
 	s := newFenceSetup(t)
 	f := s.freeze(t, s.stamper1...)
 	h2 := s.takenOver(t, f)
