@@ -110,6 +110,7 @@ func needs(t *testing.T, d time.Duration) {
 // TestChaos runs the workers under faults and checks the whole history:
 // see the package doc.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	d := defaultDuration
 	if testing.Short() {
 		d = shortDuration

@@ -38,6 +38,7 @@ const (
 // TestChaosFailover runs the workers on a Patroni cluster of three nodes,
 // with failovers on top of the faults of workers: see the package doc.
 func TestChaosFailover(t *testing.T) {
+	t.Parallel()
 	n := defaultFailovers
 	if s := os.Getenv(envFailovers); s != "" {
 		v, err := strconv.Atoi(s)

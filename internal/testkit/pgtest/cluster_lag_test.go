@@ -34,6 +34,7 @@ func countOn(ctx context.Context, c *Cluster, node, db string, value int) (int, 
 // stall is kept; the cluster recovers, the old leader streaming from the
 // new one.
 func TestStallReplication(t *testing.T) {
+	t.Parallel()
 	c := NewCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

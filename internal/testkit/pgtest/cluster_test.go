@@ -87,6 +87,7 @@ func checkStreaming(ctx context.Context, t *testing.T, c *Cluster, leader string
 // through the same multi-host DSN succeeds again, another node leads, the
 // old leader follows as a standby, and the timeline has grown by one.
 func TestClusterFailovers(t *testing.T) {
+	t.Parallel()
 	c := NewCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -64,6 +64,7 @@ func port(t *testing.T, s *Server) int {
 // receives a database and a row committed on the primary, and refuses
 // writes.
 func TestPairReplicates(t *testing.T) {
+	t.Parallel()
 	p := NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -91,6 +92,7 @@ func TestPairReplicates(t *testing.T) {
 // the promoted standby is on timeline 2, takes writes, and is where the
 // multi-host DSN leads.
 func TestPairFailoverLosesCommits(t *testing.T) {
+	t.Parallel()
 	p := NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -152,6 +154,7 @@ func TestPairFailoverLosesCommits(t *testing.T) {
 // replication cut or blackholed it ends with ctx, and it returns once
 // replication is restored.
 func TestPairWaitReplayed(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []struct {
 		name string
 		do   func(*Proxy)
@@ -160,6 +163,7 @@ func TestPairWaitReplayed(t *testing.T) {
 		{"blackholed", (*Proxy).Blackhole},
 	} {
 		t.Run(fault.name, func(t *testing.T) {
+			t.Parallel()
 			p := NewPair(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

@@ -9,12 +9,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-func TestMain(m *testing.M) { Main(m) }
+// The harness's own tests wait on servers, pairs and clusters they start,
+// each its own: four at a time.
+func TestMain(m *testing.M) { MainWaiting(m) }
 
 // TestServerLifecycle drives a server of its own through every control:
 // fresh databases, terminated backends, restarts in both modes, and a stop
 // during which connections fail.
 func TestServerLifecycle(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -73,6 +76,7 @@ func TestServerLifecycle(t *testing.T) {
 // mode: a client's statements run on whichever server connection is free,
 // so a client sees another's backend once that one's transaction ends.
 func TestPgBouncerTransactionMode(t *testing.T) {
+	t.Parallel()
 	s := Shared(t)
 	b := s.NewPgBouncer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

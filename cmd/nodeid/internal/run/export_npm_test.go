@@ -117,6 +117,7 @@ func TestExportNPMGuards(t *testing.T) {
 // SIGTERM hand-over and a second SIGKILL) and bursts of 5000 IDs, past
 // the 4096 a millisecond the guards hold them to.
 func TestExportNPM(t *testing.T) {
+	t.Parallel()
 	node := clitest.RequireRuntime(t, "node")
 	dir := npmPrograms(t)
 	const nodeID = 40 // datacenter/worker (upper/lower field) 1 and 8

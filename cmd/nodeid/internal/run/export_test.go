@@ -411,6 +411,7 @@ const EnvTestLong = "NODEID_TEST_LONG"
 // whose generator stamps from a clock set back (through the test hook, for
 // it alone), as one stamping from another host's clock would.
 func TestExportTakeover(t *testing.T) {
+	t.Parallel()
 	exports := map[string][]string{
 		"5+5": {"--export", "SEQUENCE_WORKERID={node%32}", "--export", "SEQUENCE_DATACENTERID={node/32%32}"},
 		"10":  {"--export", "WORKER_ID={node}"},
@@ -430,6 +431,7 @@ func TestExportTakeover(t *testing.T) {
 	}
 	for _, c := range chains {
 		t.Run(c.layout, func(t *testing.T) {
+			t.Parallel()
 			s := newFenceSetup(t)
 			args := func(wait bool, command ...string) []string {
 				a := []string{"--dsn", s.dsn, "--create", "--range", "40-40", "--ttl", fenceTTL}
@@ -466,6 +468,7 @@ func TestExportTakeover(t *testing.T) {
 		})
 	}
 	t.Run("broken", func(t *testing.T) {
+		t.Parallel()
 		s := newFenceSetup(t)
 		args := func(command ...string) []string {
 			a := append([]string{"--dsn", s.dsn, "--create", "--range", "40-40", "--ttl", fenceTTL}, exports["5+5"]...)

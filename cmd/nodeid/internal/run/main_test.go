@@ -1,6 +1,7 @@
 package run
 
 import (
+	"flag"
 	"os"
 	"testing"
 
@@ -22,6 +23,25 @@ func TestMain(m *testing.M) {
 	// processes they start again as nodeid (EnvBeCLI) run one each.
 	if os.Getenv(clitest.EnvBeCLI) != "1" {
 		ShareProcess()
+		waitingParallel()
 	}
 	harness.Main(m)
+}
+
+// waitingParallel runs four parallel tests at a time, not GOMAXPROCS,
+// unless the run gives -parallel (as pgtest.MainWaiting does): the fencing,
+// export and outage tests spend their time waiting for a lease's TTL to
+// pass or a server to come back, not on the CPU. The tests whose 3s lease
+// must outlast the start of their command (the freeze tests' first holder
+// among them) run one at a time, before them: beside three others on a
+// loaded machine, a claim took longer than that.
+func waitingParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !given {
+		_ = f.Value.Set("4")
+	}
 }

@@ -25,6 +25,7 @@ import (
 // the recovery at most 3 lines of stderr mention renewal, and none doubles
 // the "nodeid: " prefix or holds a control character's escape.
 func TestRunOutageLogsQuietly(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.NewServer(t)
 	_, dsn := srv.NewDB(t)
 	dir := t.TempDir()

@@ -17,7 +17,6 @@ import (
 // names the object PostgreSQL refused and the privilege the role lacks on
 // it, and none of the grants it has; the command never starts.
 func TestRunPermissionErrors(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	clitest.ExecSQL(t, db, "CREATE SCHEMA ids")
 	harness.Must(t, "init", "--dsn", dsn, "--table", "ids.nodes", "--nodes", "4")

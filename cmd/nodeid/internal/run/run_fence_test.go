@@ -400,6 +400,7 @@ func (s *fenceSetup) startWithGrandchild(t *testing.T) *runProc {
 // TTL does not extend the lease: its command is killed at the deadline,
 // before a second holder can take the node ID over.
 func TestRunFenceSupervisorStopped(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1 := startHolder(t, s.clock, s.holderArgs(fenceTTL, false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)
@@ -421,6 +422,7 @@ func TestRunFenceSupervisorStopped(t *testing.T) {
 // command is killed at the deadline, before a second holder can take the
 // node ID over.
 func TestRunFenceCtrlZ(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1, _ := s.ctrlZ(t)
 	h2 := startHolder(t, s.clock, s.holderArgs(fenceTTL, true, s.stamp2...)...)
@@ -433,6 +435,7 @@ func TestRunFenceCtrlZ(t *testing.T) {
 // TestRunFenceJobControl: Ctrl-Z then fg within the TTL: the command is
 // stopped, then continued, and runs to its end under the same lease.
 func TestRunFenceJobControl(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1, pids := s.ctrlZ(t)
 	if err := syscall.Kill(-h1.pid(), syscall.SIGCONT); err != nil {
@@ -453,6 +456,7 @@ func TestRunFenceJobControl(t *testing.T) {
 // TestRunFenceSupervisorKilled: SIGKILL of nodeid run, whose command left
 // a grandchild stamping: the warden kills it at once.
 func TestRunFenceSupervisorKilled(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1 := s.startWithGrandchild(t)
 	if err := h1.cmd.Process.Kill(); err != nil {
@@ -469,6 +473,7 @@ func TestRunFenceSupervisorKilled(t *testing.T) {
 // subreaper, adopts the command's processes and kills them, and releases
 // the node ID.
 func TestRunWardenKilled(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1 := s.startWithGrandchild(t)
 	warden := childOf(t, h1.pid(), "run-warden")
@@ -491,6 +496,7 @@ func TestRunWardenKilled(t *testing.T) {
 // command's processes itself at the deadline, when the lease is lost for
 // want of renewals.
 func TestRunWardenStopped(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Shared(t)
 	s := newFenceSetup(t)
 	p, err := pgtest.NewProxy(srv.Addr())
@@ -549,6 +555,7 @@ func childOf(t *testing.T, pid int, arg string) int {
 // still covers the stamps made before the step, and the next holder waits
 // past them.
 func TestRunFenceBackwardStep(t *testing.T) {
+	t.Parallel()
 	s := newFenceSetup(t)
 	h1 := startHolder(t, s.clock, s.holderArgs("10s", false, s.stamper1...)...)
 	s.waitStamping(t, s.dir1, h1)

@@ -43,7 +43,6 @@ func waitFile(t *testing.T, path string, b *clitest.Background) string {
 // its exit code becomes nodeid's, and the node ID is released with the
 // exit time as its exact horizon.
 func TestRunEnvAndExitCode(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	child := clitest.Script(t, `echo "node=$NODEID_NODE epoch=$NODEID_EPOCH owner=$NODEID_OWNER grace=$NODEID_DEADLINE_GRACE horizon=$NODEID_HORIZON_MS"
 exit 42
@@ -75,7 +74,6 @@ exit 42
 // TestRunSignalExitCode: a command killed by signal N makes nodeid exit
 // with 128+N; a command that succeeds, with 0.
 func TestRunSignalExitCode(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	if r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "sh", "-c", "kill -KILL $$"); r.Code != 128+9 {
 		t.Errorf("exit code %d, want 137", r.Code)
@@ -298,7 +296,6 @@ func TestRunNoNodeID(t *testing.T) {
 }
 
 func TestRunBadInput(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run"), cli.ExitUsage, "a command to run")
 	clitest.WantExit(t, harness.Run(t, "run", "--ttl", "1s", "--", "true"), cli.ExitUsage, "--ttl 1s: it must be 3s to 24h0m0s")
@@ -549,7 +546,6 @@ func (f leaseFile) int(t *testing.T, k string) int64 {
 // TestRunCreate: without --create a missing table is an error that says
 // so; with it, the table is created.
 func TestRunCreate(t *testing.T) {
-	t.Parallel()
 	_, dsn := pgtest.NewDB(t)
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), cli.ExitFailure, "table snowflake_nodes does not exist", "--create")
 	if r := harness.Run(t, "run", "--dsn", dsn, "--create", "--ttl", "3s", "--", "true"); r.Code != 0 {
@@ -579,7 +575,6 @@ func TestRunHelp(t *testing.T) {
 // range the table records and leaves it as it is; a range outside it is
 // an error naming both.
 func TestRunTableRange(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--range", "8-11")
 	r := harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "sh", "-c", `echo "node=$NODEID_NODE"`)
@@ -601,7 +596,6 @@ func TestRunTableRange(t *testing.T) {
 // TestRunNodeBits: a table whose range needs 12 node bits is leased from
 // with --node-bits 12, and refused without it, before any claim.
 func TestRunNodeBits(t *testing.T) {
-	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--range", "0-4095", "--node-bits", "12")
 	clitest.WantExit(t, harness.Run(t, "run", "--dsn", dsn, "--ttl", "3s", "--", "true"), cli.ExitUsage, "0-4095 does not fit 10 node bits")
