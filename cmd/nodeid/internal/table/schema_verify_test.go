@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,14 +92,7 @@ func TestSchemaVerifySQL(t *testing.T) {
 // writes while the lease is held, and with the variables of a released
 // lease it writes nothing and says why.
 func TestVerifySQLDocsPsqlExample(t *testing.T) {
-	psql, err := exec.LookPath("psql")
-	if err != nil {
-		matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/psql")
-		if len(matches) == 0 {
-			pgtest.Unavailable(t, fmt.Errorf("no psql: %w", err))
-		}
-		psql = matches[len(matches)-1]
-	}
+	psql := psqlPath(t)
 	doc, err := os.ReadFile(filepath.Join(clitest.RepoRoot, "docs", "verify.md"))
 	if err != nil {
 		t.Fatal(err)
