@@ -14,5 +14,6 @@ GRANT EXECUTE ON FUNCTION snowflake_nodes_mark() TO orders_ids;
 GRANT EXECUTE ON FUNCTION snowflake_nodes_standbys(text, text, text) TO orders_ids;
 GRANT EXECUTE ON FUNCTION snowflake_nodes_created(text, bigint) TO orders_ids;
 GRANT EXECUTE ON FUNCTION snowflake_nodes_raised(bigint, text, bigint) TO orders_ids;
+GRANT EXECUTE ON FUNCTION snowflake_nodes_server() TO orders_ids;
 GRANT SELECT ON snowflake_nodes, snowflake_nodes_history, snowflake_nodes_config TO orders_ids;
 -- In a schema other than public, also: GRANT USAGE ON SCHEMA ids TO orders_ids;

@@ -176,8 +176,11 @@ func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
 				execSQL(t, admin, `ALTER DATABASE `+name+` SET synchronous_commit = off`)
 			} else {
 				execSQL(t, admin, `CREATE ROLE app LOGIN`)
-				execSQL(t, admin, `GRANT SELECT, UPDATE ON snowflake_nodes, snowflake_nodes_config TO app;
-					GRANT SELECT, INSERT, UPDATE ON snowflake_nodes_history TO app; GRANT INSERT, SELECT ON control TO app`)
+				grants, err := postgres.GrantSQL(postgres.DefaultTable, "app")
+				if err != nil {
+					t.Fatal(err)
+				}
+				execSQL(t, admin, grants+`GRANT INSERT, SELECT ON control TO app`)
 				execSQL(t, admin, `ALTER ROLE app SET synchronous_commit = off`)
 				dsn = strings.Replace(dsn, "postgres://postgres@", "postgres://app@", 1)
 			}
@@ -423,6 +426,11 @@ func TestMoveThenFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As nodeid init --restored does: the DDL first (a dump of the tables
+	// alone lacks their functions), then the declaration.
+	if err := moved.Apply(ctx, ttl); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := moved.Restored(ctx, ttl); err != nil {
 		t.Fatal(err)
 	}
@@ -517,16 +525,40 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 		t.Errorf("switching to asynchronous replication on this server: %v; want a WALError", err)
 	}
 	// An asynchronous table made by a role that may call them (here the
-	// superuser) is refused at the first Acquire of one that may not.
+	// superuser) serves a client that may not: the table's functions run
+	// as their owner, and the client needs only their grants.
 	execSQL(t, admin, mustSchema(t, postgres.Schema{Table: "ids.other", MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL}))
-	execSQL(t, admin, `GRANT SELECT, UPDATE ON ids.other, ids.other_config TO `+role+`; GRANT SELECT, INSERT, UPDATE ON ids.other_history TO `+role)
+	grants, err := postgres.GrantSQL("ids.other", role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execSQL(t, admin, grants)
 	other, err := nodeid.New(db, nodeid.WithTable("ids.other"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, err := other.Acquire(ctx); !postgres.Fatal(err) || !strings.Contains(fmt.Sprint(err), "pg_walfile_name") || !strings.Contains(fmt.Sprint(err), "Replication = postgres.Sync") {
-		t.Errorf("Acquire on an asynchronous table where the WAL functions are refused: %v; want a Fatal error naming them and the option", err)
+	if err := other.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema on an asynchronous table whose owner may call the WAL functions, by a client that may not: %v", err)
+	}
+	ol, err := other.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("Acquire on an asynchronous table whose owner may call the WAL functions, by a client that may not: %v", err)
+	}
+	if err := ol.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Owned by the client, the table's functions are refused them, and the
+	// first Acquire of a new process says so.
+	execSQL(t, admin, `ALTER FUNCTION ids.other_claim(text, bigint, bigint, integer, integer, integer) OWNER TO `+role+`;
+		ALTER FUNCTION ids.other_server() OWNER TO `+role)
+	refused, err := nodeid.New(db, nodeid.WithTable("ids.other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refused.Close()
+	if _, err := refused.Acquire(ctx); !postgres.Fatal(err) || !strings.Contains(fmt.Sprint(err), "pg_") || !strings.Contains(fmt.Sprint(err), "Replication = postgres.Sync") {
+		t.Errorf("Acquire on an asynchronous table whose functions' owner may not call the WAL functions: %v; want a Fatal error naming them and the option", err)
 	}
 }
 

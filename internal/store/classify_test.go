@@ -152,9 +152,6 @@ func TestPermissionDeniedNamesObject(t *testing.T) {
 			"permission denied for table nodes_config", "the role needs SELECT on table ids.nodes_config"},
 		{"REVOKE USAGE ON SCHEMA ids FROM ROLE", "GRANT USAGE ON SCHEMA ids TO ROLE", readConfig,
 			"permission denied for schema ids", "the role needs USAGE on schema ids"},
-		{"REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC", "GRANT EXECUTE ON FUNCTION pg_control_system() TO PUBLIC",
-			func(st *Store) error { return st.CheckReplication(ctx) },
-			"permission denied for function pg_control_system", "the role needs EXECUTE on function pg_control_system()"},
 	} {
 		exec(strings.ReplaceAll(c.revoke, "ROLE", role))
 		st, err := New(db, Config{Table: "ids.nodes", MinNode: 0, MaxNode: 3})

@@ -51,6 +51,9 @@ var (
 		// The first use of a table whose creation or raise is pending
 		// confirms it once the standbys have it.
 		"_mark()", "_standbys(text, text, text)", "_created(text, bigint)", "_raised(bigint, text, bigint)",
+		// Whether the server tells its identity to the functions' owner
+		// (CheckReplication).
+		"_server()",
 	}
 	operatorFunctions = []string{"_evict(integer, bigint, bigint)", "_restored(bigint, bigint)", "_prune(bigint, boolean)"}
 )

@@ -83,7 +83,7 @@ type Store struct {
 
 	claimSQL, renewSQL, releaseSQL, verifySQL, evictSQL, restoredSQL         string
 	markSQL, standbysSQL, createdSQL, raisedSQL, pruneSQL                    string
-	readConfigSQL, historySQL, whoSQL, listWatchedSQL, listTrustedSQL, probe string
+	readConfigSQL, historySQL, whoSQL, listWatchedSQL, listTrustedSQL, serverSQL string
 }
 
 // New returns a Store for the validated table and range of cfg. It does
@@ -114,7 +114,7 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	s.readConfigSQL = expand(readConfigTemplate, cfg, Sync)
 	s.historySQL, s.whoSQL = expand(historyTemplate, cfg, Sync), expand(whoTemplate, cfg, Sync)
 	s.listWatchedSQL, s.listTrustedSQL = expand(listTemplate, cfg, Async), expand(listTemplate, cfg, Sync)
-	s.probe = expand(probeTemplate, cfg, Async)
+	s.serverSQL = "-- nodeid server\nSELECT " + t + "_server()"
 	return s, nil
 }
 
@@ -884,28 +884,28 @@ func (s *Store) isWatched(ctx context.Context) (bool, error) {
 	return c.Watched, err
 }
 
-// The probe evaluates what the functions of a watched table read of the server:
-// its system identifier and timeline.
-const probeTemplate = `SELECT {sid}, {tl}`
-
 // CheckReplication checks that the server allows what the table's
-// replication mode needs: in asynchronous mode, the functions that tell the
-// server's identity and timeline. A server that refuses them gives a Fatal
-// error naming the functions and the mode; a standby (recovery in progress)
-// gives a retryable one. In synchronous mode nothing is needed.
+// replication mode needs: on a watched table, the functions that tell the
+// server's identity and timeline, called as the table's functions call
+// them (by {t}_server, as their owner). A server that refuses them gives a
+// Fatal error naming the functions and the mode; a standby (recovery in
+// progress) gives a retryable one. On a trusted table nothing is needed.
 func (s *Store) CheckReplication(ctx context.Context) error {
 	watched, err := s.isWatched(ctx)
 	if err != nil || !watched {
 		return err
 	}
-	var sid, tl int64
-	err = s.db.QueryRowContext(ctx, s.probe).Scan(&sid, &tl)
-	if err == nil || Retryable(err) || SQLState(err) == "" {
-		return s.wrapErr("check the server", err)
-	}
+	var server string
+	err = s.db.QueryRowContext(ctx, s.serverSQL).Scan(&server)
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(pe.Message+pe.Hint, "recovery") {
+	switch {
+	case err == nil || Retryable(err) || SQLState(err) == "":
+		return s.wrapErr("check the server", err)
+	case errors.As(err, &pe) && pe.Code == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(pe.Message+pe.Hint, "recovery"):
 		return s.wrapErr("check the server", &recoveryError{err: err})
+	case errors.As(err, &pe) && (pe.Code == pgerrcode.UndefinedFunction || pe.Code == pgerrcode.InsufficientPrivilege) &&
+		strings.Contains(pe.Message, "_server"):
+		return s.wrapErr("check the server", err) // the table's own function: missing, or not granted
 	}
 	return s.wrapErr("check the server", &WALError{err: err})
 }

@@ -41,10 +41,11 @@ version) echo 28.2.2 ;;
 run) echo c0ffee ;;
 *) ;;
 esac`)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
 	// Nothing listens on the port: WaitReady gives up with ctx, and the
-	// container is removed.
+	// container is removed. The bound leaves a loaded machine the time to
+	// start the fake's two shells before it ends (at 100 ms one did not).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
 	if s, err := startDocker(ctx, []string{"max_connections=7"}); s != nil || err == nil {
 		t.Fatalf("startDocker = %v, %v; want an error (nothing listens)", s, err)
 	}
