@@ -27,6 +27,7 @@ var (
 	modelList   = flag.Bool("model.list-mutants", false, "print the model's mutants, one a line, and exit")
 	modelSeed   = flag.Uint64("model.seed", 0, "the random simulation's seed (0: from the clock, printed)")
 	modelRun    = flag.String("model.run", "", "run only the runs whose name contains this")
+	modelSkip   = flag.String("model.skip", "", "skip the runs whose name contains this (CI splits the check across cores)")
 )
 
 // A run is one exploration: its name, bounds and how it explores.
@@ -479,7 +480,8 @@ func TestModel(t *testing.T) {
 		t.Skip("the model checker runs without the race detector: scripts/check-model")
 	}
 	only := func(r run) bool {
-		return strings.Contains(r.name, *modelRun) && (!testing.Short() || strings.HasPrefix(r.name, "3h:"))
+		return strings.Contains(r.name, *modelRun) && (*modelSkip == "" || !strings.Contains(r.name, *modelSkip)) &&
+			(!testing.Short() || strings.HasPrefix(r.name, "3h:"))
 	}
 	m, res := checkModel(os.Stdout, mutant(*modelMutant), *modelLong, seedOf(), only)
 	if res != nil {
