@@ -307,7 +307,9 @@ func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
 	}
 	for _, mode := range []string{ModeCache, ModeExec, ModePooled} {
 		for _, ids := range []int{f.SmallIDs, f.LargeIDs} {
-			suffix := map[string]string{ModeExec: ", exec mode, no pooler", ModePooled: ", through PgBouncer"}[mode]
+			// "exec mode (PgBouncer)": the mode a pooler needs, measured
+			// without one (only when there was none).
+			suffix := map[string]string{ModeExec: ", exec mode (PgBouncer)", ModePooled: ", through PgBouncer"}[mode]
 			claim, release := TargetFloorClaim, TargetFloorRelease
 			over := overFloor
 			if mode == ModePooled {

@@ -107,7 +107,7 @@ func TestFloorPoolerSkipped(t *testing.T) {
 	if r.Skipped == "" || r.Bound() || r.Met || r.Target == "" || r.FormatTarget(true) != "skipped" {
 		t.Errorf("the skipped row: %+v", r)
 	}
-	if r := rowOf(f, "acquire/1024/exec"); r.Bound() || !strings.Contains(r.Label, "exec mode, no pooler") {
+	if r := rowOf(f, "acquire/1024/exec"); r.Bound() || !strings.Contains(r.Label, "exec mode (PgBouncer)") {
 		t.Errorf("the direct exec mode's row: %+v", r)
 	}
 	var b strings.Builder
