@@ -143,7 +143,7 @@ Acquire on an open pool (target 3 round trips and 2× a steady claim), with
 what the claim's generic plan does with the history. Targets are printed,
 never enforced. Without a database it starts two throwaway servers, one with
 fsync on and one with fsync off, and measures both; --quick is the smoke run
-(300 turns, 4,096 node IDs, 1,200 claims of drift; nothing judged).
+(300 turns, 4,096 node IDs, 480 claims of drift; nothing judged).
 
 It works only in scratch tables it creates (nodeid_bench_<random>_*) and drops
 at the end, also on Ctrl-C; it never touches the lease table of --table.
@@ -199,7 +199,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 	f.IntSliceVar(&cfg.RenewWorkers, "renew-workers", cfg.RenewWorkers, "goroutines (each with a connection) renewing in the renewal-load runs")
 	f.IntVar(&cfg.RenewIDs, "renew-ids", cfg.RenewIDs, "live leases renewed in turn in the renewal-load runs")
 	f.BoolVar(&o.Floor, "floor", false, "measure the claim at the floor instead of the scenarios")
-	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 1200, nothing judged")
+	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 480, nothing judged")
 	f.IntVar(&fcfg.Iterations, "iterations", fcfg.Iterations, "with --floor: timed turns of the loop, each item once per turn")
 	f.IntVar(&fcfg.LargeIDs, "large-ids", fcfg.LargeIDs, "with --floor: node IDs of the large range (the small one holds 1024)")
 	f.IntVar(&fcfg.Drift, "drift", fcfg.Drift, "with --floor: claims and releases of one node ID on one connection, whose last twelfth is compared with its first")
