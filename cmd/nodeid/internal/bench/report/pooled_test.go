@@ -192,6 +192,10 @@ func TestRenewalPooling(t *testing.T) {
 			t.Errorf("the text lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "[met] renewal through PgBouncer, 16 workers: ≥ 0.8 × the direct rate, or where PgBouncer's CPU binds the server's time per renewal ≤ 1.2 × direct: "+
+		"0.50 [0.50–0.50]× (1000 [1000–1000]/s against 2000 [2000–2000]/s); server time 1.10 [1.10–1.10]× (220 [220–220] µs against 200 [200–200] µs); PgBouncer 60 [60–60] µs") {
+		t.Errorf("the targets lack the pooled renewals:\n%s", out)
+	}
 	rn = renewalFixture()
 	rn.Pooled, rn.Pooler, rn.PoolerSkipped = nil, "", "the database was given by --dsn"
 	sb.Reset()
