@@ -199,7 +199,9 @@ func assertDropped(t *testing.T, db *sql.DB, res *report.Results) {
 		t.Errorf("tables %v, dropped %v", res.Env.Tables, res.Env.Dropped)
 	}
 	var left []string
-	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'`)
+	// The scratch tables' lease functions go with them.
+	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'
+		UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE 'nodeid\_bench\_%'`)
 	if err != nil {
 		t.Fatal(err)
 	}

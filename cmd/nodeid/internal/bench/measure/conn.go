@@ -266,6 +266,27 @@ func (r *runner) dropTables() error {
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
 		return fmt.Errorf("drop the scratch tables %s: %w", strings.Join(names, ", "), err)
 	}
+	// The lease functions of the scratch tables (and the herd's copy of
+	// the claim) depend on no table in the catalog: DROP TABLE leaves them.
+	var funcs []string
+	rows, err := r.admin.QueryContext(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p WHERE starts_with(p.proname, $1)`, r.prefix+"_")
+	if err != nil {
+		return fmt.Errorf("the scratch tables' functions: %w", err)
+	}
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			rows.Close()
+			return err
+		}
+		funcs = append(funcs, f)
+	}
+	rows.Close()
+	if len(funcs) > 0 {
+		if _, err := r.admin.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(funcs, ", ")); err != nil {
+			return fmt.Errorf("drop the scratch tables' functions: %w", err)
+		}
+	}
 	r.res.Env.Dropped = true
 	return nil
 }
