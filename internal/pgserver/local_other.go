@@ -17,3 +17,30 @@ func StartLocal(context.Context, ...string) (*Server, error) { return nil, ErrUn
 func startStandby(context.Context, []string, string, string) (*Server, error) {
 	return nil, ErrUnsupported
 }
+
+// ErrNoPgBouncer is returned by StartPgBouncer and FindPgBouncer.
+var ErrNoPgBouncer = ErrUnsupported
+
+// Bouncer is a throwaway PgBouncer; see StartPgBouncer.
+type Bouncer struct{}
+
+// FindPgBouncer returns ErrUnsupported: see StartLocal.
+func FindPgBouncer() (string, error) { return "", ErrUnsupported }
+
+// StartPgBouncer returns ErrUnsupported: see StartLocal.
+func StartPgBouncer(context.Context, string, int) (*Bouncer, error) { return nil, ErrUnsupported }
+
+// Addr returns "".
+func (b *Bouncer) Addr() string { return "" }
+
+// Port returns 0.
+func (b *Bouncer) Port() int { return 0 }
+
+// PID returns 0.
+func (b *Bouncer) PID() int { return 0 }
+
+// DSN returns "".
+func (b *Bouncer) DSN(string, ...string) string { return "" }
+
+// Close does nothing.
+func (b *Bouncer) Close() error { return nil }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,15 @@ import (
 
 // benchSettings are the settings of the throwaway server of "nodeid bench":
 // room for the herd's connections, and pg_stat_statements to count
-// statements on the server.
-var benchSettings = []string{"max_connections=700", "shared_preload_libraries=pg_stat_statements"}
+// statements on the server, with the statements nested in the lease
+// functions and their planning (the renewal load's server time).
+var benchSettings = []string{"max_connections=700", "shared_preload_libraries=pg_stat_statements",
+	"pg_stat_statements.track=all", "pg_stat_statements.track_planning=on"}
+
+// poolerSize is the server connections of the throwaway PgBouncer per
+// database and user (PgBouncer's default_pool_size): fewer than the
+// renewal load's largest number of workers, as a pooler's are.
+const poolerSize = 20
 
 // benchFlagNames maps the fields of measure.Config to the flags that set them.
 var benchFlagNames = map[string]string{
@@ -112,7 +120,11 @@ with the claim without SKIP LOCKED and with an advisory lock), the library's
 rate against pgbench running the same statements, the claim's latency as the
 node range fills up, the statements and round trips of each operation
 (counted on the server with pg_stat_statements when the database has it),
-and the renewals per second the server sustains.
+and the renewals per second the server sustains: directly and, side by
+side in the same run, through a throwaway PgBouncer in transaction mode in
+pgx's exec mode (target 0.8× the direct rate; where PgBouncer's own CPU
+binds first, the server's time per renewal from pg_stat_statements within
+1.2× of direct, with PgBouncer's CPU per renewal shown).
 
 With --floor it measures instead the claim at the floor, side by
 side in one loop whose items take turns: the round-trip floor (SELECT 1), the
@@ -120,20 +132,25 @@ floor of a durable write (a one-row UPDATE ... RETURNING with
 synchronous_commit on, on a table with the lease table's row width), and
 Registry.Acquire and Lease.Release at 1,024 and --large-ids node IDs held by
 live leases of other owners, in pgx's default exec mode (against targets:
-claim 3×, release 2.5× the floor) and in exec mode (PgBouncer, unbound); then
-the claim with statistics never gathered after a fill against the same after
-ANALYZE (target 1.5×), the drift of one node ID claimed --drift times on one
+claim 3×, release 2.5× the floor) and through a throwaway PgBouncer in
+transaction mode in exec mode, the mode a pooler needs (against the same
+UPDATE through it: claim 2.5×, release 2×; without a pgbouncer program, or
+on a database of --dsn, those rows say they were skipped and the exec
+mode's run directly, unbound); then the claim with statistics never
+gathered after a fill against the same after ANALYZE (target 1.5×), the drift of one node ID claimed --drift times on one
 connection (last twelfth over first, target 1.2×), and a new process's first
 Acquire on an open pool (target 3 round trips and 2× a steady claim), with
 what the claim's generic plan does with the history. Targets are printed,
 never enforced. Without a database it starts two throwaway servers, one with
 fsync on and one with fsync off, and measures both; --quick is the smoke run
-(300 turns, 4,096 node IDs, 1,200 claims of drift; nothing judged).
+(300 turns, 4,096 node IDs, 480 claims of drift; nothing judged).
 
 It works only in scratch tables it creates (nodeid_bench_<random>_*) and drops
 at the end, also on Ctrl-C; it never touches the lease table of --table.
 Without --dsn or DATABASE_URL it starts a throwaway PostgreSQL (from the local
-server binaries) with max_connections=700 and pg_stat_statements. The herd
+server binaries) with max_connections=700 and pg_stat_statements (track =
+all, track_planning = on), and a PgBouncer in front of it when pgbouncer is
+installed (on PATH or /usr/sbin; a pool of 20 server connections). The herd
 needs one connection per claimer: lower --herd on a server with fewer free.
 
 Every figure is a ratio or a distribution measured side by side in the same
@@ -182,7 +199,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 	f.IntSliceVar(&cfg.RenewWorkers, "renew-workers", cfg.RenewWorkers, "goroutines (each with a connection) renewing in the renewal-load runs")
 	f.IntVar(&cfg.RenewIDs, "renew-ids", cfg.RenewIDs, "live leases renewed in turn in the renewal-load runs")
 	f.BoolVar(&o.Floor, "floor", false, "measure the claim at the floor instead of the scenarios")
-	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 1200, nothing judged")
+	f.BoolVar(&o.Quick, "quick", false, "with --floor: the smoke run, --iterations 300 --large-ids 4096 --drift 480, nothing judged")
 	f.IntVar(&fcfg.Iterations, "iterations", fcfg.Iterations, "with --floor: timed turns of the loop, each item once per turn")
 	f.IntVar(&fcfg.LargeIDs, "large-ids", fcfg.LargeIDs, "with --floor: node IDs of the large range (the small one holds 1024)")
 	f.IntVar(&fcfg.Drift, "drift", fcfg.Drift, "with --floor: claims and releases of one node ID on one connection, whose last twelfth is compared with its first")
@@ -258,7 +275,8 @@ func benchTarget(ctx context.Context, env *cli.Env, c *cli.Conn) (measure.Target
 			return measure.Target{}, nil, err
 		}
 		// Where goes to stdout and the JSON, which are not masked.
-		return measure.Target{Conn: cfg, Where: env.Redact.String(c.Where() + " (from " + c.Source() + ")")}, func() {}, nil
+		return measure.Target{Conn: cfg, Where: env.Redact.String(c.Where() + " (from " + c.Source() + ")"),
+			NoPooler: "the database was given by " + c.Source() + ": nodeid bench starts a PgBouncer only in front of a throwaway server of its own"}, func() {}, nil
 	}
 	fmt.Fprintln(env.Err, "nodeid bench: starting a throwaway PostgreSQL (no --dsn or DATABASE_URL given)")
 	return throwaway(ctx, env, benchSettings...)
@@ -309,7 +327,40 @@ func throwaway(ctx context.Context, env *cli.Env, settings ...string) (measure.T
 		return measure.Target{}, nil, err
 	}
 	where := fmt.Sprintf("throwaway PostgreSQL (%s) at %s, database %s", srv.Kind(), srv.Addr(), db)
-	return measure.Target{Conn: cfg, Where: where, Throwaway: true}, cleanup, nil
+	t := measure.Target{Conn: cfg, Where: where, Throwaway: true}
+	b, err := pgserver.StartPgBouncer(ctx, srv.Addr(), poolerSize)
+	switch {
+	case errors.Is(err, pgserver.ErrNoPgBouncer):
+		t.NoPooler = err.Error()
+	case err != nil:
+		t.NoPooler = "PgBouncer did not start: " + err.Error()
+	default:
+		pcfg, err := pgx.ParseConfig(b.DSN(db))
+		if err != nil {
+			_ = b.Close()
+			cleanup()
+			return measure.Target{}, nil, err
+		}
+		t.Pooler = &measure.Pooler{Conn: pcfg, PID: b.PID(),
+			Where: fmt.Sprintf("throwaway %s at %s in transaction mode, pool of %d server connections", pgBouncerVersion(ctx), b.Addr(), poolerSize)}
+		stop := cleanup
+		cleanup = func() { _ = b.Close(); stop() }
+	}
+	return t, cleanup, nil
+}
+
+// pgBouncerVersion returns the first line of pgbouncer --version, e.g.
+// "PgBouncer 1.18.0", or "PgBouncer".
+func pgBouncerVersion(ctx context.Context) string {
+	bin, err := pgserver.FindPgBouncer()
+	if err != nil {
+		return "PgBouncer"
+	}
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if line, _, _ := strings.Cut(string(out), "\n"); err == nil && strings.HasPrefix(line, "PgBouncer") {
+		return strings.TrimSpace(line)
+	}
+	return "PgBouncer"
 }
 
 // benchCommandLine reconstructs the command line from the flags set, bar

@@ -169,7 +169,7 @@ func TestBenchFloorRun(t *testing.T) {
 		t.Fatalf("exit code %d: %s", r.Code, r.Stderr)
 	}
 	for _, want := range []string{"command:    nodeid bench --drift=120 --floor --iterations=100 --large-ids=64", "elapsed:",
-		"The claim at the floor: 100 turns", "THE FLOOR", "Registry.Acquire, 1,024 node IDs", "Lease.Release, 64 node IDs, exec mode (PgBouncer)",
+		"The claim at the floor: 100 turns", "THE FLOOR", "Registry.Acquire, 1,024 node IDs", "Lease.Release, 64 node IDs, exec mode (PgBouncer)", "skipped: the database was given by --dsn",
 		"statistics never gathered after the fill", "a new process's first Registry.Acquire", "the claim's generic plan", "(dropped)"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("the report lacks %q:\n%s", want, r.Stdout)

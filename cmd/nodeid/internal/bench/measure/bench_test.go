@@ -59,7 +59,7 @@ func TestConfigValidate(t *testing.T) {
 func TestPgbenchScripts(t *testing.T) {
 	t.Parallel()
 	s := statements{
-		claim:   "SELECT $1::integer, $2::integer, $3::text, $4::bigint, $5::bigint, $12 FROM t",
+		claim:   "SELECT $1::text, $2::bigint, $3::bigint, $4::integer, $5::integer, $6::integer, $12 FROM t",
 		release: "UPDATE t SET x = COALESCE($4::bigint, x) WHERE node_id = $1::integer AND owner = $2::text AND epoch = $3::bigint",
 	}
 	if _, err := claimReleaseScript(s); err == nil || !strings.Contains(err.Error(), "$12") {
@@ -70,8 +70,8 @@ func TestPgbenchScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "SELECT :lo::integer, :hi::integer, :owner::text, :ttl::bigint, :horizon::bigint FROM t \\gset\n" +
-		"UPDATE t SET x = COALESCE(:prev_ms::bigint, x) WHERE node_id = :node_id::integer AND owner = :owner::text AND epoch = :epoch::bigint;\n"
+	want := "SELECT :owner::text, :ttl::bigint, :horizon::bigint, :lo::integer, :hi::integer, NULL::integer FROM t \\gset\n" +
+		"UPDATE t SET x = COALESCE(:after_ms::bigint, x) WHERE node_id = :node_id::integer AND owner = :owner::text AND epoch = :epoch::bigint;\n"
 	if got != want {
 		t.Errorf("script:\n%s\nwant:\n%s", got, want)
 	}
@@ -199,7 +199,9 @@ func assertDropped(t *testing.T, db *sql.DB, res *report.Results) {
 		t.Errorf("tables %v, dropped %v", res.Env.Tables, res.Env.Dropped)
 	}
 	var left []string
-	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'`)
+	// The scratch tables' lease functions go with them.
+	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'
+		UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE 'nodeid\_bench\_%'`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,23 @@ type Target struct {
 	// the pg_stat_statements extension in its database. On any other
 	// database Run uses the extension only if it is already installed.
 	Throwaway bool
+	// Pooler is a PgBouncer in transaction mode in front of the same
+	// server and database, or nil; NoPooler then says why there is none.
+	Pooler   *Pooler
+	NoPooler string
+}
+
+// Pooler is a PgBouncer in transaction pooling mode in front of a Target's
+// server: the lease is measured through it in pgx's exec mode, the mode
+// docs/operations.md requires behind a pooler.
+type Pooler struct {
+	// Conn connects through the pooler to the Target's database.
+	Conn *pgx.ConnConfig
+	// Where describes the pooler for the report, without secrets.
+	Where string
+	// PID is the pooler's process, whose CPU time is read from
+	// /proc/<pid>/stat on Linux; 0 when unknown (not read).
+	PID int
 }
 
 // execModes maps the names of Config.ExecModes to pgx's modes.
@@ -133,7 +150,18 @@ func (r *runner) openDB(conns int, mode string, ctr *counter) *sql.DB {
 // openDBWith is openDB with run-time parameters (name: value) that every
 // connection sets at its start, at no cost of a statement.
 func (r *runner) openDBWith(conns int, mode string, ctr *counter, params map[string]string) *sql.DB {
-	cfg := r.target.Conn.Copy()
+	return openOn(r.target.Conn, conns, mode, ctr, params)
+}
+
+// openPooled is openDB through the target's pooler, in exec mode; the
+// pooler passes on no run-time parameter but application_name.
+func (r *runner) openPooled(conns int, ctr *counter) *sql.DB {
+	return openOn(r.target.Pooler.Conn, conns, report.ModeExec, ctr, nil)
+}
+
+// openOn opens a handle on base's database: see openDBWith.
+func openOn(base *pgx.ConnConfig, conns int, mode string, ctr *counter, params map[string]string) *sql.DB {
+	cfg := base.Copy()
 	cfg.DefaultQueryExecMode = execModes[mode]
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
@@ -237,6 +265,27 @@ func (r *runner) dropTables() error {
 	// The names were validated by postgres.ValidateTable: no quoting needed.
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
 		return fmt.Errorf("drop the scratch tables %s: %w", strings.Join(names, ", "), err)
+	}
+	// The lease functions of the scratch tables (and the herd's copy of
+	// the claim) depend on no table in the catalog: DROP TABLE leaves them.
+	var funcs []string
+	rows, err := r.admin.QueryContext(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p WHERE starts_with(p.proname, $1)`, r.prefix+"_")
+	if err != nil {
+		return fmt.Errorf("the scratch tables' functions: %w", err)
+	}
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			rows.Close()
+			return err
+		}
+		funcs = append(funcs, f)
+	}
+	rows.Close()
+	if len(funcs) > 0 {
+		if _, err := r.admin.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(funcs, ", ")); err != nil {
+			return fmt.Errorf("drop the scratch tables' functions: %w", err)
+		}
 	}
 	r.res.Env.Dropped = true
 	return nil

@@ -45,9 +45,10 @@ func DefaultFloorConfig() FloorConfig {
 }
 
 // QuickFloorConfig returns the smoke run's settings: 300 turns, 1,024 and
-// 4,096 node IDs, 1,200 claims for the drift.
+// 4,096 node IDs, 480 claims for the drift (windows of 40): every step
+// runs, in CI's budget of about a minute on a loaded 2-core machine.
 func QuickFloorConfig() FloorConfig {
-	return FloorConfig{Iterations: 300, LargeIDs: 4096, Drift: 1200, Quick: true}
+	return FloorConfig{Iterations: 300, LargeIDs: 4096, Drift: 480, Quick: true}
 }
 
 // Limits of a FloorConfig.
@@ -140,7 +141,10 @@ func RunFloor(ctx context.Context, targets []Target, cfg FloorConfig) (*report.R
 // connection's, when it could not start).
 func floorServer(ctx context.Context, t Target, cfg FloorConfig) (report.FloorServer, []string, error) {
 	r := &runner{target: t, cfg: Config{Progress: cfg.Progress}, res: &report.Results{}, prefix: newPrefix()}
-	s := report.FloorServer{Where: t.Where}
+	s := report.FloorServer{Where: t.Where, PoolerSkipped: t.NoPooler}
+	if t.Pooler != nil {
+		s.Pooler = t.Pooler.Where
+	}
 	r.admin = r.openDB(4, report.ModeExec, nil)
 	defer r.admin.Close()
 	var env report.Environment
@@ -235,8 +239,14 @@ type leased struct {
 // registry opens a pool of one connection in mode and a Registry on st's
 // table, closed when the run ends.
 func (fl *floorRun) registry(st *store.Store, mode, owner string) (leased, error) {
+	return fl.registryOn(st, func(ctr *counter) *sql.DB { return fl.r.openDB(1, mode, ctr) }, owner)
+}
+
+// registryOn is registry on the pool of one connection that open returns,
+// counting into ctr.
+func (fl *floorRun) registryOn(st *store.Store, open func(ctr *counter) *sql.DB, owner string) (leased, error) {
 	ctr := &counter{}
-	db := fl.r.openDB(1, mode, ctr)
+	db := open(ctr)
 	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
 		nodeid.WithTTL(benchTTL), nodeid.WithOwner(owner))...)
 	if err != nil {
@@ -503,11 +513,26 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 			return selDB.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 		})
 	}, []*item{sel}})
-	for _, mode := range []string{report.ModeCache, report.ModeExec} {
+	// With a pooler, the floor's UPDATE also runs through it, and the exec
+	// mode's Acquire and Release run only through it: exec mode is the
+	// mode for a pooler, and the pooled floor is what they are held to.
+	// Without one, they run in exec mode directly, unbound.
+	pooler := r.target.Pooler
+	for _, mode := range []string{report.ModeCache, report.ModeExec, report.ModePooled} {
+		if mode == report.ModePooled && pooler == nil {
+			continue
+		}
 		// The floor's connections make every commit wait for its WAL
-		// flush, whatever the server, database or role set.
+		// flush, whatever the server, database or role set. PgBouncer
+		// passes no such parameter on: through it the server's own
+		// setting holds (FloorServer.SynchronousCommit).
 		ctr := &counter{}
-		db := r.openDBWith(1, mode, ctr, map[string]string{"synchronous_commit": "on"})
+		var db *sql.DB
+		if mode == report.ModePooled {
+			db = r.openPooled(1, ctr)
+		} else {
+			db = r.openDBWith(1, mode, ctr, map[string]string{"synchronous_commit": "on"})
+		}
 		fl.closers = append(fl.closers, func() { db.Close() })
 		if mode == report.ModeCache {
 			fl.floorDB = db // also the drift's control
@@ -515,10 +540,18 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 		up := newItem(report.FloorUpdate, mode, 0, ctr)
 		units = append(units, unit{func() error { return up.time(func() error { return fl.update(ctx, db) }) }, []*item{up}})
 	}
-	for _, mode := range []string{report.ModeCache, report.ModeExec} {
+	second := report.ModeExec
+	if pooler != nil {
+		second = report.ModePooled
+	}
+	for _, mode := range []string{report.ModeCache, second} {
 		for _, st := range []*store.Store{small, large} {
 			ids := int(st.Config().MaxNode + 1)
-			l, err := fl.registry(st, mode, fmt.Sprintf("bench-floor-%d-%s", ids, mode))
+			open := func(ctr *counter) *sql.DB { return r.openDB(1, mode, ctr) }
+			if mode == report.ModePooled {
+				open = func(ctr *counter) *sql.DB { return r.openPooled(1, ctr) }
+			}
+			l, err := fl.registryOn(st, open, fmt.Sprintf("bench-floor-%d-%s", ids, mode))
 			if err != nil {
 				return err
 			}

@@ -67,27 +67,60 @@ func (r *runner) herd(ctx context.Context) error {
 		return fmt.Errorf("herd warm-up: %w", err)
 	}
 
+	// The claim function's parameters: owner, TTL, horizon, the range and
+	// no limit.
 	args := func(i int) []any {
-		return []any{0, ids - 1, fmt.Sprintf("bench-herd-%d", i), benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli()}
+		return []any{fmt.Sprintf("bench-herd-%d", i), benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli(), 0, ids - 1, nil}
 	}
-	scan := func(row *sql.Row) (int64, error) {
-		// The claim's row: the node ID first, then its other columns; no
-		// row when nothing was claimable.
-		var node int64
-		rest := make([]any, 6)
-		for i := range rest {
-			rest[i] = new(any)
+	scan := func(rows *sql.Rows, err error) (int64, error) {
+		// The claim's row: its status, "ok" when it claimed, and its
+		// node_id among the other columns.
+		if err != nil {
+			return 0, err
 		}
-		err := row.Scan(append([]any{&node}, rest...)...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, errors.New("no node ID free")
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return 0, err
 		}
-		return node, err
+		vals := make([]any, len(cols))
+		for i := range vals {
+			vals[i] = new(any)
+		}
+		if !rows.Next() {
+			if err := rows.Err(); err != nil {
+				return 0, err
+			}
+			return 0, errors.New("the claim returned no row")
+		}
+		if err := rows.Scan(vals...); err != nil {
+			return 0, err
+		}
+		var status any
+		var node int64 = -1
+		for i, c := range cols {
+			switch v := *(vals[i].(*any)); c {
+			case "status":
+				status = v
+			case "node_id":
+				switch n := v.(type) {
+				case int64:
+					node = n
+				case int32:
+					node = int64(n)
+				}
+			}
+		}
+		if status != "ok" || node < 0 {
+			return 0, fmt.Errorf("no node ID claimed: status %v", status)
+		}
+		return node, rows.Close()
 	}
-	noSkip := strings.ReplaceAll(stmts.claim, " SKIP LOCKED", "")
-	if noSkip == stmts.claim {
-		return errors.New("the claim statement has no SKIP LOCKED to take out")
+	noSkip, dropNoSkip, err := r.noSkipClaim(ctx, table, stmts.claim)
+	if err != nil {
+		return err
 	}
+	defer dropNoSkip()
 	lockKey := "nodeid-bench:" + table
 	claimers := map[string]herdClaimer{
 		report.HerdLibrary: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
@@ -98,11 +131,11 @@ func (r *runner) herd(ctx context.Context) error {
 			return l.NodeID(), func(ctx context.Context) error { return release(ctx, l) }, nil
 		},
 		report.HerdSQL: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
-			node, err := scan(dbs[i].QueryRowContext(ctx, stmts.claim, args(i)...))
+			node, err := scan(dbs[i].QueryContext(ctx, stmts.claim, args(i)...))
 			return node, nil, err
 		},
 		report.HerdNoSkip: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
-			node, err := scan(dbs[i].QueryRowContext(ctx, noSkip, args(i)...))
+			node, err := scan(dbs[i].QueryContext(ctx, noSkip, args(i)...))
 			return node, nil, err
 		},
 		report.HerdAdvisory: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
@@ -114,7 +147,7 @@ func (r *runner) herd(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, lockKey); err != nil {
 				return 0, nil, err
 			}
-			node, err := scan(tx.QueryRowContext(ctx, stmts.claim, args(i)...))
+			node, err := scan(tx.QueryContext(ctx, stmts.claim, args(i)...))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -241,4 +274,37 @@ func (r *runner) herdOnce(ctx context.Context, st *store.Store, n int, claim her
 		return run, fmt.Errorf("release: %w", err)
 	}
 	return run, r.reset(ctx, st, false)
+}
+
+// noSkipClaim returns the claim statement with FOR UPDATE instead of FOR
+// UPDATE SKIP LOCKED, and what undoes it. The claim is a call of the
+// table's claim function, whose body holds the locking clause: the
+// variant calls a copy of the function without SKIP LOCKED, created
+// beside it (and dropped by the returned func).
+func (r *runner) noSkipClaim(ctx context.Context, table, claim string) (string, func(), error) {
+	if strings.Contains(claim, " SKIP LOCKED") { // a statement of its own
+		return strings.ReplaceAll(claim, " SKIP LOCKED", ""), func() {}, nil
+	}
+	fn, copyFn := table+"_claim", table+"_claim_noskip"
+	if !strings.Contains(claim, fn+"(") {
+		return "", nil, fmt.Errorf("the claim statement calls no %s and has no SKIP LOCKED to take out", fn)
+	}
+	var def string
+	if err := r.admin.QueryRowContext(ctx, `SELECT pg_get_functiondef($1::regproc)`, fn).Scan(&def); err != nil {
+		return "", nil, fmt.Errorf("the claim function's definition: %w", err)
+	}
+	body := strings.ReplaceAll(def, " SKIP LOCKED", "")
+	if body == def {
+		return "", nil, fmt.Errorf("the claim function %s has no SKIP LOCKED to take out", fn)
+	}
+	body = strings.Replace(body, fn+"(", copyFn+"(", 1)
+	if _, err := r.admin.ExecContext(ctx, body); err != nil {
+		return "", nil, fmt.Errorf("a claim function without SKIP LOCKED: %w", err)
+	}
+	drop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = r.admin.ExecContext(dctx, `DROP FUNCTION IF EXISTS `+copyFn)
+	}
+	return strings.Replace(claim, fn+"(", copyFn+"(", 1), drop, nil
 }

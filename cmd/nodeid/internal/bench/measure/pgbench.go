@@ -38,13 +38,16 @@ func pgbenchVars(stmt string, vars map[int]string) (string, error) {
 // result columns stored with \gset) followed by the library's release of
 // the node ID it got: the same two statements as Acquire then Release.
 func claimReleaseScript(s statements) (string, error) {
-	claim, err := pgbenchVars(s.claim, map[int]string{1: ":lo", 2: ":hi", 3: ":owner", 4: ":ttl", 5: ":horizon"})
+	// The claim function's parameters: owner, TTL, horizon, the range, and
+	// the limit of a first claim on a table whose range is unknown (none).
+	claim, err := pgbenchVars(s.claim, map[int]string{1: ":owner", 2: ":ttl", 3: ":horizon", 4: ":lo", 5: ":hi", 6: "NULL"})
 	if err != nil {
 		return "", fmt.Errorf("claim: %w", err)
 	}
 	// Release with the exact horizon of a generator that stamped nothing:
-	// the previous holder's, so that the node ID is claimable again at once.
-	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":prev_ms", 5: ":prev_ms"})
+	// the previous holder's (the claim's after_ms), so that the node ID is
+	// claimable again at once.
+	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":after_ms"})
 	if err != nil {
 		return "", fmt.Errorf("release: %w", err)
 	}

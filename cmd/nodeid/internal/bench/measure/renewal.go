@@ -2,6 +2,7 @@ package measure
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -45,29 +46,83 @@ func (r *runner) renewal(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	// Through PgBouncer, side by side: each direct run is followed or
+	// preceded (in turns) by a pooled run of the same workers.
+	sides := []string{mode}
+	if p := r.target.Pooler; p != nil {
+		res.Pooler = p.Where
+		sides = append(sides, report.ModePooled)
+	} else {
+		res.PoolerSkipped = r.target.NoPooler
+	}
+	server := r.enableStatements(ctx)
+	if server == "" {
+		var track, planning string
+		if err := r.admin.QueryRowContext(ctx, `SELECT current_setting('pg_stat_statements.track'),
+			current_setting('pg_stat_statements.track_planning')`).Scan(&track, &planning); err != nil {
+			server = err.Error()
+		} else if track != "all" || planning != "on" {
+			res.ServerNote = fmt.Sprintf("pg_stat_statements.track = %s, track_planning = %s: the server time lacks the planning not tracked, and the nested statements apart (set track = all and track_planning = on for both)", track, planning)
+		}
+	}
+	if server != "" {
+		res.ServerNote = "no server time: " + server
+	}
 	for rep := range cfg.Repeat {
 		for j := range cfg.RenewWorkers {
 			w := cfg.RenewWorkers[(j+rep)%len(cfg.RenewWorkers)]
-			run, err := r.renewRate(ctx, st, keys, mode, w)
-			run.Rep, run.Workers = rep+1, w
-			if err != nil {
-				run.Error = err.Error()
-			}
-			r.progress("renewal: rep %d, %d workers: %.0f renewals/s, p50 %s, p99 %s", rep+1, w, run.Rate, run.Latency.P50, run.Latency.P99)
-			res.Runs = append(res.Runs, run)
-			if ctx.Err() != nil {
-				return ctx.Err()
+			for k := range sides {
+				side := sides[(k+rep+j)%len(sides)]
+				run, err := r.renewRate(ctx, st, keys, side, w, server == "")
+				run.Rep, run.Workers = rep+1, w
+				if err != nil {
+					run.Error = err.Error()
+				}
+				via := "directly"
+				if side == report.ModePooled {
+					via = "through PgBouncer"
+					res.Pooled = append(res.Pooled, run)
+				} else {
+					res.Runs = append(res.Runs, run)
+				}
+				r.progress("renewal: rep %d, %d workers, %s: %.0f renewals/s, p50 %s, p99 %s, server %.0f µs/renewal", rep+1, w, via,
+					run.Rate, run.Latency.P50, run.Latency.P99, run.Server.PerCall())
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
 			}
 		}
 	}
 	return nil
 }
 
+// serverTime reads what pg_stat_statements has counted so far in this
+// database: the calls of st's renewal function as the client sent them,
+// and the statements nested in any function.
+func (r *runner) serverTime(ctx context.Context, st *store.Store) (report.ServerTime, error) {
+	var s report.ServerTime
+	err := r.admin.QueryRowContext(ctx, `SELECT
+			coalesce(sum(s.calls) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
+			coalesce(sum(s.total_plan_time) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
+			coalesce(sum(s.total_exec_time) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
+			coalesce(sum(s.calls) FILTER (WHERE NOT s.toplevel), 0),
+			coalesce(sum(s.total_plan_time) FILTER (WHERE NOT s.toplevel), 0),
+			coalesce(sum(s.total_exec_time) FILTER (WHERE NOT s.toplevel), 0)
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = current_database()`,
+		st.Config().Table+"_renew").Scan(&s.Calls, &s.PlanMs, &s.ExecMs, &s.NestedCalls, &s.NestedPlan, &s.NestedExec)
+	return s, err
+}
+
 // renewRate renews keys in turn from w goroutines, each with a connection
 // of its own, for the configured duration after a warm-up.
-func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Key, mode string, w int) (report.RenewalRun, error) {
+func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Key, mode string, w int, server bool) (report.RenewalRun, error) {
 	var run report.RenewalRun
-	db := r.openDB(w, mode, nil)
+	var db *sql.DB
+	if mode == report.ModePooled {
+		db = r.openPooled(w, nil)
+	} else {
+		db = r.openDB(w, mode, nil)
+	}
 	defer db.Close()
 	s, err := store.New(db, st.Config())
 	if err != nil {
@@ -117,7 +172,39 @@ func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Ke
 	if _, _, _, _, err := loop(min(time.Second, r.cfg.Duration/4)); err != nil {
 		return run, err
 	}
+	var before report.ServerTime
+	if server {
+		if before, err = r.serverTime(ctx, st); err != nil {
+			return run, err
+		}
+	}
+	pid := 0
+	if p := r.target.Pooler; p != nil && mode == report.ModePooled {
+		pid = p.PID
+	}
+	var pooler0 time.Duration
+	if pid > 0 {
+		if pooler0, err = pidCPU(pid); err != nil {
+			pid = 0
+		}
+	}
+	client0 := processCPU()
 	renewed, refused, lat, elapsed, err := loop(r.cfg.Duration)
+	run.ClientCPU = report.Duration(processCPU() - client0)
+	if pid > 0 {
+		if c, cerr := pidCPU(pid); cerr == nil {
+			run.PoolerCPU = report.Duration(c - pooler0)
+		}
+	}
+	if server {
+		after, serr := r.serverTime(ctx, st)
+		if serr != nil && err == nil {
+			err = serr
+		}
+		run.Server = &report.ServerTime{Calls: after.Calls - before.Calls, PlanMs: after.PlanMs - before.PlanMs, ExecMs: after.ExecMs - before.ExecMs,
+			NestedCalls: after.NestedCalls - before.NestedCalls, NestedPlan: after.NestedPlan - before.NestedPlan, NestedExec: after.NestedExec - before.NestedExec}
+	}
+	run.Elapsed = report.Duration(elapsed)
 	run.Renewed, run.Refused = renewed, refused
 	run.Rate = float64(renewed) / elapsed.Seconds()
 	run.Latency = report.NewDist(lat)

@@ -17,9 +17,15 @@ import (
 type statSnapshot map[int64]report.StmtCalls
 
 func (r *runner) statSnapshot(ctx context.Context) (statSnapshot, error) {
+	// With pg_stat_statements.track = all (as the renewal load's server
+	// time wants) the statements nested in the lease functions are counted
+	// too, under toplevel = false (PostgreSQL 14 and later): they are no
+	// statement the client sent.
+	// r.statTop, set by enableStatements, which reads the version before
+	// any snapshot, so that no statement of its own falls between two.
 	rows, err := r.admin.QueryContext(ctx, `SELECT s.queryid, s.query, s.calls FROM pg_stat_statements s
 		JOIN pg_database d ON d.oid = s.dbid
-		WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'`)
+		WHERE d.datname = current_database() AND s.query NOT LIKE '%pg_stat_statements%'`+r.statTop)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +71,13 @@ func (r *runner) enableStatements(ctx context.Context) string {
 	var n int64
 	if err := r.admin.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_statements`).Scan(&n); err != nil {
 		return "pg_stat_statements cannot be read (is it in shared_preload_libraries?): " + err.Error()
+	}
+	var version int
+	if err := r.admin.QueryRowContext(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		return err.Error()
+	}
+	if version >= 140000 {
+		r.statTop = " AND s.toplevel"
 	}
 	return ""
 }

@@ -20,6 +20,9 @@ type runner struct {
 	admin  *sql.DB // setup, sampling and counting; no named statements
 	prefix string
 	tmp    string // pgbench scripts
+	// statTop restricts statSnapshot to the statements clients sent, where
+	// pg_stat_statements tells them apart (PostgreSQL 14 and later).
+	statTop string
 
 	mu sync.Mutex
 }

@@ -246,7 +246,9 @@ func (r *runner) explain(ctx context.Context, st *store.Store, generic bool) ([]
 		return nil, err
 	}
 	c := st.Config()
-	args := []any{c.MinNode, c.MaxNode, "bench-explain", benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli()}
+	// The claim function's parameters: owner, TTL, horizon, the range and
+	// no limit.
+	args := []any{"bench-explain", benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli(), c.MinNode, c.MaxNode, nil}
 	conn, err := r.admin.Conn(ctx)
 	if err != nil {
 		return nil, err
@@ -286,13 +288,13 @@ func (r *runner) explain(ctx context.Context, st *store.Store, generic bool) ([]
 	if !generic {
 		return plans, nil
 	}
-	if _, err := conn.ExecContext(ctx, "PREPARE nodeid_bench_claim(integer, integer, text, bigint, bigint) AS "+stmts.claim); err != nil {
+	if _, err := conn.ExecContext(ctx, "PREPARE nodeid_bench_claim(text, bigint, bigint, integer, integer, integer) AS "+stmts.claim); err != nil {
 		return nil, err
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE nodeid_bench_claim") //nolint:errcheck // the connection is closed next
 	g, err := run([]string{"SET LOCAL plan_cache_mode = force_generic_plan"},
-		fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS) EXECUTE nodeid_bench_claim(%d, %d, 'bench-explain', %d, %d)",
-			args[0], args[1], args[3], args[4]))
+		fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS) EXECUTE nodeid_bench_claim('bench-explain', %d, %d, %d, %d, NULL)",
+			args[1], args[2], args[3], args[4]))
 	if err != nil {
 		return nil, err
 	}

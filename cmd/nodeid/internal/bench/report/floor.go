@@ -64,6 +64,12 @@ const (
 	// TargetFloorRelease bounds Release's p50 over the floor's, on the same
 	// servers as TargetFloorClaim.
 	TargetFloorRelease = 2.5
+	// TargetPooledClaim and TargetPooledRelease bound Acquire's and
+	// Release's p50 through PgBouncer (transaction mode, pgx's exec mode)
+	// over the floor's UPDATE through the same PgBouncer, on the same
+	// servers as TargetFloorClaim.
+	TargetPooledClaim   = 2.5
+	TargetPooledRelease = 2.0
 	// TargetPlan bounds the claim's p50 with statistics never gathered
 	// after the fill over its p50 after ANALYZE.
 	TargetPlan = 1.5
@@ -88,6 +94,11 @@ type FloorServer struct {
 	FullPageWrites    string    `json:"full_page_writes"`
 	Settings          []Setting `json:"settings,omitempty"`
 	Elapsed           Duration  `json:"elapsed"`
+	// Pooler describes the PgBouncer in transaction mode through which the
+	// items of mode ModePooled ran; PoolerSkipped says why there was none
+	// (then the exec mode's items ran directly).
+	Pooler        string `json:"pooler,omitempty"`
+	PoolerSkipped string `json:"pooler_skipped,omitempty"`
 	// Items are the loop's items, in the order of the loop.
 	Items []FloorItem `json:"items"`
 	// Plans are the claim's EXPLAIN (ANALYZE, BUFFERS) on the large range
@@ -104,7 +115,7 @@ type FloorServer struct {
 // FloorItem is one item of the loop: its latency and what it sent.
 type FloorItem struct {
 	Op   string `json:"op"`   // FloorSelect1, FloorUpdate, FloorAcquire or FloorRelease
-	Mode string `json:"mode"` // the pgx exec mode of its connection (ModeCache, ModeExec)
+	Mode string `json:"mode"` // the pgx exec mode of its connection (ModeCache, ModeExec), or ModePooled
 	IDs  int    `json:"ids,omitempty"`
 	// Latency is over the timed turns.
 	Latency Dist `json:"latency"`
@@ -219,10 +230,13 @@ type FloorRow struct {
 	Met    bool
 	// Note adds what the row's figure rests on (a control's ratio).
 	Note string
+	// Skipped says why a row with a target was not measured: it is
+	// neither met nor missed.
+	Skipped string
 }
 
-// Bound reports whether the row has a target.
-func (r FloorRow) Bound() bool { return r.Target != "" }
+// Bound reports whether the row has a target and a figure to judge.
+func (r FloorRow) Bound() bool { return r.Target != "" && r.Skipped == "" }
 
 // Item returns the loop's item with the given operation, mode and range
 // size (0 for the floor's items), and whether it was measured.
@@ -236,7 +250,9 @@ func (s *FloorServer) Item(op, mode string, ids int) (FloorItem, bool) {
 }
 
 // Rows computes the server's table: the floor's items, Acquire and
-// Release in cache mode (bound) and exec mode (unbound) at both sizes, the
+// Release in cache mode (bound) at both sizes, through PgBouncer (bound,
+// over the floor through PgBouncer) or else in exec mode directly
+// (unbound), or a row saying why PgBouncer was skipped; the
 // stale-statistics claim, the drift and a new process's first Acquire.
 // Rows not measured are left out.
 func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
@@ -269,27 +285,60 @@ func (s *FloorServer) Rows(f *FloorResult) []FloorRow {
 	if it, ok := s.Item(FloorUpdate, ModeExec, 0); ok {
 		rows = append(rows, overFloor(item("update/exec", "the same UPDATE in exec mode", it)))
 	}
-	for _, mode := range []string{ModeCache, ModeExec} {
+	pooled, havePooled := s.Item(FloorUpdate, ModePooled, 0)
+	pooledP50 := Millis(pooled.Latency.P50)
+	if havePooled {
+		r := overFloor(item("update/"+ModePooled, "the same UPDATE through PgBouncer, transaction mode, exec mode (THE POOLED FLOOR)", pooled))
+		if s.SynchronousCommit != "" && s.SynchronousCommit != "on" {
+			r.Note = "synchronous_commit=" + s.SynchronousCommit + " on the server: PgBouncer passes on no synchronous_commit of the client's, so the pooled floor waits for no WAL flush"
+		}
+		rows = append(rows, r)
+	}
+	// overPooled compares a pooled item with the pooled floor, and notes
+	// its ratio to the direct floor.
+	overPooled := func(r FloorRow) FloorRow {
+		if havePooled && pooledP50 > 0 {
+			if haveFloor && floorP50 > 0 {
+				r.Note = fmt.Sprintf("over the floor without PgBouncer: %.2f×", r.P50/floorP50)
+			}
+			r.Ratio, r.Base, r.BaseP50 = r.P50/pooledP50, "the pooled floor", pooledP50
+		}
+		return r
+	}
+	for _, mode := range []string{ModeCache, ModeExec, ModePooled} {
 		for _, ids := range []int{f.SmallIDs, f.LargeIDs} {
-			suffix := ""
-			if mode == ModeExec {
-				suffix = ", exec mode (PgBouncer)"
+			// "exec mode (PgBouncer)": the mode a pooler needs, measured
+			// without one (only when there was none).
+			suffix := map[string]string{ModeExec: ", exec mode (PgBouncer)", ModePooled: ", through PgBouncer"}[mode]
+			claim, release := TargetFloorClaim, TargetFloorRelease
+			over := overFloor
+			if mode == ModePooled {
+				claim, release, over = TargetPooledClaim, TargetPooledRelease, overPooled
 			}
 			if it, ok := s.Item(FloorAcquire, mode, ids); ok {
-				r := overFloor(item(fmt.Sprintf("acquire/%d/%s", ids, mode), fmt.Sprintf("Registry.Acquire, %s node IDs%s", thousands(ids), suffix), it))
-				if mode == ModeCache && durable {
-					r = bound(r, TargetFloorClaim)
+				r := over(item(fmt.Sprintf("acquire/%d/%s", ids, mode), fmt.Sprintf("Registry.Acquire, %s node IDs%s", thousands(ids), suffix), it))
+				if mode != ModeExec && durable {
+					r = bound(r, claim)
 				}
 				rows = append(rows, r)
 			}
 			if it, ok := s.Item(FloorRelease, mode, ids); ok {
-				r := overFloor(item(fmt.Sprintf("release/%d/%s", ids, mode), fmt.Sprintf("Lease.Release, %s node IDs%s", thousands(ids), suffix), it))
-				if mode == ModeCache && durable {
-					r = bound(r, TargetFloorRelease)
+				r := over(item(fmt.Sprintf("release/%d/%s", ids, mode), fmt.Sprintf("Lease.Release, %s node IDs%s", thousands(ids), suffix), it))
+				if mode != ModeExec && durable {
+					r = bound(r, release)
 				}
 				rows = append(rows, r)
 			}
 		}
+	}
+	if s.PoolerSkipped != "" && !havePooled {
+		r := FloorRow{Key: ModePooled, Label: "Registry.Acquire and Lease.Release through PgBouncer, transaction mode, exec mode",
+			RoundTrips: -1, Skipped: s.PoolerSkipped}
+		if durable {
+			r.Target = fmt.Sprintf("≤ %g×, ≤ %g× the pooled floor", TargetPooledClaim, TargetPooledRelease)
+		}
+		r.Note = "skipped: " + s.PoolerSkipped
+		rows = append(rows, r)
 	}
 	if p := s.Plan; p != nil && p.Stale.N > 0 && p.Analyzed.N > 0 {
 		control := ""
@@ -372,8 +421,12 @@ func (r FloorRow) FormatRatio() string {
 }
 
 // FormatTarget writes the target with its verdict, e.g. "≤ 3× (missed)";
-// without the verdict when judge is false; "–" when unbound.
+// without the verdict when judge is false; "skipped" when not measured;
+// "–" when unbound.
 func (r FloorRow) FormatTarget(judge bool) string {
+	if r.Skipped != "" {
+		return "skipped"
+	}
 	if !r.Bound() {
 		return "–"
 	}
@@ -403,10 +456,17 @@ func writeFloor(ew *errWriter, f *FloorResult) {
 		ew.printf("\n%s: %s\n", s.Label(), s.Where)
 		ew.printf("  %s; fsync=%s, synchronous_commit=%s, full_page_writes=%s; measured in %s\n", s.Server, orDash(s.Fsync),
 			orDash(s.SynchronousCommit), orDash(s.FullPageWrites), time.Duration(s.Elapsed))
+		if s.Pooler != "" {
+			ew.printf("  pooler: %s\n", s.Pooler)
+		}
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  item\tp50 ms\tp99 ms\tround trips\tratio (p50)\ttarget")
 		rows := s.Rows(f)
 		for _, r := range rows {
+			if r.Skipped != "" {
+				fmt.Fprintf(tw, "  %s\t–\t–\t–\t–\t%s\n", r.Label, r.FormatTarget(!f.Quick))
+				continue
+			}
 			fmt.Fprintf(tw, "  %s\t%.3f\t%.3f\t%s\t%s\t%s\n", r.Label, r.P50, r.P99, r.FormatRoundTrips(), r.FormatRatio(), r.FormatTarget(!f.Quick))
 		}
 		tw.Flush()

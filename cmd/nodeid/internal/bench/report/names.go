@@ -31,6 +31,10 @@ const (
 	// ModeExec sends each statement with an unnamed prepared statement, as
 	// through PgBouncer in transaction mode (pgbench -M extended).
 	ModeExec = "exec"
+	// ModePooled is ModeExec through a PgBouncer in transaction pooling
+	// mode in front of the same server: a mode of the floor's items and of
+	// the renewal load's pooled runs, not of Config.ExecModes.
+	ModePooled = "pgbouncer"
 )
 
 // PgbenchMode maps an exec mode to pgbench's -M.

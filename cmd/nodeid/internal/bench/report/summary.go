@@ -373,6 +373,18 @@ func (res *Results) Verdicts() []Verdict {
 			}
 		}
 	}
+	if rn := res.Renewal; rn != nil {
+		for _, r := range rn.Pooling() {
+			out = append(out, Verdict{
+				Target: fmt.Sprintf("renewal through PgBouncer, %d workers: ≥ %g × the direct rate, or where PgBouncer's CPU binds the server's time per renewal ≤ %g × direct",
+					r.Workers, TargetPooledRenewal, TargetPooledServerTime),
+				Result: fmt.Sprintf("%s× (%s/s against %s/s); server time %s× (%s µs against %s µs); PgBouncer %s µs of CPU per renewal, %s of a core",
+					r.Ratio.Format("%.2f"), r.Pooled.Format("%.0f"), r.Direct.Format("%.0f"), r.ServerRatio.Format("%.2f"),
+					r.ServerPooled.Format("%.0f"), r.ServerDirect.Format("%.0f"), r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f")),
+				Met: r.Met || r.ServerMet,
+			})
+		}
+	}
 	return out
 }
 

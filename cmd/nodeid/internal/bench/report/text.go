@@ -88,6 +88,7 @@ func WriteText(w io.Writer, res *Results) error {
 			ew.printf("  capacity %.0f renewals/s (%d workers): a fleet of %d holders at TTL 10s, %d at TTL 60s (renewal every TTL/3)\n",
 				c.Median, w, Fleet(c.Median, 10*time.Second), Fleet(c.Median, time.Minute))
 		}
+		writePooling(ew, rn)
 	}
 	if f := res.Floor; f != nil {
 		writeFloor(ew, f)
@@ -161,4 +162,52 @@ func repsOf(runs []HerdRun) int {
 		n = max(n, r.Rep)
 	}
 	return n
+}
+
+// writePooling writes the renewal load through PgBouncer against the same
+// directly, or why it was skipped.
+func writePooling(ew *errWriter, rn *RenewalResult) {
+	if rn.PoolerSkipped != "" {
+		ew.printf("  through PgBouncer: skipped (target ≥ %g× the direct rate not judged): %s\n", TargetPooledRenewal, rn.PoolerSkipped)
+		return
+	}
+	rows := rn.Pooling()
+	if len(rows) == 0 {
+		return
+	}
+	ew.printf("\nRenewal load through PgBouncer against directly, side by side: %s, exec mode; directly in %s\n", rn.Pooler, rn.ExecMode)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  workers\tdirect/s\tpooled/s\tpooled/direct\tserver µs/renewal direct\tpooled\tpooled/direct\tof it planning µs: direct\tpooled\tPgBouncer CPU µs/renewal\tof a core\tclient CPU µs/renewal: direct\tpooled")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workers, r.Direct.Format("%.0f"), r.Pooled.Format("%.0f"), r.Ratio.Format("%.2f"),
+			r.ServerDirect.Format("%.0f"), r.ServerPooled.Format("%.0f"), r.ServerRatio.Format("%.2f"),
+			r.PlanDirect.Format("%.1f"), r.PlanPooled.Format("%.1f"),
+			r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f"), r.ClientDirect.Format("%.0f"), r.ClientPooled.Format("%.0f"))
+	}
+	tw.Flush()
+	for _, r := range rows {
+		ew.printf("  %d workers: %s\n", r.Workers, r.Verdict())
+	}
+	if rn.ServerNote != "" {
+		ew.printf("  note: %s\n", rn.ServerNote)
+	}
+}
+
+// Verdict says whether the pooled renewals met their target: the rate
+// ≥ TargetPooledRenewal× the direct rate, or else, where PgBouncer's own
+// CPU is what binds, the server's time per renewal ≤
+// TargetPooledServerTime× its time directly, with PgBouncer's CPU shown.
+func (r PoolingRow) Verdict() string {
+	rate := fmt.Sprintf("pooled at %.2f× the direct rate, target ≥ %g×", r.Ratio.Median, TargetPooledRenewal)
+	if r.Met {
+		return rate + " (met)"
+	}
+	if r.ServerRatio.N == 0 {
+		return rate + " (missed); no server time to judge the server-time form by"
+	}
+	v := fmt.Sprintf("%s (missed); server time per renewal pooled at %.2f× direct, target ≤ %g× where PgBouncer's CPU binds", rate, r.ServerRatio.Median, TargetPooledServerTime)
+	if r.PoolerCPU.N > 0 {
+		v += fmt.Sprintf(" (PgBouncer spent %.0f µs of CPU per renewal, %.2f of a core)", r.PoolerCPU.Median, r.PoolerShare.Median)
+	}
+	return v + map[bool]string{true: ": met", false: ": missed"}[r.ServerMet]
 }

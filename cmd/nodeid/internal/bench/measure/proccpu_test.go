@@ -1,0 +1,24 @@
+//go:build linux
+
+package measure
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestPidCPU reads this process's CPU time after it spent some.
+func TestPidCPU(t *testing.T) {
+	t.Parallel()
+	end := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(end) {
+	}
+	d, err := pidCPU(os.Getpid())
+	if err != nil || d <= 0 {
+		t.Fatalf("pidCPU = %v, %v", d, err)
+	}
+	if _, err := pidCPU(-1); err == nil {
+		t.Error("pidCPU(-1) read something")
+	}
+}
