@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TableAccess is one node of a plan that reads or writes the inspected
@@ -350,4 +353,92 @@ func (g PlanGuard) Check(ctx context.Context, db *sql.DB) (states []PlanState, o
 		return states, false, err
 	}
 	return states, ok, nil
+}
+
+// InspectNestedPlans reports whether the generic plans of the statements
+// that a function call runs reach table only through table's primary key:
+// EXPLAIN of a call shows a Function Scan only. On a connection of its own
+// to cfg (a copy; the role must be allowed to LOAD auto_explain, as a
+// superuser is) it logs the plans of the nested statements with
+// auto_explain, at level notice, under plan_cache_mode force_generic_plan,
+// runs call with args in a transaction it rolls back, and judges every
+// nested plan. At least one of them must read or write table: a call
+// whose statements never reach it is an error, not a pass. Plan holds the
+// nested plans, one JSON document a line.
+func InspectNestedPlans(ctx context.Context, cfg *pgx.ConnConfig, call string, args []any, table string) (PlanInspection, error) {
+	p := PlanInspection{Table: table}
+	cfg = cfg.Copy()
+	var notices []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { notices = append(notices, n.Message) }
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return p, fmt.Errorf("inspect plans: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var schema, rel string
+	err = conn.QueryRow(ctx, `SELECT n.nspname, c.relname, COALESCE(ic.relname, '')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
+		LEFT JOIN pg_class ic ON ic.oid = i.indexrelid
+		WHERE c.oid = to_regclass($1)`, table).Scan(&schema, &rel, &p.PrimaryKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, fmt.Errorf("inspect plans: no table %s", table)
+	}
+	if err != nil {
+		return p, fmt.Errorf("inspect plans: look up %s: %w", table, err)
+	}
+	for _, q := range []string{"LOAD 'auto_explain'", "SET auto_explain.log_min_duration = 0",
+		"SET auto_explain.log_nested_statements = on", "SET auto_explain.log_format = json",
+		"SET auto_explain.log_level = notice", "SET client_min_messages = notice", "SET plan_cache_mode = force_generic_plan"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return p, fmt.Errorf("inspect plans: %s: %w", q, err)
+		}
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p, fmt.Errorf("inspect plans: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the call leaves nothing behind
+	notices = nil
+	rows, err := tx.Query(ctx, call, args...)
+	if err == nil {
+		for rows.Next() {
+		}
+		err = rows.Err()
+	}
+	if err != nil {
+		return p, fmt.Errorf("inspect plans: %s: %w", call, err)
+	}
+	p.OnlyPrimaryKey = true
+	var plans []string
+	for _, n := range notices {
+		i := strings.Index(n, "plan:\n")
+		if !strings.HasPrefix(n, "duration:") || i < 0 {
+			continue // not auto_explain's
+		}
+		doc := n[i+len("plan:\n"):]
+		var head struct {
+			Query string `json:"Query Text"`
+		}
+		if err := json.Unmarshal([]byte(doc), &head); err != nil {
+			return p, fmt.Errorf("inspect plans: auto_explain's plan: %w", err)
+		}
+		if strings.TrimSpace(head.Query) == strings.TrimSpace(call) {
+			continue // the call's own: a Function Scan
+		}
+		acc, err := tableAccesses("["+doc+"]", schema, rel, p.PrimaryKey)
+		if err != nil {
+			return p, fmt.Errorf("inspect plans: %w", err)
+		}
+		for _, a := range acc {
+			p.OnlyPrimaryKey = p.OnlyPrimaryKey && a.PrimaryKey
+		}
+		p.Accesses = append(p.Accesses, acc...)
+		plans = append(plans, strings.ReplaceAll(doc, "\n", " "))
+	}
+	p.Plan = strings.Join(plans, "\n")
+	if len(p.Accesses) == 0 {
+		return p, fmt.Errorf("inspect plans: none of the %d statements %s ran reached %s", len(plans), call, table)
+	}
+	return p, nil
 }

@@ -735,11 +735,10 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 // returned.
 func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string, stmts statements, st *store.Store) {
 	c := report.FloorPlanCheck{State: state}
-	conn, err := fl.r.admin.Conn(ctx)
+	// The claim is a call of the table's function: the plans judged are
+	// those of the statements it runs.
+	in, err := plancheck.InspectNestedPlans(ctx, fl.r.target.Conn, stmts.claim, stmts.claimArgs, postgres.HistoryTable(st.Config().Table))
 	if err == nil {
-		var in plancheck.PlanInspection
-		in, err = plancheck.InspectGenericPlan(ctx, conn, stmts.claim, nil, stmts.claimArgs, postgres.HistoryTable(st.Config().Table))
-		conn.Close()
 		// The scratch table's name says nothing: <table> stands for it.
 		c.OnlyPrimaryKey, c.Verdict = in.OnlyPrimaryKey, strings.ReplaceAll(in.String(), st.Config().Table, "<table>")
 	}
