@@ -81,8 +81,8 @@ type Store struct {
 	recorded atomic.Pointer[Replication]
 	watched  atomic.Pointer[bool]
 
-	claimSQL, renewSQL, releaseSQL, verifySQL, evictSQL, restoredSQL         string
-	markSQL, standbysSQL, createdSQL, raisedSQL, pruneSQL                    string
+	claimSQL, renewSQL, releaseSQL, verifySQL, evictSQL, restoredSQL             string
+	markSQL, standbysSQL, createdSQL, raisedSQL, pruneSQL                        string
 	readConfigSQL, historySQL, whoSQL, listWatchedSQL, listTrustedSQL, serverSQL string
 }
 
