@@ -151,7 +151,7 @@ func (c *Conn) explainDenied(err error) string {
 			}
 		case d.Kind == "schema":
 			who = "ask the schema's owner to GRANT it"
-		case d.Kind == "function" && c != nil && strings.HasPrefix(d.Object, c.table+"_"):
+		case d.Kind == "function" && c != nil && strings.HasPrefix(d.Object, bareTable(c.table)+"_"):
 			who = grantHint
 		default:
 			who = "ask a superuser (or its owner) to GRANT it"
@@ -167,6 +167,14 @@ func (c *Conn) explainDenied(err error) string {
 		need = ne.Need
 	}
 	return fmt.Sprintf("%s: the role %q needs %s; ask the table's owner to GRANT it", msg, c.user(), need)
+}
+
+// bareTable is table without its schema: the server names functions so.
+func bareTable(table string) string {
+	if _, bare, ok := strings.Cut(table, "."); ok {
+		return bare
+	}
+	return table
 }
 
 // grantHint is the advice on a privilege of the lease tables or their
