@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // deaf makes every statement of the fake wait for unblock, ignoring its
@@ -25,7 +25,7 @@ func (d *deaf) claims(on bool) {
 	d.st.set(func() {
 		d.st.claimHook = nil
 		if on {
-			d.st.claimHook = func(ctx context.Context) (store.Claim, bool, error) {
+			d.st.claimHook = func(ctx context.Context) (admin.Claim, bool, error) {
 				<-d.unblock
 				d.st.set(func() { d.st.claimHook = nil })
 				c, err := d.st.Claim(context.Background(), d.st.lo, d.st.hi, "me", testTTL, 0)
@@ -38,14 +38,14 @@ func (d *deaf) claims(on bool) {
 
 func (d *deaf) releases() {
 	d.st.set(func() {
-		d.st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+		d.st.releaseHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 			<-d.unblock
 			d.st.set(func() { d.st.releaseHook = nil })
-			return d.st.Release(context.Background(), k, store.NoHorizon)
+			return d.st.Release(context.Background(), k, admin.NoHorizon)
 		}
-		d.st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+		d.st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 			<-d.unblock
-			return store.Outcome{}, io.ErrUnexpectedEOF
+			return admin.Outcome{}, io.ErrUnexpectedEOF
 		}
 	})
 }
@@ -138,14 +138,14 @@ func TestReleaseAndCloseBoundedWhenDriverIgnoresContext(t *testing.T) {
 func TestReleaseRetryTellsEvictionFromItsOwnRelease(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		first  func(st *fakeStore, k store.Key) // what happened before the first attempt's answer was lost
+		first  func(st *fakeStore, k admin.Key) // what happened before the first attempt's answer was lost
 		want   error
 		reason string
 	}{
-		{"its own release", func(st *fakeStore, k store.Key) {
-			st.Release(context.Background(), k, store.NoHorizon)
+		{"its own release", func(st *fakeStore, k admin.Key) {
+			st.Release(context.Background(), k, admin.NoHorizon)
 		}, nil, "released"},
-		{"an operator's eviction", func(st *fakeStore, k store.Key) {
+		{"an operator's eviction", func(st *fakeStore, k admin.Key) {
 			st.set(func() {
 				r := st.rows[k.NodeID]
 				r.owner, r.expires, r.ended = "", time.Time{}, "evicted"
@@ -159,10 +159,10 @@ func TestReleaseRetryTellsEvictionFromItsOwnRelease(t *testing.T) {
 				defer r.Close()
 				l := mustAcquire(t, r)
 				st.set(func() {
-					st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+					st.releaseHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 						st.set(func() { st.releaseHook = nil })
 						c.first(st, k)
-						return store.Outcome{}, io.ErrUnexpectedEOF // the answer is lost
+						return admin.Outcome{}, io.ErrUnexpectedEOF // the answer is lost
 					}
 				})
 				err := l.Release(context.Background())

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // wantCause checks that ctx has ended with the lease's error as its cause:
@@ -88,8 +88,8 @@ func TestContextEndsOnLoss(t *testing.T) {
 			defer r.Close()
 			l := mustAcquire(t, r)
 			st.set(func() {
-				st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
-					return store.Outcome{Now: time.Now(), Exists: true, Owner: "other", Epoch: k.Epoch + 1}, nil
+				st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
+					return admin.Outcome{Now: time.Now(), Exists: true, Owner: "other", Epoch: k.Epoch + 1}, nil
 				}
 			})
 			start := time.Now()
@@ -111,8 +111,8 @@ func TestContextEndsOnLoss(t *testing.T) {
 			l := mustAcquire(t, r)
 			deadline := l.Deadline()
 			st.set(func() {
-				st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
-					return store.Outcome{}, io.ErrUnexpectedEOF // retried until the deadline
+				st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
+					return admin.Outcome{}, io.ErrUnexpectedEOF // retried until the deadline
 				}
 			})
 			<-l.Context().Done()

@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
-	"github.com/nodeid/nodeid/internal/timefmt"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // Sentinel errors. Match them with errors.Is: every error this package returns
@@ -123,11 +122,11 @@ var causes = []struct {
 	err  error
 	name string
 }{
-	{ErrTakenOver, store.CauseTakenOver},
-	{ErrExpired, store.CauseExpired},
-	{ErrReleased, store.CauseReleased},
-	{ErrEvicted, store.CauseEvicted},
-	{ErrFailover, store.CauseFailover},
+	{ErrTakenOver, admin.CauseTakenOver},
+	{ErrExpired, admin.CauseExpired},
+	{ErrReleased, admin.CauseReleased},
+	{ErrEvicted, admin.CauseEvicted},
+	{ErrFailover, admin.CauseFailover},
 }
 
 // causeName names a cause; causeErr is its inverse (nil for a name of none).
@@ -137,7 +136,7 @@ func causeName(cause error) string {
 			return c.name
 		}
 	}
-	return store.CauseExpired
+	return admin.CauseExpired
 }
 
 func causeErr(name string) error {
@@ -182,11 +181,11 @@ func (e *UnavailableError) Error() string {
 	var cause string
 	switch e.Why {
 	case "evicted":
-		cause = fmt.Sprintf("the expiry of the lease an operator evicted, %s: its holder may mint until its deadline", timefmt.Time(e.After))
+		cause = fmt.Sprintf("the expiry of the lease an operator evicted, %s: its holder may mint until its deadline", exactTime(e.After))
 	case "quarantine":
-		cause = fmt.Sprintf("the quarantine of node IDs last claimed before the database failed over or was restored, until %s", timefmt.Time(e.After))
+		cause = fmt.Sprintf("the quarantine of node IDs last claimed before the database failed over or was restored, until %s", exactTime(e.After))
 	default:
-		cause = fmt.Sprintf("its previous holder's horizon %s, set at %s", timefmt.Ms(e.After.UnixMilli()), timefmt.Time(e.SetAt))
+		cause = fmt.Sprintf("its previous holder's horizon %s, set at %s", exactMs(e.After.UnixMilli()), exactTime(e.SetAt))
 	}
 	return fmt.Sprintf("%v: node IDs %d-%d: %d held, %d not claimable yet; node ID %d is the first to become claimable, in %s (%s)",
 		ErrNoNodeIDAvailable, e.MinNode, e.MaxNode, e.Held, e.NotYet, e.Soonest, wait, cause)
@@ -239,3 +238,13 @@ func (e *TableConfigError) Is(target error) bool { return target == ErrInvalidOp
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
 }
+
+// timeLayout is the layout of an exact time in nodeid's messages and the
+// nodeid command's tables: UTC, to the millisecond.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// exactTime writes t in timeLayout, in UTC.
+func exactTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// exactMs writes unix millisecond ms as the number and its time.
+func exactMs(ms int64) string { return fmt.Sprintf("%d (%s)", ms, exactTime(time.UnixMilli(ms))) }

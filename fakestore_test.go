@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // fakeStore models the lease table's statements in memory, with the bubble's
@@ -17,11 +17,11 @@ type fakeStore struct {
 	lo, hi  int64
 	latency time.Duration // added before every statement answers
 
-	claimHook   func(ctx context.Context) (store.Claim, bool, error)
+	claimHook   func(ctx context.Context) (admin.Claim, bool, error)
 	maxTTL      time.Duration // recorded; 0 means the maximum
 	quarantine  time.Time     // rows not held are not claimable before it, as after a failover
-	renewHook   func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
-	releaseHook func(ctx context.Context, k store.Key, n int) (store.Outcome, error)
+	renewHook   func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error)
+	releaseHook func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error)
 
 	calls []fakeCall
 }
@@ -37,7 +37,7 @@ type fakeRow struct {
 type fakeCall struct {
 	op      string
 	at      time.Time // when the statement was sent
-	key     store.Key
+	key     admin.Key
 	horizon int64
 	exact   bool
 }
@@ -58,16 +58,16 @@ func (f *fakeStore) set(change func()) {
 }
 
 func (f *fakeStore) hooks() (
-	func(context.Context) (store.Claim, bool, error),
-	func(context.Context, store.Key, int) (store.Outcome, error),
-	func(context.Context, store.Key, int) (store.Outcome, error),
+	func(context.Context) (admin.Claim, bool, error),
+	func(context.Context, admin.Key, int) (admin.Outcome, error),
+	func(context.Context, admin.Key, int) (admin.Outcome, error),
 ) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.claimHook, f.renewHook, f.releaseHook
 }
 
-func (f *fakeStore) record(op string, k store.Key, horizon int64, exact bool) int {
+func (f *fakeStore) record(op string, k admin.Key, horizon int64, exact bool) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fakeCall{op: op, at: time.Now(), key: k, horizon: horizon, exact: exact})
@@ -108,14 +108,14 @@ func (f *fakeStore) wait(ctx context.Context) error {
 }
 
 func (f *fakeStore) Create(ctx context.Context, maxTTL time.Duration) (bool, error) {
-	f.record("create", store.Key{}, maxTTL.Milliseconds(), false)
+	f.record("create", admin.Key{}, maxTTL.Milliseconds(), false)
 	return false, f.wait(ctx)
 }
 
-func (f *fakeStore) ReadConfig(ctx context.Context) (store.TableConfig, error) {
-	f.record("config", store.Key{}, 0, false)
+func (f *fakeStore) ReadConfig(ctx context.Context) (admin.TableConfig, error) {
+	f.record("config", admin.Key{}, 0, false)
 	if err := f.wait(ctx); err != nil {
-		return store.TableConfig{}, err
+		return admin.TableConfig{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -123,34 +123,34 @@ func (f *fakeStore) ReadConfig(ctx context.Context) (store.TableConfig, error) {
 	if maxTTL == 0 {
 		maxTTL = MaxTTL
 	}
-	return store.TableConfig{MinNode: f.lo, MaxNode: f.hi, MaxTTL: maxTTL, Replication: store.Async, Generation: 1}, nil
+	return admin.TableConfig{MinNode: f.lo, MaxNode: f.hi, MaxTTL: maxTTL, Replication: admin.Async, Generation: 1}, nil
 }
 
 func (f *fakeStore) CheckReplication(ctx context.Context) error { return nil }
 
 func (f *fakeStore) CheckSchema(ctx context.Context) error {
-	f.record("check", store.Key{}, 0, false)
+	f.record("check", admin.Key{}, 0, false)
 	return nil
 }
 
 func (f *fakeStore) PruneHistory(ctx context.Context, olderThan time.Duration) (int64, error) {
-	f.record("prune", store.Key{}, olderThan.Milliseconds(), false)
+	f.record("prune", admin.Key{}, olderThan.Milliseconds(), false)
 	return 0, nil
 }
 
-func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error) {
-	f.record("claim", store.Key{Owner: owner}, horizonMs, false)
+func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (admin.ClaimResult, error) {
+	f.record("claim", admin.Key{Owner: owner}, horizonMs, false)
 	if hook, _, _ := f.hooks(); hook != nil {
 		c, ok, err := hook(ctx)
-		return store.ClaimResult{Claim: c, OK: ok}, err
+		return admin.ClaimResult{Claim: c, OK: ok}, err
 	}
 	if err := f.wait(ctx); err != nil {
-		return store.ClaimResult{}, err
+		return admin.ClaimResult{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	why := store.Refusal{Now: now}
+	why := admin.Refusal{Now: now}
 	for n := lo; n <= hi; n++ {
 		r := f.rows[n]
 		switch {
@@ -167,28 +167,28 @@ func (f *fakeStore) Claim(ctx context.Context, lo, hi int64, owner string, ttl t
 			prev := r.horizon
 			r.owner, r.epoch, r.expires, r.ended = owner, r.epoch+1, now.Add(ttl), ""
 			r.horizon = max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
-			return store.ClaimResult{OK: true, Claim: store.Claim{
-				Key:     store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
+			return admin.ClaimResult{OK: true, Claim: admin.Claim{
+				Key:     admin.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
 				Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Generation: 1,
 			}}, nil
 		}
 	}
-	return store.ClaimResult{Refusal: why}, nil
+	return admin.ClaimResult{Refusal: why}, nil
 }
 
-func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
+func (f *fakeStore) Renew(ctx context.Context, k admin.Key, ttl time.Duration, horizonMs int64) (admin.Outcome, error) {
 	n := f.record("renew", k, horizonMs, false)
 	if _, hook, _ := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
 	}
 	if err := f.wait(ctx); err != nil {
-		return store.Outcome{}, err
+		return admin.Outcome{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
 	r := f.rows[k.NodeID]
-	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	o := admin.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
 		r.expires, r.horizon = now.Add(ttl), max(r.horizon, min(horizonMs, now.Add(ttl).UnixMilli()))
 		o.OK, o.Expires, o.Horizon = true, r.expires, r.horizon
@@ -196,28 +196,28 @@ func (f *fakeStore) Renew(ctx context.Context, k store.Key, ttl time.Duration, h
 	return o, nil
 }
 
-func (f *fakeStore) Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error) {
-	n := f.record("release", k, exactMs, exactMs != store.NoHorizon)
+func (f *fakeStore) Release(ctx context.Context, k admin.Key, exactMs int64) (admin.Outcome, error) {
+	n := f.record("release", k, exactMs, exactMs != admin.NoHorizon)
 	if _, _, hook := f.hooks(); hook != nil {
 		return hook(ctx, k, n)
 	}
 	if err := f.wait(ctx); err != nil {
-		return store.Outcome{}, err
+		return admin.Outcome{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
 	r := f.rows[k.NodeID]
-	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+	o := admin.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now) {
 		r.owner, r.expires, r.ended = "", time.Time{}, "released"
-		if exactMs != store.NoHorizon {
+		if exactMs != admin.NoHorizon {
 			r.horizon = exactMs
 		}
 		o.OK, o.Horizon = true, r.horizon
 	}
 	if r.epoch == k.Epoch {
-		o.EndReason = store.EndReason(r.ended)
+		o.EndReason = admin.EndReason(r.ended)
 	}
 	return o, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // fenceState is an immutable snapshot of what a lease permits, its fence. A
@@ -144,7 +144,7 @@ func (l *Lease) bind(seal func() int64) error {
 // renewal. l.mu is held, and the lease has stopped admitting IDs.
 func (l *Lease) seal() (exactMs int64) {
 	if l.sealer == nil {
-		return store.NoHorizon
+		return admin.NoHorizon
 	}
 	return max(l.prev, l.sealer())
 }

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -255,7 +255,7 @@ func TestEpochStrictlyIncreases(t *testing.T) {
 	// of a 3 s lease's 2.7 s to its deadline (1 run in 3 with two CPU-bound
 	// loops beside the suite), leaving none to bind a generator.
 	r := newTestRegistry(t, db, WithNodeRange(0, 0), WithTTL(6*time.Second))
-	st := r.st.(*store.Store)
+	st := r.st.(*admin.Store)
 	var epochs []int64
 	claim := func(how string) *Lease {
 		t.Helper()
@@ -457,7 +457,7 @@ func TestTakeoverEndsOldLease(t *testing.T) {
 			}
 
 			// The old holder's renew and release change nothing.
-			st := old.st.(*store.Store)
+			st := old.st.(*admin.Store)
 			o, err := st.Renew(ctx, lo.key, MinTTL, 1<<50)
 			if err != nil || o.OK {
 				t.Fatalf("renew with the old key: ok=%v err=%v", o.OK, err)
@@ -607,7 +607,7 @@ func TestRenewalNeverExtendsLapsedLease(t *testing.T) {
 			if err := r.ensure(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st := r.st.(*store.Store)
+			st := r.st.(*admin.Store)
 			c, err := st.Claim(ctx, st.Config().MinNode, st.Config().MaxNode, "x", MinTTL, 0)
 			ok := c.OK
 			if err != nil || !ok {

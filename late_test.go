@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -140,12 +140,12 @@ func TestAbandonedClaimIsReleased(t *testing.T) {
 // then, before its answer comes back, runs meanwhile (another holder takes
 // the node ID) and loses the answer, as a dropped connection would.
 type lostAnswer struct {
-	*store.Store
+	*admin.Store
 	meanwhile func()
 	releases  atomic.Int32
 }
 
-func (s *lostAnswer) Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error) {
+func (s *lostAnswer) Release(ctx context.Context, k admin.Key, exactMs int64) (admin.Outcome, error) {
 	if s.releases.Add(1) > 1 {
 		return s.Store.Release(ctx, k, exactMs)
 	}
@@ -153,7 +153,7 @@ func (s *lostAnswer) Release(ctx context.Context, k store.Key, exactMs int64) (s
 		return o, err
 	}
 	s.meanwhile()
-	return store.Outcome{}, io.ErrUnexpectedEOF
+	return admin.Outcome{}, io.ErrUnexpectedEOF
 }
 
 // A release whose first attempt committed but whose answer was lost is a
@@ -170,7 +170,7 @@ func TestReleaseRetryAfterTakeoverOfReleasedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.New(db, cfg.table)
+	st, err := admin.New(db, cfg.table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +211,8 @@ func TestReleaseRetryAfterTakeoverOfReleasedNode(t *testing.T) {
 		node, l.Epoch()).Scan(&reason); err != nil {
 		t.Fatal(err)
 	}
-	if reason != string(store.EndReleased) {
-		t.Errorf("the released claim's history ended as %q, want %q", reason, store.EndReleased)
+	if reason != string(admin.EndReleased) {
+		t.Errorf("the released claim's history ended as %q, want %q", reason, admin.EndReleased)
 	}
 	if err := taken.Err(); err != nil {
 		t.Errorf("the next holder's lease: %v", err)
@@ -240,10 +240,10 @@ func TestLateClaimBoundedAndCutByClose(t *testing.T) {
 				start := time.Now()
 				var cutAfter time.Duration
 				st.set(func() {
-					st.claimHook = func(ctx context.Context) (store.Claim, bool, error) {
+					st.claimHook = func(ctx context.Context) (admin.Claim, bool, error) {
 						<-ctx.Done() // the server never answers; the driver honours ctx
 						cutAfter = time.Since(start)
-						return store.Claim{}, false, ctx.Err()
+						return admin.Claim{}, false, ctx.Err()
 					}
 				})
 				ctx := context.Background()

@@ -9,8 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/retry"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -21,7 +20,7 @@ const ReleaseTimeout = 5 * time.Second
 // is released or lost. All methods are safe for concurrent use.
 type Lease struct {
 	reg  *Registry
-	key  store.Key
+	key  admin.Key
 	prev int64 // the previous holder's horizon, unix ms
 	ttl  time.Duration
 	log  *slog.Logger
@@ -47,7 +46,7 @@ type Lease struct {
 	releaseErr  error
 }
 
-func newLease(r *Registry, c store.Claim, t0 time.Time) *Lease {
+func newLease(r *Registry, c admin.Claim, t0 time.Time) *Lease {
 	l := &Lease{
 		reg:  r,
 		key:  c.Key,
@@ -141,7 +140,7 @@ func (l *Lease) Deadline() time.Time { return l.deadline(l.fence.Load()) }
 // call's result. After a takeover it changes nothing and returns the loss;
 // after a local expiry it still frees the row if the database holds it for
 // this lease.
-func (l *Lease) Release(ctx context.Context) error { return l.releaseWith(ctx, store.NoHorizon) }
+func (l *Lease) Release(ctx context.Context) error { return l.releaseWith(ctx, admin.NoHorizon) }
 
 // ReleaseStamped is Release for a lease whose IDs were stamped outside a
 // generator bound to it: lastMs is the latest unix millisecond stamped
@@ -183,16 +182,16 @@ func (l *Lease) release(ctx context.Context, stamped int64) error {
 		return prior // taken over or evicted: the row is not ours to free
 	}
 
-	again := retry.Backoff{Next: retryBase(l.ttl), Max: time.Second}
+	again := admin.Backoff{Next: retryBase(l.ttl), Max: time.Second}
 	for attempt := 0; ; attempt++ {
-		o, err := bounded(l.reg, ctx, func(ctx context.Context) (store.Outcome, error) {
+		o, err := bounded(l.reg, ctx, func(ctx context.Context) (admin.Outcome, error) {
 			return l.reg.st.Release(ctx, l.key, exact)
 		}, nil)
 		switch {
 		case err == nil && o.OK:
-			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact != store.NoHorizon)
+			l.log.Debug("nodeid: released", "horizon_ms", o.Horizon, "exact", exact != admin.NoHorizon)
 			return nil
-		case err == nil && attempt > 0 && o.EndReason == store.EndReleased:
+		case err == nil && attempt > 0 && o.EndReason == admin.EndReleased:
 			// An earlier attempt that seemed to fail did release the row:
 			// the history ends this claim so, and only its holder's release
 			// does. The row may show another holder's claim by now.
@@ -209,15 +208,15 @@ func (l *Lease) release(ctx context.Context, stamped int64) error {
 
 // causeOf explains a renewal or release that changed nothing, from the row
 // as the statement that said why found it (store.Outcome).
-func (l *Lease) causeOf(o store.Outcome) error {
+func (l *Lease) causeOf(o admin.Outcome) error {
 	switch {
 	case !o.Exists || o.Epoch > l.key.Epoch:
 		return ErrTakenOver
 	case o.Epoch < l.key.Epoch:
 		return ErrFailover // the row never saw this claim
-	case o.Owner == "" && o.EndReason == store.EndReleased:
+	case o.Owner == "" && o.EndReason == admin.EndReleased:
 		return ErrReleased
-	case o.Owner == "" && o.EndReason == store.EndExpired:
+	case o.Owner == "" && o.EndReason == admin.EndExpired:
 		return ErrExpired // evicted after it had lapsed
 	case o.Owner == "":
 		return ErrEvicted

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // scopeName is the instrumentation scope of a Registry's metrics: the name
@@ -186,7 +186,7 @@ func (r *Registry) observe(_ context.Context, o metric.Observer) error {
 
 // recordClaim notes what a claim found of quarantines: the end of the one
 // that refused it (Refusal.Quarantined), or none once a claim succeeds.
-func (r *Registry) recordClaim(res store.ClaimResult) {
+func (r *Registry) recordClaim(res admin.ClaimResult) {
 	switch {
 	case res.OK:
 		r.quarantineUntil.Store(0)

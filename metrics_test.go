@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/metrictest"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -91,9 +91,9 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 		l := mustAcquire(t, r)
 		const failures = 4
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				if n <= failures {
-					return store.Outcome{}, errors.New("connection reset")
+					return admin.Outcome{}, errors.New("connection reset")
 				}
 				st.set(func() { st.renewHook = nil })
 				return st.Renew(ctx, k, testTTL, 0)
@@ -120,9 +120,9 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 
 		// The database stops answering: the lease is lost at its deadline.
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				<-ctx.Done()
-				return store.Outcome{}, ctx.Err()
+				return admin.Outcome{}, ctx.Err()
 			}
 		})
 		<-l.Done()
@@ -146,19 +146,19 @@ func TestMetricsRenewalsAndLocalDeadline(t *testing.T) {
 func TestMetricsLossCauses(t *testing.T) {
 	for _, c := range []struct {
 		cause string
-		row   func(k store.Key) store.Outcome
+		row   func(k admin.Key) admin.Outcome
 	}{
-		{store.CauseTakenOver, func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
+		{admin.CauseTakenOver, func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
 		}},
-		{store.CauseEvicted, func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Epoch: k.Epoch, EndReason: "evicted"}
+		{admin.CauseEvicted, func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Epoch: k.Epoch, EndReason: "evicted"}
 		}},
-		{store.CauseExpired, func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
+		{admin.CauseExpired, func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
 		}},
-		{store.CauseFailover, func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Epoch: k.Epoch - 1, EndReason: "released"}
+		{admin.CauseFailover, func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Epoch: k.Epoch - 1, EndReason: "released"}
 		}},
 	} {
 		t.Run(c.cause, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestMetricsLossCauses(t *testing.T) {
 				defer r.Close()
 				l := mustAcquire(t, r)
 				st.set(func() {
-					st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+					st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 						o := c.row(k)
 						o.Now = time.Now()
 						return o, nil
@@ -236,7 +236,7 @@ func TestMetricsWaitingAcquire(t *testing.T) {
 		if waited < 10*time.Second {
 			t.Fatalf("the waiting Acquire returned after %s", waited)
 		}
-		wantSum(t, ms, metricLeaseLost, 2, attrCause, store.CauseReleased)
+		wantSum(t, ms, metricLeaseLost, 2, attrCause, admin.CauseReleased)
 	})
 }
 
@@ -333,7 +333,7 @@ func TestMetricsGlobalProviderByDefault(t *testing.T) {
 	}
 	ms := rd.Collect(t, scopeName)
 	wantSum(t, ms, metricAcquireDuration, 1, attrTable, table, attrOutcome, outcomeAcquired)
-	wantSum(t, ms, metricLeaseLost, 1, attrTable, table, attrCause, store.CauseReleased)
+	wantSum(t, ms, metricLeaseLost, 1, attrTable, table, attrCause, admin.CauseReleased)
 }
 
 // Against PostgreSQL: an acquire, a none-available, a failed Acquire, the
@@ -386,7 +386,7 @@ func TestMetricsAcquireAndReleaseOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms = rd.Collect(t, scopeName)
-	wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, store.CauseReleased)...)
+	wantSum(t, ms, metricLeaseLost, 1, append(scope, attrCause, admin.CauseReleased)...)
 	wantSum(t, ms, metricLeaseLost, 1)
 	wantSum(t, ms, metricLeaseHeld, 0, scope...)
 	if p := ms[metricLeaseTimeLeft].Points; len(p) != 0 {
@@ -416,8 +416,8 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 		want  error
 		end   func(t *testing.T, ep endpoint, l *Lease)
 	}{
-		{store.CauseEvicted, ErrEvicted, func(t *testing.T, ep endpoint, l *Lease) {
-			st, err := store.New(ep.db, store.DefaultConfig())
+		{admin.CauseEvicted, ErrEvicted, func(t *testing.T, ep endpoint, l *Lease) {
+			st, err := admin.New(ep.db, admin.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -425,10 +425,10 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 				t.Fatalf("Evict = %+v, %v", ev, err)
 			}
 		}},
-		{store.CauseExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {
+		{admin.CauseExpired, ErrExpired, func(t *testing.T, ep endpoint, l *Lease) {
 			expireRow(t, ep.db, l.NodeID())
 		}},
-		{store.CauseTakenOver, ErrTakenOver, nil}, // through a proxy, below
+		{admin.CauseTakenOver, ErrTakenOver, nil}, // through a proxy, below
 	} {
 		t.Run(c.cause, func(t *testing.T) {
 			t.Parallel()
@@ -581,8 +581,8 @@ func TestMetricsCountersStartAtZero(t *testing.T) {
 		}
 		l := mustAcquire(t, r)
 		scope := map[string]string{attrTable: "snowflake_nodes", attrNodeRange: "3-4"}
-		causes := map[string]float64{store.CauseTakenOver: 0, store.CauseExpired: 0, "deadline": 0,
-			store.CauseReleased: 0, store.CauseEvicted: 0, store.CauseFailover: 0}
+		causes := map[string]float64{admin.CauseTakenOver: 0, admin.CauseExpired: 0, "deadline": 0,
+			admin.CauseReleased: 0, admin.CauseEvicted: 0, admin.CauseFailover: 0}
 		outcomes := map[string]float64{"renewed": 0, "retried": 0, "lost": 0}
 		ms := rd.Collect(t, scopeName)
 		wantPoints(t, ms, metricLeaseLost, scope, attrCause, causes)
@@ -593,13 +593,13 @@ func TestMetricsCountersStartAtZero(t *testing.T) {
 		}
 
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
-				return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1, Now: time.Now()}, nil
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
+				return admin.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1, Now: time.Now()}, nil
 			}
 		})
 		<-l.Done()
 		synctest.Wait()
-		causes[store.CauseTakenOver], outcomes["lost"] = 1, 1
+		causes[admin.CauseTakenOver], outcomes["lost"] = 1, 1
 		ms = rd.Collect(t, scopeName)
 		wantPoints(t, ms, metricLeaseLost, scope, attrCause, causes)
 		wantPoints(t, ms, metricLeaseRenewals, scope, attrOutcome, outcomes)

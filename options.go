@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -25,23 +25,23 @@ const (
 	// MinTTL is the shortest TTL accepted, of a lease and of a table's
 	// maximum: renewal runs every TTL/3, and a shorter TTL would leave too
 	// little room for a round trip and a retry.
-	MinTTL = store.MinTTL
+	MinTTL = admin.MinTTL
 	// MaxTTL is the longest TTL accepted. A table also records the longest
 	// TTL its leases may take (postgres.Schema.MaxTTL).
-	MaxTTL = store.MaxTTL
+	MaxTTL = admin.MaxTTL
 	// MaxOwnerLen is the longest owner accepted, in bytes of UTF-8: the
 	// table's check counts characters in the database's encoding, which
 	// are never more.
 	MaxOwnerLen = 255
 	// DefaultNodeBits is the width of the node field of the default
 	// Snowflake layout: node IDs 0 to 1023, a table's default range.
-	DefaultNodeBits = store.DefaultNodeBits
+	DefaultNodeBits = admin.DefaultNodeBits
 )
 
 type config struct {
 	ttl      time.Duration
 	owner    string
-	table    store.Config // the range is the table's unless rangeSet
+	table    admin.Config // the range is the table's unless rangeSet
 	rangeSet bool
 	nodeBits int
 	logger   *slog.Logger
@@ -52,7 +52,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		ttl:      DefaultTTL,
-		table:    store.DefaultConfig(),
+		table:    admin.DefaultConfig(),
 		nodeBits: DefaultNodeBits,
 		logger:   slog.New(slog.DiscardHandler),
 		meters:   otel.GetMeterProvider(),
@@ -146,7 +146,7 @@ func WithTable(name string) Option {
 // range must fit the node bits (WithNodeBits).
 func WithNodeRange(lo, hi int64) Option {
 	return func(c *config) error {
-		if err := store.ValidateRange(lo, hi); err != nil {
+		if err := admin.ValidateRange(lo, hi); err != nil {
 			return invalid("%v", err)
 		}
 		c.table.MinNode, c.table.MaxNode, c.rangeSet = lo, hi, true

@@ -9,35 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/hook"
-	"github.com/nodeid/nodeid/internal/retry"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/postgres"
 )
 
-// leaseStore is the SQL a Registry runs. *store.Store implements it; the
-// unit tests of the renewal rules use a fake, and package nodeidtest a
-// table in memory.
-type leaseStore = hook.Store
-
-func init() {
-	hook.NewRegistry = func(st hook.Store, opts []any) (any, error) {
-		cfg, err := configure(opts2(opts))
-		if err != nil {
-			return nil, err
-		}
-		return newRegistry(cfg, st), nil
-	}
-}
-
-// opts2 converts the options hook.NewRegistry passes on.
-func opts2(opts []any) []Option {
-	out := make([]Option, len(opts))
-	for i, o := range opts {
-		out[i], _ = o.(Option)
-	}
-	return out
-}
+// leaseStore is the SQL a Registry runs: an *admin.Store, the renewal
+// rules' fake in the unit tests, or package nodeidtest's table in memory.
+type leaseStore = admin.Statements
 
 // Registry leases node IDs from one PostgreSQL table. It is safe for
 // concurrent use.
@@ -83,7 +61,22 @@ func New(db *sql.DB, opts ...Option) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(db, cfg.table)
+	st, err := admin.New(db, cfg.table)
+	if err != nil {
+		return nil, err
+	}
+	return newRegistry(cfg, st), nil
+}
+
+// NewOn returns a Registry, configured by opts as New configures one, that
+// runs its statements through st instead of a database of its own: package
+// nodeidtest's table in memory is one. WithTable and WithCreateTable change
+// nothing here.
+func NewOn(st admin.Statements, opts ...Option) (*Registry, error) {
+	if st == nil {
+		return nil, invalid("NewOn: the statements are nil")
+	}
+	cfg, err := configure(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +187,7 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	if err := r.ensure(ctx); err != nil {
 		return nil, err
 	}
-	poll := retry.Backoff{Next: waitMin, Max: waitMax}
+	poll := admin.Backoff{Next: waitMin, Max: waitMax}
 	waiting := false
 	defer func() {
 		if waiting {
@@ -219,8 +212,8 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // firstClaimer is a store that can make a first claim in one statement
 // (*store.Store; a store in memory has no round trips to save).
 type firstClaimer interface {
-	ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (store.FirstClaim, error)
-	Replication() store.Replication
+	ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (admin.FirstClaim, error)
+	Replication() admin.Replication
 }
 
 // lockEnsure takes ensureMu, or returns the cause of ctx's end if that
@@ -262,10 +255,10 @@ func (r *Registry) claimFirst(ctx context.Context) (*Lease, error) {
 		return nil, nil
 	}
 	t0 := time.Now()
-	res, err := bounded(r, ctx, func(ctx context.Context) (store.FirstClaim, error) {
+	res, err := bounded(r, ctx, func(ctx context.Context) (admin.FirstClaim, error) {
 		return st.ClaimFirst(ctx, r.cfg.table.MinNode, r.cfg.table.MaxNode, r.cfg.rangeSet, int64(1)<<r.cfg.nodeBits-1,
 			r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
-	}, func(res store.FirstClaim, err error) { r.releaseLate(res.ClaimResult, err) })
+	}, func(res admin.FirstClaim, err error) { r.releaseLate(res.ClaimResult, err) })
 	if err != nil || !res.OK {
 		if err != nil {
 			r.cfg.logger.Debug("nodeid: the first claim reads the table's configuration first", "error", err)
@@ -346,7 +339,7 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 		return nil, ErrClosed
 	}
 	t0 := time.Now()
-	res, err := bounded(r, ctx, func(ctx context.Context) (store.ClaimResult, error) {
+	res, err := bounded(r, ctx, func(ctx context.Context) (admin.ClaimResult, error) {
 		return r.st.Claim(ctx, r.lo, r.hi, r.cfg.owner, r.cfg.ttl, horizonFor(t0, r.cfg.ttl))
 	}, r.releaseLate)
 	if err != nil {
@@ -374,7 +367,7 @@ const CreationWait = time.Minute
 // creationSettler is a store whose table's creation may be pending
 // (*store.Store; a table in memory never is).
 type creationSettler interface {
-	SettleCreation(ctx context.Context, behind func(lsn string, sbs []store.Standby)) error
+	SettleCreation(ctx context.Context, behind func(lsn string, sbs []admin.Standby)) error
 }
 
 // settleCreation confirms the table's pending creation once every standby
@@ -389,8 +382,8 @@ func (r *Registry) settleCreation(ctx context.Context) error {
 	defer cancel()
 	var behind atomic.Pointer[string] // the standbys the wait met behind, for the error
 	_, err := bounded(r, wctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, st.SettleCreation(ctx, func(lsn string, sbs []store.Standby) {
-			labels := store.Labels(sbs)
+		return struct{}{}, st.SettleCreation(ctx, func(lsn string, sbs []admin.Standby) {
+			labels := admin.Labels(sbs)
 			behind.Store(&labels)
 			r.cfg.logger.Info("nodeid: the table's creation waits for its standbys to replay it before any node ID is handed out",
 				"table", table, "wal_position", lsn, "standbys", labels)
@@ -400,11 +393,11 @@ func (r *Registry) settleCreation(ctx context.Context) error {
 		return nil
 	}
 	what := fmt.Sprintf("table %s was created asynchronously and hands out no node ID until every standby has replayed its creation", table)
-	var hidden *store.HiddenStandbyError
+	var hidden *admin.HiddenStandbyError
 	switch {
 	case errors.As(err, &hidden):
 		return fmt.Errorf("%w: %s, and %w: grant that, or confirm the creation with nodeid init --table %s", ErrCreationPending, what, err, table)
-	case errors.Is(err, store.ErrServerChanged):
+	case errors.Is(err, admin.ErrServerChanged):
 		// The standbys were read on a standby, twice (a pooler that sends
 		// reads to one): their positions say nothing of the primary's.
 		return fmt.Errorf("%w: %s, and %w; confirm the creation with nodeid init --table %s on a connection to the primary", ErrCreationPending, what, err, table)
@@ -431,7 +424,7 @@ const lateTimeout = ReleaseTimeout / 2
 // releaseLate releases the claim res that committed after Acquire gave up
 // on it: nothing was stamped under it, so the node ID's next holder may
 // stamp right after the previous holder's horizon.
-func (r *Registry) releaseLate(res store.ClaimResult, err error) {
+func (r *Registry) releaseLate(res admin.ClaimResult, err error) {
 	if err == nil && res.OK {
 		ctx, cancel := context.WithTimeout(r.stop, lateTimeout)
 		defer cancel()
@@ -443,7 +436,7 @@ func (r *Registry) releaseLate(res store.ClaimResult, err error) {
 }
 
 // lease starts the lease of res, a claim sent at t0, and registers it.
-func (r *Registry) lease(ctx context.Context, res store.ClaimResult, t0 time.Time) (*Lease, error) {
+func (r *Registry) lease(ctx context.Context, res admin.ClaimResult, t0 time.Time) (*Lease, error) {
 	l := newLease(r, res.Claim, t0)
 	r.metrics.held.Add(ctx, 1, r.attrs()) // until the lease ends (recordEnd)
 	l.start(t0)
@@ -468,7 +461,7 @@ func (r *Registry) lease(ctx context.Context, res store.ClaimResult, t0 time.Tim
 }
 
 // refusal explains a claim that found no node ID.
-func (r *Registry) refusal(why store.Refusal) error {
+func (r *Registry) refusal(why admin.Refusal) error {
 	table := r.cfg.table.Table
 	switch {
 	case why.Unconfigured:

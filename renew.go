@@ -5,8 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/retry"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // The timing rules of a lease, all fractions of the TTL:
@@ -62,8 +61,8 @@ func (l *Lease) start(t0 time.Time) {
 // lease was lost). last is the start of the claim.
 func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
 	defer close(l.done)
-	again := retry.Backoff{Next: retryBase(l.ttl), Max: retryBase(l.ttl)}
-	if !retry.Sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
+	again := admin.Backoff{Next: retryBase(l.ttl), Max: retryBase(l.ttl)}
+	if !admin.Sleep(ctx, time.Until(last.Add(renewInterval(l.ttl)))) {
 		return
 	}
 	var failing renewFailures
@@ -72,7 +71,7 @@ func (l *Lease) renewLoop(ctx context.Context, last time.Time) {
 		renewed, tryAgain := l.renewOnce(ctx, t0, &failing)
 		switch {
 		case renewed:
-			if !retry.Sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
+			if !admin.Sleep(ctx, time.Until(t0.Add(renewInterval(l.ttl)))) {
 				return
 			}
 		case !tryAgain || !again.Wait(ctx):
@@ -115,7 +114,7 @@ func (l *Lease) renewOnce(ctx context.Context, t0 time.Time, failing *renewFailu
 	deadline := l.Deadline()
 	actx, cancel := context.WithDeadline(ctx, minTime(deadline, t0.Add(attemptTimeout(l.ttl))))
 	defer cancel()
-	o, err := bounded(l.reg, actx, func(ctx context.Context) (store.Outcome, error) {
+	o, err := bounded(l.reg, actx, func(ctx context.Context) (admin.Outcome, error) {
 		return l.reg.st.Renew(ctx, l.key, l.ttl, horizonFor(t0, l.ttl))
 	}, nil)
 	if ctx.Err() != nil || l.Err() != nil {

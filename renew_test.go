@@ -14,7 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 const testTTL = 30 * time.Second
@@ -106,9 +106,9 @@ func TestRenewRetriesTransientErrors(t *testing.T) {
 		l := mustAcquire(t, r)
 		failures := 4
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				if n <= failures {
-					return store.Outcome{}, io.ErrUnexpectedEOF
+					return admin.Outcome{}, io.ErrUnexpectedEOF
 				}
 				st.set(func() { st.renewHook = nil })
 				return st.Renew(ctx, k, testTTL, 0)
@@ -152,13 +152,13 @@ func TestLostAtDeadlineWhenDatabaseHangs(t *testing.T) {
 			ended []time.Duration
 		)
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				start := time.Now()
 				<-ctx.Done()
 				mu.Lock()
 				defer mu.Unlock()
 				ended = append(ended, time.Since(start))
-				return store.Outcome{}, ctx.Err()
+				return admin.Outcome{}, ctx.Err()
 			}
 		})
 		<-l.Done()
@@ -195,7 +195,7 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 		deadline := l.Deadline()
 		unblock := make(chan struct{})
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				<-unblock // deaf to ctx
 				st.set(func() { st.renewHook = nil })
 				return st.Renew(context.Background(), k, testTTL, 0)
@@ -229,26 +229,26 @@ func TestLostAtDeadlineEvenIfDriverIgnoresContext(t *testing.T) {
 func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		row    func(k store.Key) store.Outcome // what the renewal reports
+		row    func(k admin.Key) admin.Outcome // what the renewal reports
 		change func(r *fakeRow, now time.Time) // the same change to the fake's row, if any
 		want   error
 	}{
-		{"taken over", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
+		{"taken over", func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: "other", Epoch: k.Epoch + 1}
 		}, nil, ErrTakenOver},
-		{"evicted", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "evicted"}
+		{"evicted", func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "evicted"}
 		}, nil, ErrEvicted},
-		{"evicted after it lapsed", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "expired"}
+		{"evicted after it lapsed", func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: "", Epoch: k.Epoch, EndReason: "expired"}
 		}, func(r *fakeRow, _ time.Time) { r.owner, r.expires, r.ended = "", time.Time{}, "expired" }, ErrExpired},
-		{"expired", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
+		{"expired", func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: k.Owner, Epoch: k.Epoch}
 		}, func(r *fakeRow, now time.Time) { r.expires = now.Add(-time.Millisecond) }, ErrExpired},
-		{"claim lost in a failover", func(k store.Key) store.Outcome {
-			return store.Outcome{Exists: true, Owner: "", Epoch: k.Epoch - 1, EndReason: "released"}
+		{"claim lost in a failover", func(k admin.Key) admin.Outcome {
+			return admin.Outcome{Exists: true, Owner: "", Epoch: k.Epoch - 1, EndReason: "released"}
 		}, nil, ErrFailover},
-		{"row gone", func(k store.Key) store.Outcome { return store.Outcome{} }, nil, ErrTakenOver},
+		{"row gone", func(k admin.Key) admin.Outcome { return admin.Outcome{} }, nil, ErrTakenOver},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -257,7 +257,7 @@ func TestZeroRowsClosesLostAtOnceWithCause(t *testing.T) {
 				defer r.Close()
 				l := mustAcquire(t, r)
 				st.set(func() {
-					st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+					st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 						o := c.row(k)
 						o.Now = time.Now()
 						if c.change != nil {
@@ -452,9 +452,9 @@ func TestReleaseBoundedAndRetried(t *testing.T) {
 		defer r.Close()
 		l := mustAcquire(t, r)
 		st.set(func() {
-			st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.releaseHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				<-ctx.Done()
-				return store.Outcome{}, ctx.Err()
+				return admin.Outcome{}, ctx.Err()
 			}
 		})
 		start := time.Now()
@@ -465,13 +465,13 @@ func TestReleaseBoundedAndRetried(t *testing.T) {
 
 		l2 := mustAcquire(t, r)
 		st.set(func() {
-			st.releaseHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.releaseHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				if n == 2 { // the first attempt for l2 fails, after releasing
 					st.set(func() { st.releaseHook = nil })
-					st.Release(ctx, k, store.NoHorizon)
-					return store.Outcome{}, io.ErrUnexpectedEOF
+					st.Release(ctx, k, admin.NoHorizon)
+					return admin.Outcome{}, io.ErrUnexpectedEOF
 				}
-				return st.Release(ctx, k, store.NoHorizon)
+				return st.Release(ctx, k, admin.NoHorizon)
 			}
 		})
 		if err := l2.Release(context.Background()); err != nil {
@@ -605,9 +605,9 @@ func TestReleaseAfterDeadlineReportsExpiry(t *testing.T) {
 		defer r.Close()
 		l := mustAcquire(t, r)
 		st.set(func() {
-			st.renewHook = func(ctx context.Context, k store.Key, n int) (store.Outcome, error) {
+			st.renewHook = func(ctx context.Context, k admin.Key, n int) (admin.Outcome, error) {
 				<-ctx.Done() // no renewal moves the deadline
-				return store.Outcome{}, ctx.Err()
+				return admin.Outcome{}, ctx.Err()
 			}
 		})
 		l.mu.Lock()

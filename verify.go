@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // Querier is what *sql.DB, *sql.Tx and *sql.Conn have in common: Verify runs
@@ -67,7 +67,7 @@ func (l *Lease) Verify(ctx context.Context, q Querier) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	v, err := store.Verify(ctx, q, l.reg.cfg.table, l.key)
+	v, err := admin.Verify(ctx, q, l.reg.cfg.table, l.key)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -51,7 +51,7 @@ func verifyEndpoint(t *testing.T, via string) endpoint {
 	t.Helper()
 	ep := connect(t, via)
 	ctx := testContext(t)
-	st, err := store.New(ep.db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	st, err := admin.New(ep.db, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func endedWith(t *testing.T, l *Lease, cause error) {
 func TestVerifyFencesWrites(t *testing.T) {
 	t.Parallel()
 	evict := func(t *testing.T, ep endpoint, l *Lease) {
-		st, err := store.New(ep.db, store.DefaultConfig())
+		st, err := admin.New(ep.db, admin.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,9 +306,9 @@ func TestVerifyIdleBoundEndsAStuckTransaction(t *testing.T) {
 func TestVerifyPrivileges(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Shared(t)
-	admin, dsn := srv.NewDB(t)
+	su, dsn := srv.NewDB(t)
 	ctx := testContext(t)
-	l := mustAcquire(t, newTestRegistry(t, admin))
+	l := mustAcquire(t, newTestRegistry(t, su))
 	for _, tc := range []struct {
 		grants string
 		ok     bool
@@ -316,7 +316,7 @@ func TestVerifyPrivileges(t *testing.T) {
 		{appGrants, true},
 		{"GRANT ALL ON snowflake_nodes, snowflake_nodes_history TO ROLE", false},
 	} {
-		db, role := newRole(t, srv, admin, dsn, tc.grants)
+		db, role := newRole(t, srv, su, dsn, tc.grants)
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -354,7 +354,7 @@ func TestVerifyBadArguments(t *testing.T) {
 	}
 	// A database without the lease's row is not a loss of the lease.
 	other, _ := pgtest.Shared(t).NewDB(t)
-	st, err := store.New(other, store.Config{Table: postgres.DefaultTable, MinNode: 5, MaxNode: 5})
+	st, err := admin.New(other, admin.Config{Table: postgres.DefaultTable, MinNode: 5, MaxNode: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

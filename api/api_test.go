@@ -34,6 +34,31 @@ var packages = []struct{ path, file string }{
 	{module + "/snowflake", "snowflake.txt"},
 	{module + "/postgres", "postgres.txt"},
 	{module + "/nodeidtest", "nodeidtest.txt"},
+	{module + "/admin", "admin.txt"},
+}
+
+// TestPublicPackages: the library module's packages outside internal/ are
+// (but its programs) are exactly the ones recorded here; a new one is an
+// API change too.
+func TestPublicPackages(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", `{{if and .GoFiles (eq .Module.Path "github.com/nodeid/nodeid") (ne .Name "main")}}{{.ImportPath}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list %s/...: %v", module, err)
+	}
+	var got, want []string
+	for _, p := range strings.Fields(string(out)) {
+		if p != module+"/internal" && !strings.HasPrefix(p, module+"/internal/") {
+			got = append(got, p)
+		}
+	}
+	for _, p := range packages {
+		want = append(want, p.path)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the library module's public packages are %q; api/ records %q", got, want)
+	}
 }
 
 func TestAPI(t *testing.T) {

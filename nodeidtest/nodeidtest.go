@@ -35,8 +35,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/hook"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // Table is a lease table in memory. It is safe for concurrent use.
@@ -52,7 +51,7 @@ type row struct {
 	epoch   int64
 	expires time.Time // zero: free
 	horizon int64
-	ended   store.EndReason // of the claim of epoch, once it ended
+	ended   admin.EndReason // of the claim of epoch, once it ended
 }
 
 // NewTable returns a table of node IDs lo to hi, inclusive, every one free.
@@ -69,15 +68,7 @@ func NewTable(lo, hi int64) *Table {
 // nodeid.New configures one (WithTable and WithCreateTable change nothing
 // here). Close it when done, as any Registry.
 func (t *Table) Registry(opts ...nodeid.Option) (*nodeid.Registry, error) {
-	in := make([]any, len(opts))
-	for i, o := range opts {
-		in[i] = o
-	}
-	r, err := hook.NewRegistry((*stmts)(t), in)
-	if err != nil {
-		return nil, err
-	}
-	return r.(*nodeid.Registry), nil
+	return nodeid.NewOn((*stmts)(t), opts...)
 }
 
 // Row is a node ID's row, as the table holds it.
@@ -126,7 +117,7 @@ func (t *Table) TakeOver(node int64) error {
 // Evict evicts node's lease, as "nodeid evict" does: its holder's next
 // renewal ends its lease with nodeid.ErrEvicted; the row keeps its expiry.
 func (t *Table) Evict(node int64) error {
-	return t.held(node, "evict", func(r *row) { r.owner, r.ended = "", store.EndEvicted })
+	return t.held(node, "evict", func(r *row) { r.owner, r.ended = "", admin.EndEvicted })
 }
 
 // Expire makes node's lease expire in the table, as when its holder paused
@@ -157,7 +148,7 @@ func (t *Table) Fail(err error) {
 // converted, so that they are no part of its API.
 type stmts Table
 
-var _ hook.Store = (*stmts)(nil)
+var _ admin.Statements = (*stmts)(nil)
 
 func (t *stmts) answer(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -175,10 +166,10 @@ func (t *stmts) Create(ctx context.Context, _ time.Duration) (bool, error) {
 
 // ReadConfig returns the table's range, a maximum TTL of nodeid.MaxTTL and
 // synchronous replication.
-func (t *stmts) ReadConfig(ctx context.Context) (store.TableConfig, error) {
+func (t *stmts) ReadConfig(ctx context.Context) (admin.TableConfig, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return store.TableConfig{MinNode: t.lo, MaxNode: t.hi, MaxTTL: nodeid.MaxTTL, Replication: store.Sync,
+	return admin.TableConfig{MinNode: t.lo, MaxNode: t.hi, MaxTTL: nodeid.MaxTTL, Replication: admin.Sync,
 		Generation: 1}, t.answer(ctx)
 }
 
@@ -197,15 +188,15 @@ func (t *stmts) CheckReplication(ctx context.Context) error {
 }
 
 // Claim claims the lowest claimable node ID of lo to hi.
-func (t *stmts) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (store.ClaimResult, error) {
+func (t *stmts) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.Duration, horizonMs int64) (admin.ClaimResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.answer(ctx); err != nil {
-		return store.ClaimResult{}, err
+		return admin.ClaimResult{}, err
 	}
 	now := time.Now()
 	nowMs := now.UnixMilli()
-	why := store.Refusal{Now: now}
+	why := admin.Refusal{Now: now}
 	for n := lo; n <= hi; n++ {
 		r, ok := t.rows[n]
 		switch {
@@ -225,16 +216,16 @@ func (t *stmts) Claim(ctx context.Context, lo, hi int64, owner string, ttl time.
 		prev := r.horizon
 		r.owner, r.epoch, r.expires, r.ended = owner, r.epoch+1, now.Add(ttl), ""
 		r.horizon = max(prev, min(horizonMs, nowMs+ttl.Milliseconds()))
-		return store.ClaimResult{OK: true, Claim: store.Claim{Key: store.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
+		return admin.ClaimResult{OK: true, Claim: admin.Claim{Key: admin.Key{NodeID: n, Owner: owner, Epoch: r.epoch},
 			Expires: r.expires, Now: now, PrevHorizon: prev, Horizon: r.horizon, Generation: 1}}, nil
 	}
-	return store.ClaimResult{Refusal: why}, nil
+	return admin.ClaimResult{Refusal: why}, nil
 }
 
 // outcome describes r as a renewal or a release that changed nothing finds
 // it.
-func outcome(r *row, k store.Key, now time.Time) store.Outcome {
-	o := store.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
+func outcome(r *row, k admin.Key, now time.Time) admin.Outcome {
+	o := admin.Outcome{Now: now, Exists: true, Owner: r.owner, Epoch: r.epoch}
 	if r.epoch == k.Epoch {
 		o.EndReason = r.ended
 	}
@@ -242,21 +233,21 @@ func outcome(r *row, k store.Key, now time.Time) store.Outcome {
 }
 
 // live reports whether r is the unexpired lease of k.
-func live(r *row, k store.Key, now time.Time) bool {
+func live(r *row, k admin.Key, now time.Time) bool {
 	return r.owner == k.Owner && r.epoch == k.Epoch && !r.expires.IsZero() && !r.expires.Before(now)
 }
 
 // Renew extends the live lease k by ttl and raises its horizon.
-func (t *stmts) Renew(ctx context.Context, k store.Key, ttl time.Duration, horizonMs int64) (store.Outcome, error) {
+func (t *stmts) Renew(ctx context.Context, k admin.Key, ttl time.Duration, horizonMs int64) (admin.Outcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.answer(ctx); err != nil {
-		return store.Outcome{}, err
+		return admin.Outcome{}, err
 	}
 	now := time.Now()
 	r, ok := t.rows[k.NodeID]
 	if !ok {
-		return store.Outcome{Now: now}, nil
+		return admin.Outcome{Now: now}, nil
 	}
 	if !live(r, k, now) {
 		return outcome(r, k, now), nil
@@ -270,22 +261,22 @@ func (t *stmts) Renew(ctx context.Context, k store.Key, ttl time.Duration, horiz
 
 // Release frees the live lease k, with its exact horizon unless exactMs is
 // store.NoHorizon.
-func (t *stmts) Release(ctx context.Context, k store.Key, exactMs int64) (store.Outcome, error) {
+func (t *stmts) Release(ctx context.Context, k admin.Key, exactMs int64) (admin.Outcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.answer(ctx); err != nil {
-		return store.Outcome{}, err
+		return admin.Outcome{}, err
 	}
 	now := time.Now()
 	r, ok := t.rows[k.NodeID]
 	if !ok {
-		return store.Outcome{Now: now}, nil
+		return admin.Outcome{Now: now}, nil
 	}
 	if !live(r, k, now) {
 		return outcome(r, k, now), nil
 	}
-	r.owner, r.expires, r.ended = "", time.Time{}, store.EndReleased
-	if exactMs != store.NoHorizon {
+	r.owner, r.expires, r.ended = "", time.Time{}, admin.EndReleased
+	if exactMs != admin.NoHorizon {
 		r.horizon = exactMs
 	}
 	o := outcome(r, k, now)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // Replication is how a table's database replicates, as the table records
@@ -62,12 +62,12 @@ type Schema struct {
 // node IDs 0-1023, a maximum TTL of one minute, the table's replication
 // mode (Async for a new table).
 func DefaultSchema() Schema {
-	d := store.DefaultSchema()
+	d := admin.DefaultSchema()
 	return Schema{Table: d.Table, MinNode: d.MinNode, MaxNode: d.MaxNode, MaxTTL: d.MaxTTL}
 }
 
-func (s Schema) store() store.Schema {
-	return store.Schema{Table: s.Table, MinNode: s.MinNode, MaxNode: s.MaxNode, MaxTTL: s.MaxTTL, Replication: store.Replication(s.Replication)}
+func (s Schema) store() admin.Schema {
+	return admin.Schema{Table: s.Table, MinNode: s.MinNode, MaxNode: s.MaxNode, MaxTTL: s.MaxTTL, Replication: admin.Replication(s.Replication)}
 }
 
 // Validate checks every field, and returns an error naming the first bad

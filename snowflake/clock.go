@@ -2,11 +2,10 @@ package snowflake
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"runtime"
 	"time"
-
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // The stamping clock is WithClock's function, or by default the wall
@@ -46,7 +45,7 @@ func (g *Generator) read() (now time.Time, ms, frac int64) {
 		g.anchor(d)
 	}
 	ns := g.baseNs + int64(d) + g.corr.Load()
-	ms = timefmt.FloorMs(ns)
+	ms = floorMs(ns)
 	return now, ms, ns - ms*1e6
 }
 
@@ -153,4 +152,18 @@ func gap(b, a int64) time.Duration {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(d) * time.Millisecond
+}
+
+// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down.
+func floorMs(ns int64) int64 {
+	if ns < 0 {
+		return (ns+1)/1e6 - 1
+	}
+	return ns / 1e6
+}
+
+// exactMs writes unix millisecond ms as the number and its time, in the
+// layout of package nodeid's messages (UTC, to the millisecond).
+func exactMs(ms int64) string {
+	return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 }

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // lease is what a Generator needs of a lease: the lease and its
@@ -136,7 +135,7 @@ func newGenerator(l lease, opts ...Option) (*Generator, error) {
 	if t := g.unitOf(prev) + 1; t > 0 {
 		if t >= pk.maxT {
 			return nil, fmt.Errorf("%w: node ID %d: the previous holder's horizon %s leaves no time unit before the layout's end %s",
-				nodeid.ErrTimeOverflow, node, timefmt.Ms(prev), timefmt.Ms(lay.End()))
+				nodeid.ErrTimeOverflow, node, exactMs(prev), exactMs(lay.End()))
 		}
 		g.initial = uint64(t) << pk.seqBits
 	}
@@ -220,7 +219,7 @@ func (g *Generator) generate(ctx context.Context) (bw.ID, error) {
 		if int64(d) >= g.anchorAt.Load() {
 			g.anchor(d)
 		}
-		ms = timefmt.FloorMs(g.baseNs + int64(d) + g.corr.Load())
+		ms = floorMs(g.baseNs + int64(d) + g.corr.Load())
 	}
 	// The common case, inline: the clock is within the layout and the ID
 	// is stamped with the clock's time unit. The lease is checked for the
@@ -340,22 +339,22 @@ func (g *Generator) sealedErr(now time.Time) error {
 
 func (g *Generator) behindErr(ms, t int64) error {
 	want := g.firstMs(t)
-	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", timefmt.Ms(want-1))
+	why := fmt.Sprintf("the last stamped millisecond %s has used up its sequence", exactMs(want-1))
 	if g.pk.unitMs != 1 {
-		why = fmt.Sprintf("the last stamped time unit (%s from %s) has used up its sequence", g.layout.Unit(), timefmt.Ms(g.firstMs(t-1)))
+		why = fmt.Sprintf("the last stamped time unit (%s from %s) has used up its sequence", g.layout.Unit(), exactMs(g.firstMs(t-1)))
 	}
 	switch {
 	case ms < g.originMs:
 		why = "the layout starts at its origin"
 	case uint64(t)<<g.pk.seqBits == g.initial:
-		why = fmt.Sprintf("the previous holder's horizon is %s", timefmt.Ms(g.prevMs))
+		why = fmt.Sprintf("the previous holder's horizon is %s", exactMs(g.prevMs))
 	}
 	away := gap(want, ms).String()
 	if gap(want, ms) == math.MaxInt64 {
 		away = "centuries"
 	}
 	return fmt.Errorf("snowflake: node ID %d: %w: the clock reads %s, but the next ID needs %s or later (%s); that is %s away, and the max wait of %s would end first",
-		g.lease.NodeID(), nodeid.ErrClockBehind, timefmt.Ms(ms), timefmt.Ms(want), why, away, g.maxWait)
+		g.lease.NodeID(), nodeid.ErrClockBehind, exactMs(ms), exactMs(want), why, away, g.maxWait)
 }
 
 // ctxErr is the error of a call whose ctx ended: ctx's error, and its
@@ -370,5 +369,5 @@ func (g *Generator) ctxErr(ctx context.Context) error {
 
 func (g *Generator) overflowErr(ms int64) error {
 	return fmt.Errorf("%w: node ID %d: the clock reads %s; the layout (%s) ends at %s",
-		nodeid.ErrTimeOverflow, g.lease.NodeID(), timefmt.Ms(ms), g.layout, timefmt.Ms(g.layout.End()))
+		nodeid.ErrTimeOverflow, g.lease.NodeID(), exactMs(ms), g.layout, exactMs(g.layout.End()))
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	bw "github.com/bwmarrin/snowflake"
-
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // Layout is the bit layout of an ID. An ID is a non-negative integer below
@@ -81,7 +79,7 @@ const _ = uint32(MaxTimeUnit / time.Millisecond)
 // bits (0 epoch bits)".
 func (l Layout) String() string {
 	return fmt.Sprintf("%d-bit IDs: origin %s, %d time bits of %s, %d node bits, %d step bits (%d epoch bits)",
-		l.Width(), timefmt.Ms(l.Start()), l.TimeBits(), l.Unit(), l.NodeBits, l.StepBits, l.EpochBits)
+		l.Width(), exactMs(l.Start()), l.TimeBits(), l.Unit(), l.NodeBits, l.StepBits, l.EpochBits)
 }
 
 // Start returns the layout's origin, in unix milliseconds: Origin.
@@ -143,7 +141,7 @@ func (l Layout) check() error {
 	case start < 0:
 		return fmt.Errorf("layout origin %d is before 1970", start)
 	case start > time.Now().Add(24*time.Hour).UnixMilli():
-		return fmt.Errorf("layout origin %s is in the future", timefmt.Ms(start))
+		return fmt.Errorf("layout origin %s is in the future", exactMs(start))
 	case l.TimeUnit < 0 || l.TimeUnit%time.Millisecond != 0 || l.TimeUnit > MaxTimeUnit:
 		return fmt.Errorf("layout time unit %s is not a whole number of milliseconds from 1ms to %s", l.TimeUnit, MaxTimeUnit)
 	case l.Width() > MaxTotalBits:
@@ -160,7 +158,7 @@ func (l Layout) check() error {
 			l.EpochBits, l.SeqBits(), l.StepBits, MinSeqBits)
 	case l.packing().maxT > (math.MaxInt64-start)/int64(l.packing().unitMs):
 		return fmt.Errorf("layout %d time bits of %s from %s end after the last unix millisecond an int64 holds; use fewer time bits or a shorter unit",
-			l.TimeBits(), l.Unit(), timefmt.Ms(start))
+			l.TimeBits(), l.Unit(), exactMs(start))
 	}
 	return nil
 }

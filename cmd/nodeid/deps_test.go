@@ -11,11 +11,13 @@ import (
 )
 
 // harnessPackages are what the shipped binary must not link: the test
-// harness and what only it needs.
-var harnessPackages = []string{"testing", "github.com/nodeid/nodeid/internal/testkit", "github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"}
+// harness and what only it needs, and every internal package of the
+// library (the command uses the library through its public packages only).
+var harnessPackages = []string{"testing", "github.com/nodeid/nodeid/internal", "github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"}
 
 // TestBinaryLinksNoHarness: the command, built for Linux, macOS or Windows,
-// depends on no test harness (internal/testkit, testing, clitest).
+// depends on no test harness (internal/testkit, testing, clitest) and on no
+// package under the library's internal/.
 func TestBinaryLinksNoHarness(t *testing.T) {
 	goTool := clitest.GoTool()
 	for _, target := range [][2]string{{runtime.GOOS, runtime.GOARCH}, {"darwin", "arm64"}, {"darwin", "amd64"}, {"windows", "amd64"}} {

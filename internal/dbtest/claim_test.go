@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgerrcode"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
@@ -34,18 +34,18 @@ func ctxOf(t *testing.T) context.Context {
 func provisioned(t *testing.T, pooled bool, s postgres.Schema) (*sql.DB, *sql.DB) {
 	t.Helper()
 	srv := pgtest.Shared(t)
-	admin, _ := srv.NewDB(t)
+	su, _ := srv.NewDB(t)
 	ddl, err := s.SQL()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.ExecContext(ctxOf(t), ddl); err != nil {
+	if _, err := su.ExecContext(ctxOf(t), ddl); err != nil {
 		t.Fatal(err)
 	}
 	// Created by the DDL alone, as a migration tool does, the table's
 	// creation is pending until confirmed: at once, on a server without
 	// standbys.
-	st, err := store.New(admin, store.Config{Table: s.Table, MinNode: s.MinNode, MaxNode: s.MaxNode})
+	st, err := admin.New(su, admin.Config{Table: s.Table, MinNode: s.MinNode, MaxNode: s.MaxNode})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func provisioned(t *testing.T, pooled bool, s postgres.Schema) (*sql.DB, *sql.DB
 		t.Fatal(err)
 	}
 	if !pooled {
-		return admin, admin
+		return su, su
 	}
 	var name string
-	if err := admin.QueryRowContext(ctxOf(t), `SELECT current_database()`).Scan(&name); err != nil {
+	if err := su.QueryRowContext(ctxOf(t), `SELECT current_database()`).Scan(&name); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("pgx", srv.NewPgBouncer(t).DSN(name, "default_query_exec_mode=exec"))
@@ -64,7 +64,7 @@ func provisioned(t *testing.T, pooled bool, s postgres.Schema) (*sql.DB, *sql.DB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return admin, db
+	return su, db
 }
 
 func execSQL(t *testing.T, db *sql.DB, q string, args ...any) {
@@ -94,13 +94,13 @@ func TestConcurrentClaimsOnExactlyAsManyClaimable(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "pgbouncer"}[pooled], func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: n + held - 1, MaxTTL: postgres.DefaultMaxTTL})
+			su, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: n + held - 1, MaxTTL: postgres.DefaultMaxTTL})
 			db.SetMaxOpenConns(n)
 			for round := range rounds {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				// Every third node ID is held; of the others, in turn, one is
 				// free (never claimed in round 0, released later), one lapsed.
-				execSQL(t, admin, `UPDATE snowflake_nodes SET
+				execSQL(t, su, `UPDATE snowflake_nodes SET
 					owner = CASE WHEN node_id % 3 = 0 THEN 'holder' WHEN node_id % 3 = 1 THEN '' ELSE 'gone' END,
 					epoch = CASE WHEN $1::integer = 0 AND node_id % 3 = 1 THEN epoch ELSE epoch + 1 END,
 					expires_at = CASE WHEN node_id % 3 = 0 THEN now() + interval '1 hour'
@@ -270,10 +270,10 @@ func TestUnusedReleaseKeepsHorizonAndTheClaimPassesOver(t *testing.T) {
 // Registry's own at New.
 func TestRangeWiderThanNodeBits(t *testing.T) {
 	t.Parallel()
-	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 4095, MaxTTL: postgres.DefaultMaxTTL})
+	su, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 4095, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	var before string
-	if err := admin.QueryRowContext(ctx, `SELECT string_agg(xmin::text, ',' ORDER BY node_id) FROM snowflake_nodes`).Scan(&before); err != nil {
+	if err := su.QueryRowContext(ctx, `SELECT string_agg(xmin::text, ',' ORDER BY node_id) FROM snowflake_nodes`).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
 	r, err := nodeid.New(db)
@@ -286,7 +286,7 @@ func TestRangeWiderThanNodeBits(t *testing.T) {
 		t.Fatalf("Acquire on a 0-4095 table with 10 node bits = %v", err)
 	}
 	var after string
-	if err := admin.QueryRowContext(ctx, `SELECT string_agg(xmin::text, ',' ORDER BY node_id) FROM snowflake_nodes`).Scan(&after); err != nil {
+	if err := su.QueryRowContext(ctx, `SELECT string_agg(xmin::text, ',' ORDER BY node_id) FROM snowflake_nodes`).Scan(&after); err != nil {
 		t.Fatal(err)
 	}
 	if after != before {
@@ -319,11 +319,11 @@ func TestTableConfiguration(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "pgbouncer"}[pooled], func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 7, MaxTTL: postgres.DefaultMaxTTL})
+			su, db := provisioned(t, pooled, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 7, MaxTTL: postgres.DefaultMaxTTL})
 			ctx := ctxOf(t)
 			count := func(table string) int {
 				var n int
-				if err := admin.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+				if err := su.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 					return -1
 				}
 				return n
@@ -365,7 +365,7 @@ func TestTableConfiguration(t *testing.T) {
 			// A Registry without a range takes the table's, and writes no row
 			// but the one it claims.
 			var before []string
-			rows, err := admin.QueryContext(ctx, `SELECT node_id || ':' || xmin FROM snowflake_nodes ORDER BY node_id`)
+			rows, err := su.QueryContext(ctx, `SELECT node_id || ':' || xmin FROM snowflake_nodes ORDER BY node_id`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,7 +390,7 @@ func TestTableConfiguration(t *testing.T) {
 			if n := count("snowflake_nodes"); n != 8 {
 				t.Errorf("the table has %d rows after a Registry without a range used it; want its 8", n)
 			}
-			rows, err = admin.QueryContext(ctx, `SELECT node_id || ':' || xmin FROM snowflake_nodes ORDER BY node_id`)
+			rows, err = su.QueryContext(ctx, `SELECT node_id || ':' || xmin FROM snowflake_nodes ORDER BY node_id`)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -412,13 +412,13 @@ func TestTableConfiguration(t *testing.T) {
 			// A raise is pending until confirmed (nodeid init confirms it
 			// once every standby has it): no lease may use it before.
 			ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 15, MaxTTL: 2 * time.Minute}.SQL()
-			execSQL(t, admin, ddl)
+			execSQL(t, su, ddl)
 			wide, _ := nodeid.New(db, nodeid.WithNodeRange(8, 15), nodeid.WithTTL(2*time.Minute))
 			if _, err := wide.Acquire(ctx); !errors.Is(err, nodeid.ErrInvalidOption) {
 				t.Errorf("Acquire with a TTL of a pending raise = %v; want ErrInvalidOption", err)
 			}
 			_ = wide.Close()
-			if st, err := store.New(admin, store.DefaultConfig()); err != nil {
+			if st, err := admin.New(su, admin.DefaultConfig()); err != nil {
 				t.Fatal(err)
 			} else if mark, err := st.PendingRaise(ctx); err != nil || mark.Raise != 2*time.Minute {
 				t.Fatalf("PendingRaise: %+v, %v", mark, err)
@@ -502,7 +502,7 @@ func TestMigrationOfAnEarlierTable(t *testing.T) {
 // snapshot had it.
 func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 	t.Parallel()
-	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL})
+	su, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL})
 	ctx := ctxOf(t)
 	// The renewal, at a third of the TTL, must meet the claim before the
 	// lease's deadline, with the test's polling between them: on a loaded
@@ -518,7 +518,7 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 	}
 	// Another holder's claim of the row, left open: the renewal will wait
 	// for it.
-	tx, err := admin.BeginTx(ctx, nil)
+	tx, err := su.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 	}
 	for { // until the renewal waits for the claim's row lock
 		var waiting bool
-		if err := admin.QueryRowContext(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+		if err := su.QueryRowContext(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
 			WHERE query LIKE '-- nodeid renew%' AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
@@ -562,10 +562,10 @@ func TestRenewalDuringATakeoverReportsTheTakeover(t *testing.T) {
 func TestOwnerLengthOnASQLASCIIDatabase(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Shared(t)
-	admin, dsn := srv.NewDB(t)
+	su, dsn := srv.NewDB(t)
 	ctx := ctxOf(t)
 	name := fmt.Sprintf("nodeid_ascii_%d", time.Now().UnixNano())
-	execSQL(t, admin, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`)
+	execSQL(t, su, `CREATE DATABASE `+name+` ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`)
 	t.Cleanup(func() { _ = srv.DropDatabase(context.Background(), name) })
 	db, err := sql.Open("pgx", pgtest.WithDatabase(dsn, name))
 	if err != nil {

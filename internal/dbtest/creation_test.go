@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -126,7 +126,7 @@ func TestCreateTableWaitsForTheStandby(t *testing.T) {
 // would: a test that then cuts the standby off claims at once.
 func settleCreation(t *testing.T, ctx context.Context, dsn string) {
 	t.Helper()
-	st, err := store.New(openDB(t, dsn), store.DefaultConfig())
+	st, err := admin.New(openDB(t, dsn), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
@@ -58,11 +58,11 @@ func (s *stamps) check() (dups, sharedMs int) {
 
 // auxWriters returns the processes of a server that write and flush WAL on
 // their own (the WAL writer, the background writer, the checkpointer, the
-// autovacuum launcher), and its postmaster, read through admin.
-func auxWriters(t *testing.T, admin *sql.DB) (aux []int, postmaster int) {
+// autovacuum launcher), and its postmaster, read through su (a superuser).
+func auxWriters(t *testing.T, su *sql.DB) (aux []int, postmaster int) {
 	t.Helper()
 	ctx := ctxOf(t)
-	rows, err := admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+	rows, err := su.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
 		WHERE backend_type IN ('walwriter', 'background writer', 'checkpointer', 'autovacuum launcher')`)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func auxWriters(t *testing.T, admin *sql.DB) (aux []int, postmaster int) {
 		aux = append(aux, pid)
 	}
 	var backend int
-	if err := admin.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+	if err := su.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
 		t.Fatal(err)
 	}
 	if postmaster = parentOf(backend); postmaster <= 1 || len(aux) < 3 {
@@ -162,26 +162,26 @@ func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			t.Parallel()
 			srv := pgtest.NewServer(t, "wal_writer_delay=10s")
-			admin, _ := srv.NewDB(t)
+			su, _ := srv.NewDB(t)
 			ctx := ctxOf(t)
 			var name string
-			if err := admin.QueryRowContext(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+			if err := su.QueryRowContext(ctx, `SELECT current_database()`).Scan(&name); err != nil {
 				t.Fatal(err)
 			}
 			ddl, _ := postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: postgres.DefaultMaxTTL}.SQL()
-			execSQL(t, admin, ddl)
-			execSQL(t, admin, `CREATE TABLE control (n integer)`)
+			execSQL(t, su, ddl)
+			execSQL(t, su, `CREATE TABLE control (n integer)`)
 			dsn := srv.DSN(name)
 			if where == "database" {
-				execSQL(t, admin, `ALTER DATABASE `+name+` SET synchronous_commit = off`)
+				execSQL(t, su, `ALTER DATABASE `+name+` SET synchronous_commit = off`)
 			} else {
-				execSQL(t, admin, `CREATE ROLE app LOGIN`)
+				execSQL(t, su, `CREATE ROLE app LOGIN`)
 				grants, err := postgres.GrantSQL(postgres.DefaultTable, "app")
 				if err != nil {
 					t.Fatal(err)
 				}
-				execSQL(t, admin, grants+`GRANT INSERT, SELECT ON control TO app`)
-				execSQL(t, admin, `ALTER ROLE app SET synchronous_commit = off`)
+				execSQL(t, su, grants+`GRANT INSERT, SELECT ON control TO app`)
+				execSQL(t, su, `ALTER ROLE app SET synchronous_commit = off`)
 				dsn = strings.Replace(dsn, "postgres://postgres@", "postgres://app@", 1)
 			}
 			db, err := sql.Open("pgx", dsn)
@@ -193,7 +193,7 @@ func TestClaimSurvivesACrashWithAsynchronousCommit(t *testing.T) {
 			if err := db.QueryRowContext(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil || setting != "off" {
 				t.Fatalf("synchronous_commit of the application's sessions: %q, %v; want off", setting, err)
 			}
-			aux, postmaster := auxWriters(t, admin)
+			aux, postmaster := auxWriters(t, su)
 			for _, pid := range aux {
 				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
@@ -295,8 +295,8 @@ func TestUnloggedTablesAreRefused(t *testing.T) {
 	for _, table := range []string{"snowflake_nodes", "snowflake_nodes_history", "snowflake_nodes_config"} {
 		t.Run(table, func(t *testing.T) {
 			t.Parallel()
-			admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL})
-			execSQL(t, admin, `ALTER TABLE `+table+` SET UNLOGGED`)
+			su, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL})
+			execSQL(t, su, `ALTER TABLE `+table+` SET UNLOGGED`)
 			r, err := nodeid.New(db)
 			if err != nil {
 				t.Fatal(err)
@@ -311,7 +311,7 @@ func TestUnloggedTablesAreRefused(t *testing.T) {
 					t.Errorf("%s on an unlogged %s: %v; want a Fatal error naming it", name, table, err)
 				}
 			}
-			execSQL(t, admin, `ALTER TABLE `+table+` SET LOGGED`)
+			execSQL(t, su, `ALTER TABLE `+table+` SET LOGGED`)
 			if _, err := r.Acquire(ctx); err != nil {
 				t.Errorf("Acquire once the table is logged again: %v", err)
 			}
@@ -422,7 +422,7 @@ func TestMoveThenFailover(t *testing.T) {
 		t.Fatalf("psql: %v\n%s", err, out)
 	}
 	// Another system identifier: the operator declares the move.
-	moved, err := store.New(openDB(t, pair.Primary.DSN(dbName)), store.DefaultConfig())
+	moved, err := admin.New(openDB(t, pair.Primary.DSN(dbName)), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,20 +477,20 @@ func mustSchema(t *testing.T, s postgres.Schema) string {
 func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Shared(t)
-	admin, dsn := srv.NewDB(t)
+	su, dsn := srv.NewDB(t)
 	ctx := ctxOf(t)
 	role := fmt.Sprintf("app_%d", time.Now().UnixNano())
-	execSQL(t, admin, `REVOKE EXECUTE ON FUNCTION pg_current_wal_lsn(), pg_walfile_name(pg_lsn), pg_control_checkpoint(), pg_control_system() FROM PUBLIC`)
-	execSQL(t, admin, `CREATE ROLE `+role+` LOGIN`)
+	execSQL(t, su, `REVOKE EXECUTE ON FUNCTION pg_current_wal_lsn(), pg_walfile_name(pg_lsn), pg_control_checkpoint(), pg_control_system() FROM PUBLIC`)
+	execSQL(t, su, `CREATE ROLE `+role+` LOGIN`)
 	t.Cleanup(func() { _ = srv.Exec(context.Background(), "postgres", `DROP ROLE IF EXISTS `+role) })
-	execSQL(t, admin, `CREATE SCHEMA ids AUTHORIZATION `+role)
+	execSQL(t, su, `CREATE SCHEMA ids AUTHORIZATION `+role)
 	appDSN := strings.Replace(dsn, "postgres://postgres@", "postgres://"+role+"@", 1)
 	db, err := sql.Open("pgx", appDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := store.New(db, store.Config{Table: "ids.nodes", MinNode: 0, MaxNode: 3})
+	st, err := admin.New(db, admin.Config{Table: "ids.nodes", MinNode: 0, MaxNode: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +498,7 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 	if !postgres.Fatal(err) || !strings.Contains(err.Error(), "pg_control_system") || !strings.Contains(err.Error(), "Replication = postgres.Sync") {
 		t.Fatalf("an asynchronous table on a server that refuses the WAL functions: %v; want a Fatal error naming them and the option", err)
 	}
-	if err := st.ApplyMode(ctx, time.Minute, store.Sync); err != nil {
+	if err := st.ApplyMode(ctx, time.Minute, admin.Sync); err != nil {
 		t.Fatalf("a synchronous table: %v", err)
 	}
 	if err := st.CheckSchema(ctx); err != nil {
@@ -514,25 +514,25 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, _, err := st.List(ctx)
-	if err != nil || len(rows) != 4 || rows[l.NodeID()].Owner != r.Owner() || st.Replication() != store.Sync {
+	if err != nil || len(rows) != 4 || rows[l.NodeID()].Owner != r.Owner() || st.Replication() != admin.Sync {
 		t.Fatalf("list: %+v, %v (replication %q)", rows, err, st.Replication())
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Made asynchronous, the same table is refused, naming the functions.
-	if err := st.ApplyMode(ctx, time.Minute, store.Async); !errors.As(err, new(*store.WALError)) {
+	if err := st.ApplyMode(ctx, time.Minute, admin.Async); !errors.As(err, new(*admin.WALError)) {
 		t.Errorf("switching to asynchronous replication on this server: %v; want a WALError", err)
 	}
 	// An asynchronous table made by a role that may call them (here the
 	// superuser) serves a client that may not: the table's functions run
 	// as their owner, and the client needs only their grants.
-	execSQL(t, admin, mustSchema(t, postgres.Schema{Table: "ids.other", MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL}))
+	execSQL(t, su, mustSchema(t, postgres.Schema{Table: "ids.other", MinNode: 0, MaxNode: 3, MaxTTL: postgres.DefaultMaxTTL}))
 	grants, err := postgres.GrantSQL("ids.other", role)
 	if err != nil {
 		t.Fatal(err)
 	}
-	execSQL(t, admin, grants)
+	execSQL(t, su, grants)
 	other, err := nodeid.New(db, nodeid.WithTable("ids.other"))
 	if err != nil {
 		t.Fatal(err)
@@ -550,7 +550,7 @@ func TestSynchronousReplicationNeedsNoWALFunctions(t *testing.T) {
 	}
 	// Owned by the client, the table's functions are refused them, and the
 	// first Acquire of a new process says so.
-	execSQL(t, admin, `ALTER FUNCTION ids.other_claim(text, bigint, bigint, integer, integer, integer) OWNER TO `+role+`;
+	execSQL(t, su, `ALTER FUNCTION ids.other_claim(text, bigint, bigint, integer, integer, integer) OWNER TO `+role+`;
 		ALTER FUNCTION ids.other_server() OWNER TO `+role)
 	refused, err := nodeid.New(db, nodeid.WithTable("ids.other"))
 	if err != nil {
@@ -672,12 +672,12 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := store.New(db, store.DefaultConfig())
+	st, err := admin.New(db, admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows, now, err := st.List(ctx)
-	if err != nil || len(rows) != 1 || rows[0].State(now) != store.Free || rows[0].Epoch != la.Epoch()-1 {
+	if err != nil || len(rows) != 1 || rows[0].State(now) != admin.Free || rows[0].Epoch != la.Epoch()-1 {
 		t.Fatalf("the restored table: %+v, %v; want node ID 0 free at epoch %d, as before A's claim", rows, err, la.Epoch()-1)
 	}
 	gen, until, err := st.Restored(ctx, ttl)
@@ -701,10 +701,10 @@ func TestRestoredQuarantinesAndMovesEpochs(t *testing.T) {
 // needs a lock a long reader holds, while renewals go on.
 func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	t.Parallel()
-	admin, st, cl := claimedStore(t, 1)
+	su, st, cl := claimedStore(t, 1)
 	db := st.DB()
 	c := ctxOf(t)
-	tx, err := admin.BeginTx(c, nil)
+	tx, err := su.BeginTx(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,8 +729,8 @@ func TestMaintenanceTakesALockTimeout(t *testing.T) {
 	}
 	// A reader of the table holds back a migration that renames a column.
 	_ = tx.Rollback()
-	execSQL(t, admin, `ALTER TABLE snowflake_nodes RENAME COLUMN claim_generation TO generation`)
-	tx, err = admin.BeginTx(c, nil)
+	execSQL(t, su, `ALTER TABLE snowflake_nodes RENAME COLUMN claim_generation TO generation`)
+	tx, err = su.BeginTx(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -823,10 +823,10 @@ func BenchmarkPromotionToFirstClaim(b *testing.B) {
 
 // claimedStore returns a database with a lease table of node IDs 0 to hi,
 // a Store on it, and a one-minute claim of "a" made through the Store.
-func claimedStore(t *testing.T, hi int64) (*sql.DB, *store.Store, store.Claim) {
+func claimedStore(t *testing.T, hi int64) (*sql.DB, *admin.Store, admin.Claim) {
 	t.Helper()
-	admin, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi, MaxTTL: postgres.DefaultMaxTTL})
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi})
+	su, db := provisioned(t, false, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi, MaxTTL: postgres.DefaultMaxTTL})
+	st, err := admin.New(db, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: hi})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -834,7 +834,7 @@ func claimedStore(t *testing.T, hi int64) (*sql.DB, *store.Store, store.Claim) {
 	if err != nil || !res.OK {
 		t.Fatal(res, err)
 	}
-	return admin, st, res.Claim
+	return su, st, res.Claim
 }
 
 // Two standbys of one primary promoted one after the other from the same
@@ -930,7 +930,7 @@ func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
 			t.Errorf("the earlier version's %s after the upgrade: %v; want undefined column (42703) or operator (42883)", name, err)
 		}
 	}
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 2})
+	st, err := admin.New(db, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -941,8 +941,8 @@ func TestEarlierVersionRefusedAfterUpgrade(t *testing.T) {
 	// running: a widening a failover lost may have added it and let it be
 	// claimed.
 	rows, now, err := st.List(ctx)
-	if err != nil || len(rows) != 3 || rows[0].Owner != "old" || rows[0].Epoch != 1 || rows[0].State(now) != store.Held ||
-		rows[1].State(now) != store.Quarantined || rows[2].State(now) != store.Quarantined {
+	if err != nil || len(rows) != 3 || rows[0].Owner != "old" || rows[0].Epoch != 1 || rows[0].State(now) != admin.Held ||
+		rows[1].State(now) != admin.Quarantined || rows[2].State(now) != admin.Quarantined {
 		t.Fatalf("the table after the upgrade: %+v, %v; want node 0 still held by the earlier claim, nodes 1 and 2 quarantined", rows, err)
 	}
 	res, err := st.Claim(ctx, 0, 2, "new", time.Minute, 0)
@@ -1016,11 +1016,11 @@ func TestRegistryFollowsAChangedReplicationMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	st, err := admin.New(db, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ApplyMode(ctx, time.Minute, store.Sync); err != nil {
+	if err := st.ApplyMode(ctx, time.Minute, admin.Sync); err != nil {
 		t.Fatal(err)
 	}
 	l2, err := r.Acquire(ctx)
@@ -1064,7 +1064,7 @@ func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
 	// The raise, as "nodeid init --max-ttl 12s" makes it: recorded as
 	// pending, confirmed once every standby has it (there are none).
 	execDSN(t, oldDSN, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: long}))
-	if st, err := store.New(openDB(t, oldDSN), store.DefaultConfig()); err != nil {
+	if st, err := admin.New(openDB(t, oldDSN), admin.DefaultConfig()); err != nil {
 		t.Fatal(err)
 	} else if mark, err := st.PendingRaise(ctx); err != nil || mark.Raise != long {
 		t.Fatalf("PendingRaise: %+v, %v; want %s", mark, err, long)
@@ -1098,7 +1098,7 @@ func TestRestoreOfACopyOlderThanARaise(t *testing.T) {
 	if err == nil { // what the claim would have minted beside H
 		_ = b.reg.Close()
 	}
-	st, err := store.New(openDB(t, newDSN), store.DefaultConfig())
+	st, err := admin.New(openDB(t, newDSN), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1144,7 +1144,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	pair.Repl.Cut() // the standby will miss the raise
 	primaryDSN := pair.Primary.DSN(dbName)
 	execDSN(t, primaryDSN, mustSchema(t, postgres.Schema{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0, MaxTTL: long}))
-	st, err := store.New(openDB(t, primaryDSN), store.DefaultConfig())
+	st, err := admin.New(openDB(t, primaryDSN), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1152,7 +1152,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	if err != nil || tc.MaxTTL != short || tc.PendingMaxTTL != long {
 		t.Fatalf("after the raise: %+v, %v; want the maximum %s, %s pending", tc, err, short, long)
 	}
-	now, standbys, err := st.Standbys(ctx, store.Mark{})
+	now, standbys, err := st.Standbys(ctx, admin.Mark{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1191,7 +1191,7 @@ func TestFailoverToAStandbyThatMissedARaise(t *testing.T) {
 	// It streams again from a new connection, which the mark's slots did
 	// not see: they are read again, as init reads a new mark.
 	testkit.Until(t, time.Minute, "every standby reports it has replayed "+now.LSN, func() error {
-		cur, _, err := st.Standbys(ctx, store.Mark{})
+		cur, _, err := st.Standbys(ctx, admin.Mark{})
 		if err != nil {
 			return testkit.Stop(err)
 		}

@@ -13,7 +13,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/internal/testkit/syncbuf"
 	"github.com/nodeid/nodeid/postgres"
@@ -232,7 +232,7 @@ func testFailover(t *testing.T, c failoverCase) {
 
 	// The node ID is quarantined on the new primary, and shows so.
 	newDB := open(pair.DSN(dbName))
-	st, err := store.New(newDB, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
+	st, err := admin.New(newDB, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	if err != nil || len(rows) != 1 {
 		t.Fatal(rows, err)
 	}
-	if s := rows[0].State(now); s != store.Quarantined && s != store.Held {
+	if s := rows[0].State(now); s != admin.Quarantined && s != admin.Held {
 		t.Errorf("after the failover, node ID 0 is %s; want quarantined (or held, if the lost lease had not expired there yet)", s)
 	}
 	nw, err := newReg.Acquire(ctx)
@@ -278,7 +278,7 @@ func testFailover(t *testing.T, c failoverCase) {
 	if !errors.Is(old.Err(), want) {
 		t.Errorf("the old lease ended with %v, with %s of it left at the promotion; want %v", old.Err(), leftAtPromotion.Round(time.Millisecond), want)
 	}
-	if era, now := nw.Epoch()>>32, time.Now().Unix()-store.EraOrigin; nw.Epoch() <= old.Epoch() || era <= old.Epoch()>>32 || era > now || era < now-300 {
+	if era, now := nw.Epoch()>>32, time.Now().Unix()-admin.EraOrigin; nw.Epoch() <= old.Epoch() || era <= old.Epoch()>>32 || era > now || era < now-300 {
 		t.Errorf("epochs %d then %d (%#x); want strictly increasing, the new one of a new era (the seconds since 2020, about %d)",
 			old.Epoch(), nw.Epoch(), nw.Epoch(), now)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -147,7 +147,7 @@ func TestUpgradeStartsANewGeneration(t *testing.T) {
 	if tc := readConfig(t, up.dsn()); !tc.RestorePending || tc.ServerID == before.ServerID {
 		t.Fatalf("the upgraded table: %+v; want a restore pending on a server of its own", tc)
 	}
-	st, err := store.New(openDB(t, up.dsn()), store.DefaultConfig())
+	st, err := admin.New(openDB(t, up.dsn()), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,9 +189,9 @@ func execDSN(t *testing.T, dsn, q string) {
 	execSQL(t, db, q)
 }
 
-func readConfig(t *testing.T, dsn string) store.TableConfig {
+func readConfig(t *testing.T, dsn string) admin.TableConfig {
 	t.Helper()
-	st, err := store.New(openDB(t, dsn), store.DefaultConfig())
+	st, err := admin.New(openDB(t, dsn), admin.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -676,7 +676,7 @@ func (r *run) history(ctx context.Context) (History, error) {
 		return h, err
 	}
 	defer db.Close()
-	st, err := store.New(db, store.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	st, err := admin.New(db, admin.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
 	if err != nil {
 		return h, err
 	}
@@ -760,7 +760,7 @@ func (r *run) checkWho(ctx context.Context, rep *Report, h History) {
 		return
 	}
 	defer db.Close()
-	st, err := store.New(db, store.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
+	st, err := admin.New(db, admin.Config{Table: table, MinNode: minNode, MaxNode: maxNode})
 	if err != nil {
 		r.failf("who: %v", err)
 		return

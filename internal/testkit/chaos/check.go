@@ -10,8 +10,7 @@ import (
 
 	bw "github.com/bwmarrin/snowflake"
 
-	"github.com/nodeid/nodeid/internal/store"
-	"github.com/nodeid/nodeid/internal/timefmt"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // Claim is one claim of a node ID as the database's history recorded it.
@@ -435,7 +434,7 @@ func checkJump(r *Report, h *History, c *Claim, prev int64) {
 	case era < eraAt(f.StartNs) || era > eraAt(c.AcquiredNs)+1:
 		r.violate("claims", "node %d: epoch %#x of timeline %d, claimed at %s, has era %d, not of a time between the failover's start at %s and the claim",
 			c.Node, c.Epoch, tl, fmtNs(c.AcquiredNs), era, fmtNs(f.StartNs))
-	case c.FromMs < timefmt.FloorMs(f.StartNs)+Quarantine(h.TTL).Milliseconds():
+	case c.FromMs < floorMs(f.StartNs)+Quarantine(h.TTL).Milliseconds():
 		r.violate("quarantine", "node %d: epoch %#x, the first claim of its row on timeline %d, starts from horizon %s,"+
 			" less than the quarantine of %s after the failover began at %s",
 			c.Node, c.Epoch, tl, fmtMs(c.FromMs), Quarantine(h.TTL), fmtNs(f.StartNs))
@@ -443,7 +442,7 @@ func checkJump(r *Report, h *History, c *Claim, prev int64) {
 }
 
 // eraAt is the era of epochs claimed at unix nanosecond ns.
-func eraAt(ns int64) int64 { return ns/int64(time.Second) - store.EraOrigin }
+func eraAt(ns int64) int64 { return ns/int64(time.Second) - admin.EraOrigin }
 
 // checkRows checks that each lease row agrees with the latest claim of its
 // node ID: same epoch; free and with the claim's final horizon if the claim
@@ -564,20 +563,20 @@ func checkFile(r *Report, h *History, f *File, claims map[key]*Claim, stale map[
 		var what string
 		switch {
 		case c != nil:
-			lo, hi, from, horizon = timefmt.FloorMs(c.AcquiredNs)-1, timefmt.FloorMs(c.endNs())+1, c.FromMs, c.HorizonMs
+			lo, hi, from, horizon = floorMs(c.AcquiredNs)-1, floorMs(c.endNs())+1, c.FromMs, c.HorizonMs
 			what = "the claim's [" + fmtNs(c.AcquiredNs) + ", " + fmtNs(c.endNs()) + "] (" + endWhat(c) + ")"
-			if end := ownEnd(h, l); stale[k] && end != 0 && timefmt.FloorMs(end)+1 > hi {
-				hi = timefmt.FloorMs(end) + 1
+			if end := ownEnd(h, l); stale[k] && end != 0 && floorMs(end)+1 > hi {
+				hi = floorMs(end) + 1
 				what = "the claim's [" + fmtNs(c.AcquiredNs) + ", " + fmtNs(end) + "] (its end in the database, " +
 					fmtNs(c.endNs()) + ", may be stale after a failover: the holder's own end)"
 			}
 		case l.lostInFailover:
-			lo, hi, from, horizon = timefmt.FloorMs(l.acq.ClaimedBeforeNs)-1, 1<<63-1, l.acq.PrevHorizon, 1<<63-1
+			lo, hi, from, horizon = floorMs(l.acq.ClaimedBeforeNs)-1, 1<<63-1, l.acq.PrevHorizon, 1<<63-1
 			what = "the lease's [" + fmtNs(l.acq.ClaimedBeforeNs) + ", ...) (the claim was lost in a failover)"
 		}
 		deadline := int64(1<<63 - 1)
 		if l.lost != nil {
-			deadline = timefmt.FloorMs(l.lost.DeadlineNs) + 1
+			deadline = floorMs(l.lost.DeadlineNs) + 1
 		}
 		epochMask := int64(1)<<lay.EpochBits - 1
 		for _, id := range b.IDs {
@@ -858,4 +857,13 @@ func checkDuplicates(r *Report, files []*File, all []uint64) {
 	// Every extra copy counts once in Duplicates; the rule's count is the
 	// number of duplicate IDs, whatever the number of copies.
 	r.ByRule["duplicate"] = int(r.Duplicates)
+}
+
+// floorMs returns unix nanoseconds ns in whole milliseconds, rounded down,
+// as the generator stamps them.
+func floorMs(ns int64) int64 {
+	if ns < 0 {
+		return (ns+1)/1e6 - 1
+	}
+	return ns / 1e6
 }

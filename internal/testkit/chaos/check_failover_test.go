@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
 // era2 is the era of the claims made after the failover of
 // failoverHistory: the database clock's second after it began, as
 // seconds since store.EraOrigin.
-const era2 = t0/1000 + 4 - store.EraOrigin
+const era2 = t0/1000 + 4 - admin.EraOrigin
 
 // tl2 is the epoch of a claim on timeline 2 that follows epoch 1.
 const tl2 = era2<<32 | 2

@@ -20,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // Cluster is etcd plus N Patroni-managed PostgreSQL nodes in asynchronous

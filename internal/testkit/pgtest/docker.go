@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/testkit"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // dockerImage is the image a Docker-backed server runs.

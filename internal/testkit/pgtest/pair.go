@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // Pair is a primary and an asynchronous streaming standby, both local

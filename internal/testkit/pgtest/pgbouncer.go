@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/testkit/proc"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // Bouncer is a PgBouncer in transaction pooling mode in front of a Server.

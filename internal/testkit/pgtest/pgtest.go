@@ -27,7 +27,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // EnvDSN names an existing server to use instead of starting one.

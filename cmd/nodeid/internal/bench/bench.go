@@ -18,7 +18,7 @@ import (
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // benchSettings are the settings of the throwaway server of "nodeid bench":

@@ -3,7 +3,7 @@ package cli
 import (
 	"time"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 )
 
 // ClaimJSON is a claim of the history (a history row) in -o json and -o
@@ -22,7 +22,7 @@ type ClaimJSON struct {
 }
 
 // NewClaimJSON returns the document of a history row.
-func NewClaimJSON(c store.HistoryRow) ClaimJSON {
+func NewClaimJSON(c admin.HistoryRow) ClaimJSON {
 	j := ClaimJSON{Epoch: c.Epoch, Owner: c.Owner, AcquiredAt: c.AcquiredAt.UTC(), AcquiredAtMs: c.AcquiredAt.UnixMilli(),
 		EndReason: string(c.EndReason), FromMs: c.FromMs, HorizonMs: c.HorizonMs, Generation: c.Generation}
 	j.EndedAt, j.EndedAtMs = JSONTime(c.EndedAt)

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -227,12 +227,12 @@ func (c *Conn) Reopen() {
 func (c *Conn) Close() { c.Reopen() }
 
 // Store returns a Store on the command's table for the node range r.
-func (c *Conn) Store(r NodeRange) (*store.Store, error) {
+func (c *Conn) Store(r NodeRange) (*admin.Store, error) {
 	db, err := c.DB()
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(db, store.Config{Table: c.table, MinNode: r.Lo, MaxNode: r.Hi})
+	st, err := admin.New(db, admin.Config{Table: c.table, MinNode: r.Lo, MaxNode: r.Hi})
 	return st, Usage(err)
 }
 
@@ -240,14 +240,14 @@ func (c *Conn) Store(r NodeRange) (*store.Store, error) {
 // time. When the table has no such row, the error names the table's range,
 // and advise adds the command that adds it (on this command's table and
 // database) and what else that command changes.
-func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Store, store.Row, time.Time, error) {
+func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*admin.Store, admin.Row, time.Time, error) {
 	st, err := c.Store(NodeRange{node, node})
 	if err != nil {
-		return nil, store.Row{}, time.Time{}, err
+		return nil, admin.Row{}, time.Time{}, err
 	}
 	rows, now, err := st.List(ctx)
 	if err != nil {
-		return nil, store.Row{}, time.Time{}, err
+		return nil, admin.Row{}, time.Time{}, err
 	}
 	if len(rows) == 0 {
 		missing := ""
@@ -256,7 +256,7 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Sto
 		} else if tc, err := st.ReadConfig(ctx); err == nil {
 			missing = fmt.Sprintf(", whose range is %d-%d", tc.MinNode, tc.MaxNode)
 		}
-		return nil, store.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, c.table, missing)
+		return nil, admin.Row{}, time.Time{}, fmt.Errorf("node ID %d is not in table %s%s", node, c.table, missing)
 	}
 	return st, rows[0], now, nil
 }
@@ -264,7 +264,7 @@ func (c *Conn) NodeRow(ctx context.Context, node int64, advise bool) (*store.Sto
 // addNode says how to add node to the table, which has no row for it,
 // with a command that init accepts: a node ID beyond the default layout's
 // node bits needs the layout's (--node-bits).
-func (c *Conn) addNode(ctx context.Context, st *store.Store, node int64) string {
+func (c *Conn) addNode(ctx context.Context, st *admin.Store, node int64) string {
 	one := NodeRange{node, node}
 	tc, err := st.ReadConfig(ctx)
 	switch {

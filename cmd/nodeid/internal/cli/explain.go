@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/nodeid/nodeid"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -71,13 +71,13 @@ func explain(c *Conn, err error) string {
 		ce  *pgconn.ConnectError
 		te  *timeoutError
 		tce *nodeid.TableConfigError
-		we  *store.WALError
+		we  *admin.WALError
 	)
 	table := ""
 	if c != nil {
 		table = c.table
 	}
-	code := store.SQLState(err)
+	code := admin.SQLState(err)
 	switch {
 	case errors.As(err, &xe):
 		return xe.msg
@@ -111,8 +111,8 @@ func explain(c *Conn, err error) string {
 		return fmt.Sprintf("table %s does not have the columns nodeid expects (%v): compare it with \"%s\"", table, rootMessage(err), schemaCommand(table))
 	case code == pgerrcode.ReadOnlySQLTransaction:
 		return fmt.Sprintf("%s is read-only: point --dsn or DATABASE_URL at the primary", c.Where())
-	case store.Pooler(err):
-		return fmt.Sprintf("%v: %s", rootMessage(err), store.PoolerHint)
+	case admin.Pooler(err):
+		return fmt.Sprintf("%v: %s", rootMessage(err), admin.PoolerHint)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%v: the database did not answer in time", err)
 	}
@@ -127,7 +127,7 @@ func explain(c *Conn, err error) string {
 func (c *Conn) explainDenied(err error) string {
 	var (
 		pe *pgconn.PgError
-		se *store.StatementError
+		se *admin.StatementError
 		ne *NeedsError
 	)
 	msg := err.Error()
@@ -139,7 +139,7 @@ func (c *Conn) explainDenied(err error) string {
 	case errors.As(err, &se): // without the advice its message adds
 		msg = fmt.Sprintf("%s on table %s: %v", se.Op, se.Table, se.Err)
 	}
-	if d, ok := store.Denied(err); ok && (d.Owner || len(d.Privileges) > 0) {
+	if d, ok := admin.Denied(err); ok && (d.Owner || len(d.Privileges) > 0) {
 		who := "ask the table's owner to GRANT it"
 		switch {
 		case d.Owner:

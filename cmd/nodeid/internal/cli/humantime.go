@@ -3,21 +3,19 @@ package cli
 import (
 	"fmt"
 	"time"
-
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
-// Exact formats t as the library's messages do (timefmt.Layout: UTC, to the
+// Exact formats t as the library's messages do (TimeLayout: UTC, to the
 // millisecond), or "-" for the zero time.
 func Exact(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return timefmt.Time(t)
+	return t.UTC().Format(TimeLayout)
 }
 
 // ExactMs formats unix milliseconds like Exact.
-func ExactMs(ms int64) string { return timefmt.Time(time.UnixMilli(ms)) }
+func ExactMs(ms int64) string { return Exact(time.UnixMilli(ms)) }
 
 // Relative describes t as seen at now: "in 12s", "3m ago". "-" for the zero
 // time.
@@ -52,3 +50,7 @@ func Span(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dd", d/(24*time.Hour))
 }
+
+// TimeLayout is the layout of an exact time in the library's messages and
+// the command's tables.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"

@@ -11,11 +11,11 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/ids"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/table"
-	"github.com/nodeid/nodeid/internal/pgserver"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/pgserver"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -203,7 +203,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.step("Waiting for node ID %d to lapse: nobody renews it, and a TTL after its last renewal it expires", vnode)
-	if err := d.waitState(ctx, vnode, store.Expired); err != nil {
+	if err := d.waitState(ctx, vnode, admin.Expired); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "Node ID %d expired after %s; it is free for the next claim, at a higher epoch:\n", vnode, time.Since(victim.killed).Round(100*time.Millisecond))
@@ -370,7 +370,7 @@ func (d *demo) waitMinted(ctx context.Context, w *worker, n int) error {
 }
 
 // waitState waits until node is in state s.
-func (d *demo) waitState(ctx context.Context, node int64, s store.State) error {
+func (d *demo) waitState(ctx context.Context, node int64, s admin.State) error {
 	return d.until(ctx, fmt.Sprintf("node ID %d to be %s", node, s), func() (bool, error) {
 		n, err := table.Snapshot(ctx, d.c)
 		if err != nil {

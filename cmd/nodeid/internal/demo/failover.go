@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/table"
-	"github.com/nodeid/nodeid/internal/pgserver"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 // failover is the story of "nodeid demo --failover": a primary and an
@@ -107,7 +107,7 @@ func (d *demo) failover(ctx context.Context) error {
 	if err := d.table(ctx, true); err != nil {
 		return err
 	}
-	if err := d.waitState(ctx, lnode, store.Quarantined); err != nil {
+	if err := d.waitState(ctx, lnode, admin.Quarantined); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "Once that lease expired, node ID %d, last written before the failover, stays quarantined until every lease the old primary could have granted is past its deadline: the table's maximum TTL and a tenth (%s) after the first statement on the new primary began the table's next generation.\n",
@@ -132,7 +132,7 @@ func (d *demo) failover(ctx context.Context) error {
 	}
 	_, hnode, hepoch, hminted := heir.state()
 	fmt.Fprintf(d.out, "%s: node ID %d, epoch %d (era %s times 2^32, plus %d: above any epoch the old primary could have granted), %s after the promotion; its first ID %d is stamped after the quarantine, after every ID %s minted.\n",
-		heir.owner, hnode, hepoch, time.Unix(store.EraOrigin+hepoch>>32, 0).UTC().Format(time.RFC3339), hepoch&(1<<32-1),
+		heir.owner, hnode, hepoch, time.Unix(admin.EraOrigin+hepoch>>32, 0).UTC().Format(time.RFC3339), hepoch&(1<<32-1),
 		time.Since(promoted).Round(100*time.Millisecond), hminted[0], lost.owner)
 
 	d.step("The other workers kept their leases across the failover, and minted on")
@@ -163,7 +163,7 @@ func (d *demo) failover(ctx context.Context) error {
 }
 
 // show prints node ID node and its history, as "nodeid show -o wide" does.
-func (d *demo) show(ctx context.Context, st *store.Store, node int64) error {
+func (d *demo) show(ctx context.Context, st *admin.Store, node int64) error {
 	rows, now, err := st.List(ctx)
 	if err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -26,7 +26,7 @@ type traced struct {
 	decoded
 	Claims []whoClaimJSON `json:"claims"`
 
-	claims []store.HistoryRow
+	claims []admin.HistoryRow
 }
 
 // whoClaimJSON is a claim that may have minted an ID, in -o json: the
@@ -40,7 +40,7 @@ type whoClaimJSON struct {
 
 // beforeAcquired returns by how many milliseconds ms precedes the
 // millisecond in which c was acquired, or 0.
-func beforeAcquired(c store.HistoryRow, ms int64) int64 {
+func beforeAcquired(c admin.HistoryRow, ms int64) int64 {
 	return max(0, c.AcquiredAt.UnixMilli()-ms)
 }
 
@@ -179,7 +179,7 @@ func writeTraced(w io.Writer, ts []traced, l cli.IDLayout, loc *time.Location) e
 }
 
 // leaseSpan describes a claim's life: "acquired T, released T".
-func leaseSpan(c store.HistoryRow) string {
+func leaseSpan(c admin.HistoryRow) string {
 	s := "acquired " + cli.Exact(c.AcquiredAt)
 	if c.EndedAt.IsZero() {
 		return s + ", still held"

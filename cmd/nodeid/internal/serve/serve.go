@@ -21,9 +21,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
-	"github.com/nodeid/nodeid/internal/retry"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -318,7 +318,7 @@ type keeper struct {
 // or an error that stops serve: one that a retry cannot fix, met before
 // the first lease.
 func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
-	pause := retry.Backoff{Next: serveRetryMin, Max: serveRetryMax}
+	pause := admin.Backoff{Next: serveRetryMin, Max: serveRetryMax}
 	first := true
 	for {
 		lease, err := h.reg.Acquire(ctx)
@@ -336,7 +336,7 @@ func (h *keeper) hold(ctx context.Context) (*nodeid.Lease, error) {
 			}
 			continue
 		}
-		pause = retry.Backoff{Next: serveRetryMin, Max: serveRetryMax}
+		pause = admin.Backoff{Next: serveRetryMin, Max: serveRetryMax}
 		hdr := newServeHeader(lease)
 		// The generator stamps from the system's clock.
 		if err := holder.WaitPastHorizon(ctx, h.log, lease, holder.SystemClock{}, h.ttl, true); err != nil {

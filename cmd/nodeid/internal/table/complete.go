@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 )
 
 // completionTimeout bounds the database reads of shell completion, which a
@@ -38,7 +38,7 @@ func completeNodes(env *cli.Env, releasable bool) cobra.CompletionFunc {
 		var out []cobra.Completion
 		for _, r := range n.filter(false, "") {
 			id, st := strconv.FormatInt(r.NodeID, 10), r.State(n.Now)
-			if (releasable && st == store.Free) || !strings.HasPrefix(id, toComplete) {
+			if (releasable && st == admin.Free) || !strings.HasPrefix(id, toComplete) {
 				continue
 			}
 			out = append(out, cobra.CompletionWithDesc(id, fmt.Sprintf("%s, owner %s, epoch %d", st, cli.OrDash(r.Owner), r.Epoch)))
@@ -63,7 +63,7 @@ func completeEpoch(env *cli.Env) cobra.CompletionFunc {
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
 		_, r, now, err := c.NodeRow(ctx, node, false)
-		if err != nil || r.State(now) == store.Free {
+		if err != nil || r.State(now) == admin.Free {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return []cobra.Completion{cobra.CompletionWithDesc(strconv.FormatInt(r.Epoch, 10),

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 )
 
 // EvictOptions are the argument and flags of evict.
@@ -97,8 +97,8 @@ func evictRun(ctx context.Context, o *EvictOptions) error {
 func evict(ctx context.Context, o *EvictOptions) error {
 	c, node, epoch := o.Conn, o.Node, o.Epoch
 	var (
-		st  *store.Store
-		r   store.Row
+		st  *admin.Store
+		r   admin.Row
 		now time.Time
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
@@ -134,7 +134,7 @@ func evict(ctx context.Context, o *EvictOptions) error {
 			return errors.New("not evicted: the answer was not yes")
 		}
 	}
-	var ev store.Eviction
+	var ev admin.Eviction
 	err = c.Timed(ctx, func(ctx context.Context) error {
 		var err error
 		ev, err = st.Evict(ctx, node, epoch)
@@ -153,11 +153,11 @@ func evict(ctx context.Context, o *EvictOptions) error {
 
 // currentClaim describes the claim a row holds: "owner web-1, held,
 // expires in 12m", "owner web-1, expired 3m ago" or "free".
-func currentClaim(r store.Row, now time.Time) string {
+func currentClaim(r admin.Row, now time.Time) string {
 	switch st := r.State(now); st {
-	case store.Held:
+	case admin.Held:
 		return fmt.Sprintf("owner %s, held, expires %s", cli.OrDash(r.Owner), cli.Relative(r.ExpiresAt, now))
-	case store.Expired:
+	case admin.Expired:
 		return fmt.Sprintf("owner %s, expired %s", cli.OrDash(r.Owner), cli.Relative(r.ExpiresAt, now))
 	default:
 		return string(st)

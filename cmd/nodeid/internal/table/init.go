@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -66,8 +66,8 @@ func (o *InitOptions) Validate() error {
 	if o.MaxTTL < nodeid.MinTTL || o.MaxTTL > nodeid.MaxTTL {
 		return cli.Usagef("--max-ttl %s: it must be %s to %s", o.MaxTTL, nodeid.MinTTL, nodeid.MaxTTL)
 	}
-	mode := store.Replication(o.Replication)
-	if mode != "" && mode != store.Async && mode != store.Sync {
+	mode := admin.Replication(o.Replication)
+	if mode != "" && mode != admin.Async && mode != admin.Sync {
 		return cli.Usagef("--replication %q: it must be async (a failover may lose commits) or sync (it never does)", o.Replication)
 	}
 	if o.Restored && !o.MaxTTLGiven {
@@ -230,8 +230,8 @@ func initRun(ctx context.Context, o *InitOptions) error {
 	c, table := o.Conn, o.Conn.Table()
 	maxTTL, r := o.MaxTTL, o.nodes
 	var (
-		tc          store.TableConfig
-		rows        []store.Row
+		tc          admin.TableConfig
+		rows        []admin.Row
 		generation  int64
 		quarantined time.Time
 		declared    = maxTTL
@@ -259,7 +259,7 @@ func initRun(ctx context.Context, o *InitOptions) error {
 				}
 			}
 		}
-		if err := st.ApplyMode(ctx, maxTTL, store.Replication(o.Replication)); err != nil {
+		if err := st.ApplyMode(ctx, maxTTL, admin.Replication(o.Replication)); err != nil {
 			return err
 		}
 		if grants, err := grantSQL(table, o.Grant, o.GrantOperator); err != nil {
@@ -327,11 +327,11 @@ func initRun(ctx context.Context, o *InitOptions) error {
 // the primary streams to, and every physical replication slot, has
 // replayed it (or at once with --no-standby-wait), and returns the table's
 // configuration then: until then no node ID is handed out.
-func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, error) {
+func confirmCreation(ctx context.Context, o *InitOptions) (admin.TableConfig, error) {
 	c, table := o.Conn, o.Conn.Table()
 	st, err := c.Store(o.nodes)
 	if err != nil {
-		return store.TableConfig{}, err
+		return admin.TableConfig{}, err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
 	defer cancel()
@@ -340,19 +340,19 @@ func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, er
 		mark, err := st.PendingCreation(ctx)
 		if err != nil || !mark.Pending {
 			if err != nil {
-				return store.TableConfig{}, err
+				return admin.TableConfig{}, err
 			}
 			return st.ReadConfig(ctx)
 		}
 		if again, err := waitForMark(waitCtx, o, st, mark.Mark, "the creation", &elsewhere); err != nil {
-			return store.TableConfig{}, err
+			return admin.TableConfig{}, err
 		} else if again {
 			continue
 		}
 		_, err = st.ConfirmCreation(ctx, mark)
-		if !errors.Is(err, store.ErrServerChanged) {
+		if !errors.Is(err, admin.ErrServerChanged) {
 			if err != nil {
-				return store.TableConfig{}, err
+				return admin.TableConfig{}, err
 			}
 			return st.ReadConfig(ctx)
 		}
@@ -364,17 +364,17 @@ func confirmCreation(ctx context.Context, o *InitOptions) (store.TableConfig, er
 // every standby the primary streams to has replayed it (or at once with
 // --no-standby-wait), and returns the table's configuration then. A role
 // that cannot see the standbys' positions is refused, saying why.
-func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (store.TableConfig, error) {
+func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (admin.TableConfig, error) {
 	c, table := o.Conn, o.Conn.Table()
 	st, err := c.Store(o.nodes)
 	if err != nil {
-		return store.TableConfig{}, err
+		return admin.TableConfig{}, err
 	}
 	stderr := o.Env.Err
 	waitCtx, cancel := context.WithTimeout(ctx, o.StandbyWait) // the wait for the standbys, across every server
 	defer cancel()
 	var (
-		mark      store.RaiseMark
+		mark      admin.RaiseMark
 		maxTTL    time.Duration
 		raised    bool
 		elsewhere string
@@ -387,23 +387,23 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 		// the new server's standbys.
 		if mark, err = st.PendingRaise(ctx); err != nil || mark.Raise == 0 {
 			if err != nil {
-				return store.TableConfig{}, err
+				return admin.TableConfig{}, err
 			}
 			return st.ReadConfig(ctx)
 		}
 		if again, err := waitForMark(waitCtx, o, st, mark.Mark, "the raise of the maximum TTL", &elsewhere); err != nil {
-			return store.TableConfig{}, err
+			return admin.TableConfig{}, err
 		} else if again {
 			continue
 		}
 		maxTTL, raised, err = st.ConfirmRaise(ctx, mark)
-		if !errors.Is(err, store.ErrServerChanged) {
+		if !errors.Is(err, admin.ErrServerChanged) {
 			break
 		}
 		fmt.Fprintf(stderr, "nodeid: the server of table %s changed (a failover, a move or a restart) while init waited for its standbys: reading the pending raise again there\n", table)
 	}
 	if err != nil {
-		return store.TableConfig{}, err
+		return admin.TableConfig{}, err
 	}
 	if raised {
 		fmt.Fprintf(stderr, "nodeid: the maximum TTL of table %s is raised from %s to %s; a standby without a replication slot that was not streaming, and a backup taken before now, lack the raise: after restoring one, declare it with nodeid init --restored --max-ttl %s\n",
@@ -424,15 +424,15 @@ func confirmRaise(ctx context.Context, o *InitOptions, from time.Duration) (stor
 // once a server: read twice on the same other server (a pooler that sends
 // reads to a standby), they end the wait with their error. *elsewhere is
 // the last mark's server whose standbys were read elsewhere.
-func waitForMark(ctx context.Context, o *InitOptions, st *store.Store, mark store.Mark, what string, elsewhere *string) (again bool, err error) {
+func waitForMark(ctx context.Context, o *InitOptions, st *admin.Store, mark admin.Mark, what string, elsewhere *string) (again bool, err error) {
 	if o.NoStandbyWait {
 		return false, nil
 	}
 	err = waitForStandbys(ctx, o, st, mark, what)
 	switch {
-	case errors.Is(err, store.ErrSlotsChanged):
+	case errors.Is(err, admin.ErrSlotsChanged):
 		return true, nil
-	case errors.Is(err, store.ErrServerChanged) && mark.Server != *elsewhere:
+	case errors.Is(err, admin.ErrServerChanged) && mark.Server != *elsewhere:
 		*elsewhere = mark.Server
 		fmt.Fprintf(o.Env.Err, "nodeid: %v: reading %s of table %s again\n", err, what, o.Conn.Table())
 		return true, nil
@@ -444,14 +444,14 @@ func waitForMark(ctx context.Context, o *InitOptions, st *store.Store, mark stor
 // every physical replication slot, has WAL position lsn, saying once on
 // stderr which have not; ctx bounds the wait (--standby-wait). what is
 // what they must replay, for messages.
-func waitForStandbys(ctx context.Context, o *InitOptions, st *store.Store, mark store.Mark, what string) error {
+func waitForStandbys(ctx context.Context, o *InitOptions, st *admin.Store, mark admin.Mark, what string) error {
 	table := o.Conn.Table()
-	err := st.WaitStandbys(ctx, mark, func(lsn string, behind []store.Standby) {
-		fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay %s (WAL position %s): %s\n", what, lsn, store.Labels(behind))
+	err := st.WaitStandbys(ctx, mark, func(lsn string, behind []admin.Standby) {
+		fmt.Fprintf(o.Env.Err, "nodeid: waiting for the standbys and replication slots to replay %s (WAL position %s): %s\n", what, lsn, admin.Labels(behind))
 	})
 	var (
-		hidden *store.HiddenStandbyError
-		late   *store.StandbysBehindError
+		hidden *admin.HiddenStandbyError
+		late   *admin.StandbysBehindError
 	)
 	switch {
 	case errors.As(err, &hidden):
@@ -477,7 +477,7 @@ func confirmRows(ctx context.Context, o *InitOptions) error {
 	}
 	c, table, r := o.Conn, o.Conn.Table(), o.nodes
 	var (
-		old     store.TableConfig
+		old     admin.TableConfig
 		readErr error
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
@@ -503,7 +503,7 @@ func confirmRows(ctx context.Context, o *InitOptions) error {
 		question = fmt.Sprintf("Widen the range of table %s from %s to %s, adding %s rows?", table, from, to, cli.Count(adds))
 		what = fmt.Sprintf("%s adds %s rows to table %s, and more than %s are added only when confirmed",
 			o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))
-	case errors.Is(readErr, store.ErrUnconfigured):
+	case errors.Is(readErr, admin.ErrUnconfigured):
 		question = fmt.Sprintf("Bring table %s up to date and fill node IDs %s, up to %s rows?", table, r, cli.Count(adds))
 		what = fmt.Sprintf("%s adds up to %s rows to table %s, and more than %s are added only when confirmed",
 			o.Range.Flag(), cli.Count(adds), table, cli.Count(cli.ConfirmRows))

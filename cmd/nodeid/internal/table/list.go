@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -28,14 +28,14 @@ func (o *ListOptions) register(cmd *cobra.Command) {
 	o.Output.Register(cmd, cli.OutTable, cli.OutWide, cli.OutJSON, cli.OutYAML)
 	cmd.Flags().BoolVar(&o.NoHeaders, "no-headers", false, "print only the rows of the table: no header line, no summary line")
 	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(
-		[]string{string(store.Free), string(store.Held), string(store.Expired), string(store.Evicted), string(store.Cooling),
-			string(store.Quarantined)}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{string(admin.Free), string(admin.Held), string(admin.Expired), string(admin.Evicted), string(admin.Cooling),
+			string(admin.Quarantined)}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // Validate checks the state and the output format.
 func (o *ListOptions) Validate() error {
-	switch store.State(o.State) {
-	case "", store.Free, store.Held, store.Expired, store.Evicted, store.Cooling, store.Quarantined:
+	switch admin.State(o.State) {
+	case "", admin.Free, admin.Held, admin.Expired, admin.Evicted, admin.Cooling, admin.Quarantined:
 	default:
 		return cli.Usagef("--state %q: the state must be free, held, expired, evicted, cooling or quarantined", o.State)
 	}

@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 )
 
 // Nodes is a snapshot of the lease table at the server's now().
 type Nodes struct {
 	Table       string
-	Replication store.Replication // as the table records it
-	Rows        []store.Row
+	Replication admin.Replication // as the table records it
+	Rows        []admin.Row
 	Now         time.Time // the server's now() of the snapshot
 }
 
@@ -33,17 +33,17 @@ func (n Nodes) summary() summary {
 	var s summary
 	for _, r := range n.Rows {
 		switch r.State(n.Now) {
-		case store.Held:
+		case admin.Held:
 			s.Held++
-		case store.Free:
+		case admin.Free:
 			s.Free++
-		case store.Expired:
+		case admin.Expired:
 			s.Expired++
-		case store.Evicted:
+		case admin.Evicted:
 			s.Evicted++
-		case store.Cooling:
+		case admin.Cooling:
 			s.Cooling++
-		case store.Quarantined:
+		case admin.Quarantined:
 			s.Quarantined++
 		}
 	}
@@ -66,8 +66,8 @@ func (s summary) String() string {
 
 // filter returns the rows to show: those ever claimed (epoch > 0) unless
 // all, and only those in state if it is not empty.
-func (n Nodes) filter(all bool, state store.State) []store.Row {
-	var out []store.Row
+func (n Nodes) filter(all bool, state admin.State) []admin.Row {
+	var out []admin.Row
 	for _, r := range n.Rows {
 		if (all || r.Epoch > 0) && (state == "" || r.State(n.Now) == state) {
 			out = append(out, r)
@@ -104,7 +104,7 @@ type nodeJSON struct {
 	ClaimableAfterMs *int64     `json:"claimable_after_ms,omitempty"`
 }
 
-func rowJSON(r store.Row, now time.Time) nodeJSON {
+func rowJSON(r admin.Row, now time.Time) nodeJSON {
 	j := nodeJSON{NodeID: r.NodeID, State: string(r.State(now)), Owner: r.Owner, Epoch: r.Epoch, HorizonMs: r.HorizonMs, Generation: r.Generation}
 	j.AcquiredAt, j.AcquiredAtMs = cli.JSONTime(r.AcquiredAt)
 	j.ExpiresAt, j.ExpiresAtMs = cli.JSONTime(r.ExpiresAt)
@@ -112,7 +112,7 @@ func rowJSON(r store.Row, now time.Time) nodeJSON {
 		j.QuarantinedUntil, j.QuarantinedUntilMs = cli.JSONTime(r.QuarantinedUntil)
 	}
 	switch r.State(now) {
-	case store.Evicted, store.Cooling, store.Quarantined:
+	case admin.Evicted, admin.Cooling, admin.Quarantined:
 		j.RestorePending, j.CreationPending = r.RestorePending, r.CreationPending
 		if !r.RestorePending && !r.CreationPending {
 			j.ClaimableAfter, j.ClaimableAfterMs = cli.JSONTime(r.ClaimableAfter)
@@ -133,7 +133,7 @@ type listJSON struct {
 
 // doc is the document of list -o json and -o yaml: the rows, with the
 // summary of the whole snapshot.
-func (n Nodes) doc(rows []store.Row) listJSON {
+func (n Nodes) doc(rows []admin.Row) listJSON {
 	doc := listJSON{Table: n.Table, Replication: string(n.Replication), Now: n.Now.UTC(), NowMs: n.Now.UnixMilli(), Summary: n.summary(), Nodes: []nodeJSON{}}
 	for _, r := range rows {
 		doc.Nodes = append(doc.Nodes, rowJSON(r, n.Now))
@@ -145,7 +145,7 @@ func (n Nodes) doc(rows []store.Row) listJSON {
 // a document, or a table followed by the summary line of the whole snapshot
 // (only the rows with --no-headers). A table with no rows says why instead.
 func (n Nodes) Write(w io.Writer, o *ListOptions) error {
-	rows := n.filter(o.All, store.State(o.State))
+	rows := n.filter(o.All, admin.State(o.State))
 	if o.Output.Document() {
 		return cli.WriteDoc(w, o.Output.Value, n.doc(rows))
 	}
@@ -168,13 +168,13 @@ func (n Nodes) Write(w io.Writer, o *ListOptions) error {
 	for _, r := range rows {
 		state, horizon := r.State(n.Now), relHorizon(r.HorizonMs, n.Now)
 		switch {
-		case r.CreationPending && state == store.Quarantined:
+		case r.CreationPending && state == admin.Quarantined:
 			horizon = "creation not confirmed"
-		case r.RestorePending && state == store.Quarantined:
+		case r.RestorePending && state == admin.Quarantined:
 			horizon = "restore not declared"
-		case state == store.Quarantined: // the next holder stamps after the quarantine
+		case state == admin.Quarantined: // the next holder stamps after the quarantine
 			horizon = cli.Relative(r.QuarantinedUntil, n.Now)
-		case state == store.Evicted || state == store.Cooling: // claimable after it
+		case state == admin.Evicted || state == admin.Cooling: // claimable after it
 			horizon = cli.Relative(r.ClaimableAfter, n.Now)
 		}
 		cells := []string{
@@ -204,7 +204,7 @@ func (n Nodes) Write(w io.Writer, o *ListOptions) error {
 // empty says why o selects no row of the snapshot.
 func (n Nodes) empty(o *ListOptions) string {
 	s := n.summary()
-	never := len(n.filter(true, store.Free)) - len(n.filter(false, store.Free))
+	never := len(n.filter(true, admin.Free)) - len(n.filter(false, admin.Free))
 	switch {
 	case s.Total == 0:
 		return fmt.Sprintf("table %s has no rows: \"%s\" adds the node range", n.Table, o.Conn.Command("init"))
@@ -213,7 +213,7 @@ func (n Nodes) empty(o *ListOptions) string {
 			s.Total, n.Table)
 	case o.State == "":
 		return fmt.Sprintf("no node IDs in use: the %d of table %s were never claimed (--all lists them)", s.Total, n.Table)
-	case o.State == string(store.Free) && !o.All && never > 0:
+	case o.State == string(admin.Free) && !o.All && never > 0:
 		return fmt.Sprintf("no node ID in use is free; %d were never claimed (--all lists them); %s", never, s)
 	}
 	return fmt.Sprintf("no node ID is %s; %s", o.State, s)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/run"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -30,13 +30,13 @@ func TestSchemaVerifySQL(t *testing.T) {
 	clitest.WantExit(t, harness.Run(t, "schema", "--verify-sql", "--table", "bad;name"), cli.ExitUsage, "bad;name")
 
 	printed := harness.Must(t, "schema", "--verify-sql")
-	if !strings.Contains(printed, store.VerifySQL(store.DefaultConfig())) {
+	if !strings.Contains(printed, admin.VerifySQL(admin.DefaultConfig())) {
 		t.Fatalf("the printed statement is not the one Lease.Verify runs:\n%s", printed)
 	}
 	db, _ := pgtest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := store.New(db, store.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
+	st, err := admin.New(db, admin.Config{Table: postgres.DefaultTable, MinNode: 0, MaxNode: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -77,10 +77,10 @@ exactly.`,
 func showRun(ctx context.Context, o *ShowOptions) error {
 	c, table, node := o.Conn, o.Conn.Table(), o.Node
 	var (
-		row  store.Row
+		row  admin.Row
 		now  time.Time
-		hist []store.HistoryRow
-		mode store.Replication
+		hist []admin.HistoryRow
+		mode admin.Replication
 	)
 	err := c.Timed(ctx, func(ctx context.Context) error {
 		st, r, t, err := c.NodeRow(ctx, node, true)
@@ -100,7 +100,7 @@ func showRun(ctx context.Context, o *ShowOptions) error {
 // WriteShow prints to w the row r of table, its history hist and the
 // replication mode the table records, as of the server's time now, in the
 // format output (of -o), as "nodeid show" does.
-func WriteShow(w io.Writer, table string, r store.Row, hist []store.HistoryRow, now time.Time, mode store.Replication, output string) error {
+func WriteShow(w io.Writer, table string, r admin.Row, hist []admin.HistoryRow, now time.Time, mode admin.Replication, output string) error {
 	if output == cli.OutJSON || output == cli.OutYAML {
 		doc := showJSON{Table: table, Replication: string(mode), Now: now.UTC(), NowMs: now.UnixMilli(), Node: rowJSON(r, now), History: []cli.ClaimJSON{}}
 		for _, c := range hist {
@@ -122,17 +122,17 @@ func WriteShow(w io.Writer, table string, r store.Row, hist []store.HistoryRow, 
 	}
 	kv.Row("generation", strconv.FormatInt(r.Generation, 10)+" (the table records "+string(mode)+" replication)")
 	switch st := r.State(now); {
-	case st == store.Quarantined && r.CreationPending:
+	case st == admin.Quarantined && r.CreationPending:
 		kv.Row("quarantine", "until every standby has replayed the table's creation (nodeid init, or the first Acquire, confirms it)")
-	case st == store.Quarantined && r.RestorePending:
+	case st == admin.Quarantined && r.RestorePending:
 		kv.Row("quarantine", "until a restore is declared (nodeid init --restored --max-ttl): the table is on another server than the one it records")
-	case st == store.Quarantined:
+	case st == admin.Quarantined:
 		kv.Row("quarantine", fmt.Sprintf("until %s: last claimed before a database failover or restore; the next holder stamps after it",
 			withRelative(r.QuarantinedUntil, now)))
-	case st == store.Evicted:
+	case st == admin.Evicted:
 		kv.Row("claimable", fmt.Sprintf("after %s: the evicted lease's expiry and horizon (its holder may mint until its deadline)",
 			withRelative(r.ClaimableAfter, now)))
-	case st == store.Cooling:
+	case st == admin.Cooling:
 		kv.Row("claimable", fmt.Sprintf("after %s: the previous holder's horizon", withRelative(r.ClaimableAfter, now)))
 	}
 	if err := kv.Flush(); err != nil {

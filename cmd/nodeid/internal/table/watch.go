@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -122,7 +122,7 @@ func watchFrame(env *cli.Env, c *cli.Conn, n Nodes, err error, o *WatchOptions, 
 		fmt.Fprintln(env.Err, c.Describe(err))
 		return nil, nil
 	case o.Output.Value == cli.OutJSON:
-		return cli.MarshalJSON(n.doc(n.filter(o.All, store.State(o.State))), "")
+		return cli.MarshalJSON(n.doc(n.filter(o.All, admin.State(o.State))), "")
 	case o.Output.Value == cli.OutYAML:
 		frame.WriteString("---\n")
 		err := n.Write(&frame, &o.ListOptions)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // Supported returns nil where the warden runs: Linux.
@@ -297,7 +295,7 @@ func (s *Supervisor) report(why string) {
 		fmt.Fprintf(s.cfg.Log, "nodeid: sending SIGKILL to %s and every process it started: the lease's deadline has come\n", s.name)
 	case WhyCeiling:
 		fmt.Fprintf(s.cfg.Log, "nodeid: sending SIGKILL to %s and every process it started: the wall clock reached the lease's horizon ceiling %s less TTL/20 before a renewal raised it (was the clock set forward?)\n",
-			s.name, timefmt.Time(time.UnixMilli(s.ceiling)))
+			s.name, exactTime(time.UnixMilli(s.ceiling)))
 	}
 }
 

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/nodeid/nodeid/internal/timefmt"
 )
 
 // The warden is a process of its own between the supervisor (the process
@@ -130,7 +128,7 @@ func (w *warden) start(m message) error {
 		return fmt.Errorf("the lease's deadline passed %s ago, before the command could start", (-left).Round(time.Millisecond))
 	}
 	if now := w.clock.NowMs(); now >= w.ceilingKillMs() {
-		return fmt.Errorf("the wall clock (%s) is past the lease's horizon ceiling %s less TTL/20", timefmt.Time(time.UnixMilli(now)), timefmt.Time(time.UnixMilli(m.Ceiling)))
+		return fmt.Errorf("the wall clock (%s) is past the lease's horizon ceiling %s less TTL/20", exactTime(time.UnixMilli(now)), exactTime(time.UnixMilli(m.Ceiling)))
 	}
 	path, err := exec.LookPath(m.Argv[0])
 	var ee *exec.Error
@@ -401,3 +399,6 @@ func (w *warden) killAll(why string, cause error) error {
 		}
 	}
 }
+
+// exactTime writes t as the library's messages do: UTC, to the millisecond.
+func exactTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -87,7 +87,7 @@ func TestReport(t *testing.T) {
 		"## 2. Library overhead", "0.70 [0.70–0.70]", "## 3. Scale", "bench-scale.png", "EXPLAIN (ANALYZE, BUFFERS)",
 		"## 4. Statements and round trips", "## 5. Renewal load", "| 10 s | 0.30 | 20,000 |",
 		"## 6. Generation", "fenced 0.990 [0.990–0.990]", "0.83 [0.83–0.83]",
-		"## Missed targets and why", "it spent 300 µs of CPU per pair against pgbench's 100 µs", "Reading it: the library and the statement layer (internal/store) alone",
+		"## Missed targets and why", "it spent 300 µs of CPU per pair against pgbench's 100 µs", "Reading it: the library and the statement layer (package admin) alone",
 		// Within 0.8 of each other in exec mode: both bound by the planning
 		// (the full golden report has them apart).
 		"and the library and pgbench are both bound by it (library / pgbench 0.97 at concurrency 1).",

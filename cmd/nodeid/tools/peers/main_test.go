@@ -19,9 +19,9 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/nodeid/nodeid/internal/pgserver"
 	"github.com/nodeid/nodeid/internal/testkit"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+	"github.com/nodeid/nodeid/pgserver"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m, nil) }

@@ -26,7 +26,7 @@ import (
 
 	"github.com/nodeid/nodeid"
 	benchmeasure "github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
-	"github.com/nodeid/nodeid/internal/pgserver"
+	"github.com/nodeid/nodeid/pgserver"
 	"github.com/nodeid/nodeid/postgres"
 )
 

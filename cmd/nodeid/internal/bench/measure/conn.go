@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -211,7 +211,7 @@ func newPrefix() string {
 // scratch creates the scratch tables named prefix_suffix for node IDs 0 to
 // ids-1, with the schema and prefill of the library, and returns a Store
 // on them through the admin handle. It refuses a name that exists.
-func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.Store, error) {
+func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*admin.Store, error) {
 	name := r.prefix + "_" + suffix
 	if err := postgres.ValidateTable(name); err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*store.St
 	r.mu.Lock()
 	r.res.Env.Tables = append(r.res.Env.Tables, name)
 	r.mu.Unlock()
-	st, err := store.New(r.admin, store.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
+	st, err := admin.New(r.admin, admin.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
 	if err != nil {
 		return nil, err
 	}
@@ -302,11 +302,11 @@ type statements struct {
 // captureSQL runs a claim, a renewal and a release through store.Store
 // on st's table and returns the statements it sent. It leaves the table as
 // it found it, bar one epoch.
-func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, error) {
+func (r *runner) captureSQL(ctx context.Context, st *admin.Store) (statements, error) {
 	ctr := &counter{capture: true}
 	db := r.openDB(1, report.ModeExec, ctr)
 	defer db.Close()
-	s, err := store.New(db, st.Config())
+	s, err := admin.New(db, st.Config())
 	if err != nil {
 		return statements{}, err
 	}
@@ -327,7 +327,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 	if _, err := s.Renew(ctx, c.Key, benchTTL, 0); err != nil {
 		return statements{}, err
 	}
-	if _, err := s.Release(ctx, c.Key, store.NoHorizon); err != nil {
+	if _, err := s.Release(ctx, c.Key, admin.NoHorizon); err != nil {
 		return statements{}, err
 	}
 	ctr.mu.Lock()
@@ -346,7 +346,7 @@ func (r *runner) captureSQL(ctx context.Context, st *store.Store) (statements, e
 // PostgreSQL's relation-extension lock, which halves the rate of
 // concurrent claims; a kept and vacuumed one reuses the space of the
 // versions its releases left, as a long-running table does.
-func (r *runner) reset(ctx context.Context, st *store.Store, keepHistory bool) error {
+func (r *runner) reset(ctx context.Context, st *admin.Store, keepHistory bool) error {
 	t := st.Config().Table
 	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity', horizon_ms = 0 WHERE expires_at <> '-infinity' OR horizon_ms <> 0"}
 	if !keepHistory {

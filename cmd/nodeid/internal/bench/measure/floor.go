@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/plancheck"
-	"github.com/nodeid/nodeid/internal/store"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -238,13 +238,13 @@ type leased struct {
 
 // registry opens a pool of one connection in mode and a Registry on st's
 // table, closed when the run ends.
-func (fl *floorRun) registry(st *store.Store, mode, owner string) (leased, error) {
+func (fl *floorRun) registry(st *admin.Store, mode, owner string) (leased, error) {
 	return fl.registryOn(st, func(ctr *counter) *sql.DB { return fl.r.openDB(1, mode, ctr) }, owner)
 }
 
 // registryOn is registry on the pool of one connection that open returns,
 // counting into ctr.
-func (fl *floorRun) registryOn(st *store.Store, open func(ctr *counter) *sql.DB, owner string) (leased, error) {
+func (fl *floorRun) registryOn(st *admin.Store, open func(ctr *counter) *sql.DB, owner string) (leased, error) {
 	ctr := &counter{}
 	db := open(ctr)
 	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
@@ -325,7 +325,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, st := range []*store.Store{stale, drift} {
+	for _, st := range []*admin.Store{stale, drift} {
 		if err := fl.autovacuumOff(ctx, st); err != nil {
 			return err
 		}
@@ -350,14 +350,14 @@ func (fl *floorRun) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, st := range []*store.Store{small, large, stale} {
+	for _, st := range []*admin.Store{small, large, stale} {
 		t0 := time.Now()
 		if err := fl.fill(ctx, st); err != nil {
 			return err
 		}
 		r.progress("floor: filled %s in %s", st.Config().Table, time.Since(t0).Round(time.Millisecond))
 	}
-	for _, st := range []*store.Store{small, large} {
+	for _, st := range []*admin.Store{small, large} {
 		t := st.Config().Table
 		if _, err := r.admin.ExecContext(ctx, "VACUUM (ANALYZE) "+t+", "+postgres.HistoryTable(t)); err != nil {
 			return err
@@ -387,7 +387,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 }
 
 // autovacuumOff turns autovacuum off on st's lease and history tables.
-func (fl *floorRun) autovacuumOff(ctx context.Context, st *store.Store) error {
+func (fl *floorRun) autovacuumOff(ctx context.Context, st *admin.Store) error {
 	t := st.Config().Table
 	for _, name := range []string{t, postgres.HistoryTable(t)} {
 		if _, err := fl.r.admin.ExecContext(ctx, "ALTER TABLE "+name+" SET (autovacuum_enabled = false)"); err != nil {
@@ -413,19 +413,19 @@ const fillChunk = 4096
 // the lowest free node ID of the whole range would step over the dead
 // index entries of every node ID claimed before it, and the fill would
 // take time quadratic in the range.
-func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
+func (fl *floorRun) fill(ctx context.Context, st *admin.Store) error {
 	n := int(st.Config().MaxNode + 1)
 	free := map[int64]bool{}
 	for k := range floorFree {
 		free[int64(n*(2*k+1)/(2*floorFree))] = true
 	}
 	var mu sync.Mutex
-	var keep []store.ClaimResult
-	var s *store.Store
+	var keep []admin.ClaimResult
+	var s *admin.Store
 	for lo := 0; lo < n; lo += fillChunk {
 		db := fl.r.openDB(8, report.ModeCache, nil)
 		var err error
-		if s, err = store.New(db, st.Config()); err != nil {
+		if s, err = admin.New(db, st.Config()); err != nil {
 			db.Close()
 			return err
 		}
@@ -452,7 +452,7 @@ func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 	}
 	db := fl.r.openDB(1, report.ModeCache, nil)
 	defer db.Close()
-	s, err := store.New(db, st.Config())
+	s, err := admin.New(db, st.Config())
 	if err != nil {
 		return err
 	}
@@ -470,7 +470,7 @@ func (fl *floorRun) fill(ctx context.Context, st *store.Store) error {
 
 // makeFloor makes the floor's table: the lease table's columns and rows
 // (so its row width), with a primary key on node_id and no other index.
-func (fl *floorRun) makeFloor(ctx context.Context, like *store.Store) error {
+func (fl *floorRun) makeFloor(ctx context.Context, like *admin.Store) error {
 	name, err := fl.r.reserve(ctx, "floor")
 	if err != nil {
 		return err
@@ -493,7 +493,7 @@ func (fl *floorRun) makeFloor(ctx context.Context, like *store.Store) error {
 // loop runs the items in turns: SELECT 1, the floor in both exec modes,
 // and Acquire+Release at both range sizes in both exec modes; every
 // fortieth turn, a new process's first Acquire too.
-func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
+func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 	r, cfg := fl.r, fl.cfg
 	type unit struct {
 		run   func() error
@@ -545,7 +545,7 @@ func (fl *floorRun) loop(ctx context.Context, small, large *store.Store) error {
 		second = report.ModePooled
 	}
 	for _, mode := range []string{report.ModeCache, second} {
-		for _, st := range []*store.Store{small, large} {
+		for _, st := range []*admin.Store{small, large} {
 			ids := int(st.Config().MaxNode + 1)
 			open := func(ctr *counter) *sql.DB { return r.openDB(1, mode, ctr) }
 			if mode == report.ModePooled {
@@ -632,7 +632,7 @@ func (fl *floorRun) coldUpdate(ctx context.Context) (time.Duration, error) {
 // firstAcquire is one new process: a pool of one connection, opened with
 // PingContext (the connection's set-up), then its Registry's first
 // Acquire, timed and counted, then Release and Close, untimed.
-func (fl *floorRun) firstAcquire(ctx context.Context, st *store.Store, first *report.FloorFirst) (setup, acquire time.Duration, err error) {
+func (fl *floorRun) firstAcquire(ctx context.Context, st *admin.Store, first *report.FloorFirst) (setup, acquire time.Duration, err error) {
 	ctr := &counter{capture: first.Samples == 0}
 	db := fl.r.openDB(1, report.ModeCache, ctr)
 	defer db.Close()
@@ -681,7 +681,7 @@ func (fl *floorRun) firstAcquire(ctx context.Context, st *store.Store, first *re
 // the fill, and on one opened after it, each turn with a claim on the
 // analysed large table as a control; and inspects the claim's generic plan
 // on it after the fill and after ANALYZE.
-func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased, stale, control *store.Store, stmts statements) error {
+func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased, stale, control *admin.Store, stmts statements) error {
 	r, cfg := fl.r, fl.cfg
 	after, err := fl.registry(stale, report.ModeCache, "bench-floor-stale-new")
 	if err != nil {
@@ -733,7 +733,7 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 // check records the plan inspector's verdict on the claim statement's
 // generic plan on st's history; a failed inspection is recorded, not
 // returned.
-func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string, stmts statements, st *store.Store) {
+func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string, stmts statements, st *admin.Store) {
 	c := report.FloorPlanCheck{State: state}
 	// The claim is a call of the table's function: the plans judged are
 	// those of the statements it runs.
@@ -752,7 +752,7 @@ func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string
 // drift claims and releases the same node ID Drift times on one
 // connection, on a table with autovacuum off, each turn with the floor's
 // UPDATE as a control.
-func (fl *floorRun) drift(ctx context.Context, st *store.Store) error {
+func (fl *floorRun) drift(ctx context.Context, st *admin.Store) error {
 	r, cfg := fl.r, fl.cfg
 	l, err := fl.registry(st, report.ModeCache, "bench-floor-drift")
 	if err != nil {

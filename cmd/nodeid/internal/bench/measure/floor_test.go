@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/plancheck"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 

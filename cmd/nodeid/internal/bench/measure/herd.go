@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 )
 
 // herdClaimer claims a node ID for claimer i and returns it, and a function
@@ -183,7 +183,7 @@ func (r *runner) herd(ctx context.Context) error {
 // herdOnce warms every claimer's connection with one claim, resets the
 // table, then releases all claimers at once and times each claim while
 // sampling lock waits.
-func (r *runner) herdOnce(ctx context.Context, st *store.Store, n int, claim herdClaimer) (report.HerdRun, error) {
+func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim herdClaimer) (report.HerdRun, error) {
 	var run report.HerdRun
 	if err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		_, undo, err := claim(ctx, i)

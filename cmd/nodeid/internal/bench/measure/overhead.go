@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -98,7 +98,7 @@ func (t tally) cpuPerOp() float64 {
 // overheadRun measures one repetition at one exec mode and concurrency:
 // every side runs chunks chunks of length chunk (pgbench secs seconds),
 // taking turns.
-func (r *runner) overheadRun(ctx context.Context, st *store.Store, run *report.OverheadRun, chunks int, chunk time.Duration,
+func (r *runner) overheadRun(ctx context.Context, st *admin.Store, run *report.OverheadRun, chunks int, chunk time.Duration,
 	secs int, script, floor string, vars []string, havePgbench bool) error {
 	c, mode := run.Concurrency, run.Mode
 	lib, err := r.libraryLoop(ctx, st, mode, c, chunk)
@@ -212,7 +212,7 @@ func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
 
 // libraryLoop returns a loop of Acquire then Release through one Registry
 // on a pool of c connections.
-func (r *runner) libraryLoop(ctx context.Context, st *store.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
+func (r *runner) libraryLoop(ctx context.Context, st *admin.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
 	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
 		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))...)
@@ -234,9 +234,9 @@ func (r *runner) libraryLoop(ctx context.Context, st *store.Store, mode string, 
 
 // storeLoop returns the same loop through store.Store's Claim and
 // Release alone.
-func (r *runner) storeLoop(ctx context.Context, st *store.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
+func (r *runner) storeLoop(ctx context.Context, st *admin.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.openDB(c, mode, nil)
-	s, err := store.New(db, st.Config())
+	s, err := admin.New(db, st.Config())
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 )
 
 func (r *runner) renewal(ctx context.Context) error {
@@ -29,13 +29,13 @@ func (r *runner) renewal(ctx context.Context) error {
 	if _, err := r.admin.ExecContext(ctx, `VACUUM (ANALYZE) `+t); err != nil {
 		return err
 	}
-	keys := make([]store.Key, 0, cfg.RenewIDs)
+	keys := make([]admin.Key, 0, cfg.RenewIDs)
 	rows, err := r.admin.QueryContext(ctx, `SELECT node_id, owner, epoch FROM `+t+` ORDER BY node_id`)
 	if err != nil {
 		return err
 	}
 	for rows.Next() {
-		var k store.Key
+		var k admin.Key
 		if err := rows.Scan(&k.NodeID, &k.Owner, &k.Epoch); err != nil {
 			rows.Close()
 			return err
@@ -99,7 +99,7 @@ func (r *runner) renewal(ctx context.Context) error {
 // serverTime reads what pg_stat_statements has counted so far in this
 // database: the calls of st's renewal function as the client sent them,
 // and the statements nested in any function.
-func (r *runner) serverTime(ctx context.Context, st *store.Store) (report.ServerTime, error) {
+func (r *runner) serverTime(ctx context.Context, st *admin.Store) (report.ServerTime, error) {
 	var s report.ServerTime
 	err := r.admin.QueryRowContext(ctx, `SELECT
 			coalesce(sum(s.calls) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
@@ -115,7 +115,7 @@ func (r *runner) serverTime(ctx context.Context, st *store.Store) (report.Server
 
 // renewRate renews keys in turn from w goroutines, each with a connection
 // of its own, for the configured duration after a warm-up.
-func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Key, mode string, w int, server bool) (report.RenewalRun, error) {
+func (r *runner) renewRate(ctx context.Context, st *admin.Store, keys []admin.Key, mode string, w int, server bool) (report.RenewalRun, error) {
 	var run report.RenewalRun
 	var db *sql.DB
 	if mode == report.ModePooled {
@@ -124,7 +124,7 @@ func (r *runner) renewRate(ctx context.Context, st *store.Store, keys []store.Ke
 		db = r.openDB(w, mode, nil)
 	}
 	defer db.Close()
-	s, err := store.New(db, st.Config())
+	s, err := admin.New(db, st.Config())
 	if err != nil {
 		return run, err
 	}

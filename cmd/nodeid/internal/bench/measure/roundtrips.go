@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -167,7 +167,7 @@ func (r *runner) roundTrips(ctx context.Context) error {
 	for i := range res.FirstStatements {
 		res.FirstStatements[i].Query = shorten(res.FirstStatements[i].Query)
 	}
-	st, err := store.New(r.admin, store.Config{Table: table, MinNode: 0, MaxNode: int64(ids) - 1})
+	st, err := admin.New(r.admin, admin.Config{Table: table, MinNode: 0, MaxNode: int64(ids) - 1})
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -30,7 +30,7 @@ func (r *runner) scale(ctx context.Context) error {
 	res := &report.ScaleResult{Samples: cfg.Samples, ExecMode: mode}
 	r.res.Scale = res
 	type sized struct {
-		st  *store.Store
+		st  *admin.Store
 		reg *nodeid.Registry
 		db  *sql.DB
 	}
@@ -108,7 +108,7 @@ func (r *runner) scale(ctx context.Context) error {
 
 // remake drops st's tables and makes them again from the DDL of Schema.SQL,
 // and returns their node IDs, all claimable.
-func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, error) {
+func (r *runner) remake(ctx context.Context, st *admin.Store) ([]int64, int, error) {
 	t := st.Config().Table
 	if _, err := r.admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
 		return nil, 0, err
@@ -128,7 +128,7 @@ func (r *runner) remake(ctx context.Context, st *store.Store) ([]int64, int, err
 // in StateLapsed, lapsed. It vacuums and analyses the tables unless the
 // state is StateUnvacuumed. It returns the claimable node IDs in ascending
 // order and how many are held.
-func (r *runner) setState(ctx context.Context, st *store.Store, f float64, state string, rep int) ([]int64, int, error) {
+func (r *runner) setState(ctx context.Context, st *admin.Store, f float64, state string, rep int) ([]int64, int, error) {
 	if state == report.StateFresh {
 		return r.remake(ctx, st)
 	}
@@ -240,7 +240,7 @@ func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []in
 // state, run in a transaction that is rolled back: the plan made for the
 // parameters' values and, if generic is set, the generic plan a prepared
 // statement may switch to.
-func (r *runner) explain(ctx context.Context, st *store.Store, generic bool) ([]report.Plan, error) {
+func (r *runner) explain(ctx context.Context, st *admin.Store, generic bool) ([]report.Plan, error) {
 	stmts, err := r.captureSQL(ctx, st)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
-	"github.com/nodeid/nodeid/internal/store"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -47,7 +47,7 @@ func BenchmarkStatement(b *testing.B) {
 		db := stdlib.OpenDB(*cc)
 		db.SetMaxOpenConns(1)
 		b.Cleanup(func() { db.Close() })
-		st, err := store.New(db, store.Config{Table: "bench_" + mode, MinNode: 0, MaxNode: statementIDs - 1})
+		st, err := admin.New(db, admin.Config{Table: "bench_" + mode, MinNode: 0, MaxNode: statementIDs - 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func BenchmarkStatement(b *testing.B) {
 
 // freeAll frees every node ID of st's table and vacuums it, outside the
 // timer.
-func freeAll(b *testing.B, st *store.Store) {
+func freeAll(b *testing.B, st *admin.Store) {
 	b.Helper()
 	t := st.Config().Table
 	for _, q := range []string{
@@ -77,9 +77,9 @@ func freeAll(b *testing.B, st *store.Store) {
 	}
 }
 
-func claimN(b *testing.B, st *store.Store, n int) []store.Key {
+func claimN(b *testing.B, st *admin.Store, n int) []admin.Key {
 	b.Helper()
-	keys := make([]store.Key, 0, n)
+	keys := make([]admin.Key, 0, n)
 	for range n {
 		c, err := st.Claim(b.Context(), st.Config().MinNode, st.Config().MaxNode, "bench", time.Hour, time.Now().Add(time.Hour).UnixMilli())
 		ok := c.OK
@@ -91,11 +91,11 @@ func claimN(b *testing.B, st *store.Store, n int) []store.Key {
 	return keys
 }
 
-func benchClaim(b *testing.B, st *store.Store) {
+func benchClaim(b *testing.B, st *admin.Store) {
 	freeAll(b, st)
 	// Prepare, and leave the plan cache's first executions behind.
 	for _, k := range claimN(b, st, 10) {
-		if _, err := st.Release(b.Context(), k, store.NoHorizon); err != nil {
+		if _, err := st.Release(b.Context(), k, admin.NoHorizon); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -109,14 +109,14 @@ func benchClaim(b *testing.B, st *store.Store) {
 			b.Fatalf("claim: ok %v, %v", ok, err)
 		}
 		b.StopTimer()
-		if _, err := st.Release(b.Context(), c.Key, store.NoHorizon); err != nil {
+		if _, err := st.Release(b.Context(), c.Key, admin.NoHorizon); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 	}
 }
 
-func benchRenew(b *testing.B, st *store.Store) {
+func benchRenew(b *testing.B, st *admin.Store) {
 	freeAll(b, st)
 	keys := claimN(b, st, 1024)
 	b.ResetTimer()
@@ -130,9 +130,9 @@ func benchRenew(b *testing.B, st *store.Store) {
 	}
 }
 
-func benchRelease(b *testing.B, st *store.Store) {
+func benchRelease(b *testing.B, st *admin.Store) {
 	freeAll(b, st)
-	var keys []store.Key
+	var keys []admin.Key
 	b.ResetTimer()
 	for b.Loop() {
 		if len(keys) == 0 {
@@ -140,7 +140,7 @@ func benchRelease(b *testing.B, st *store.Store) {
 			keys = claimN(b, st, 1024)
 			b.StartTimer()
 		}
-		o, err := st.Release(b.Context(), keys[0], store.NoHorizon)
+		o, err := st.Release(b.Context(), keys[0], admin.NoHorizon)
 		if err != nil || !o.OK {
 			b.Fatalf("release: ok %v, %v", o.OK, err)
 		}
@@ -148,7 +148,7 @@ func benchRelease(b *testing.B, st *store.Store) {
 	}
 }
 
-func benchFloor(b *testing.B, st *store.Store) {
+func benchFloor(b *testing.B, st *admin.Store) {
 	q := fmt.Sprintf("UPDATE %s SET horizon_ms = horizon_ms + 1 WHERE node_id = $1", st.Config().Table)
 	var db *sql.DB = st.DB()
 	i := 0
