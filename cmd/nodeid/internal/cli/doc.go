@@ -4,9 +4,8 @@
 // database (Conn: settings, handle, --timeout, errors explained with what
 // the connection knows), exit codes and usage errors, the masking of
 // passwords (Redactor), output formats (OutputFlag, Table, WriteDoc) and
-// the flag types (durations, node ranges, ID layouts: LayoutFlags, which
-// the commands that mint or read IDs share, and IDLayout, how the reading
-// ones take an ID apart).
+// the flag types (durations, node ranges; the ID layouts are package
+// idlayout's).
 //
 // A command lives in a package of its own under cmd/nodeid/internal/: its
 // constructor takes the Env (NewCmdX(env, runF)), its options are a struct
