@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/BENCHMARKS.md and its plots (docs/bench-*.png) from one
 # run of every benchmark, against throwaway PostgreSQL servers: nodeid
-# bench's through internal/pgserver (local server binaries), the Go
+# bench's through the pgserver module (local server binaries), the Go
 # benchmarks' through internal/testkit/pgtest (which also takes the server
 # of NODEID_TEST_DSN, or a Docker engine).
 #

@@ -5,7 +5,7 @@
 //     it cannot be stopped or restarted);
 //  2. a Docker engine, through the docker command (image postgres:15; no
 //     Docker client library, so that the module requires none);
-//  3. local PostgreSQL binaries, through internal/pgserver (the package of
+//  3. local PostgreSQL binaries, through the pgserver module (the package of
 //     the throwaway servers `nodeid demo` and `nodeid bench` start).
 //
 // Docker and local servers can be stopped, started and restarted, their

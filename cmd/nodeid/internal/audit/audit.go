@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 )
 
 // maxByValues bounds the distinct values of --by: a column that tells
@@ -36,12 +37,12 @@ type Options struct {
 	Within   time.Duration
 	Examples int
 	TempDir  string
-	Layout   cli.LayoutFlags
+	Layout   idlayout.LayoutFlags
 	Output   cli.OutputFlag
 
-	layout  cli.IDLayout // validated by Validate
-	chunk   int          // records sorted in memory at once; defaultChunk
-	spilled int          // sorted runs spilled to disk, once audited
+	layout  idlayout.IDLayout // validated by Validate
+	chunk   int               // records sorted in memory at once; defaultChunk
+	spilled int               // sorted runs spilled to disk, once audited
 }
 
 // Validate checks the layout, the output format and the input.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -199,7 +200,7 @@ func TestAuditSpills(t *testing.T) {
 	report := func(chunk int) (Report, int) {
 		env, _, _ := clitest.Env("", nil)
 		o := &Options{Env: env, Files: []string{path}, By: "pod", Within: defaultWithin, Examples: 3, chunk: chunk,
-			layout: cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}}
+			layout: idlayout.IDLayout{Layout: snowflake.DefaultLayout, Order: idlayout.SnowflakeOrder}}
 		rep, err := audit(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,7 @@ package audit
 import (
 	"time"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 )
 
 // keyer turns an ID into its sort key and back into its fields: the key
@@ -13,15 +13,15 @@ import (
 // the same step with other epoch bits. The key is a permutation of the
 // ID's bits: two IDs have the same key only if they are the same ID.
 type keyer struct {
-	l                             cli.IDLayout
-	dec                           *cli.Decoder
+	l                             idlayout.IDLayout
+	dec                           *idlayout.Decoder
 	nodeShift, timeShift, seqBits uint8
 	epochBits                     uint8
 	timeMask, seqMask, epochMask  uint64
 	unitMs                        int64
 }
 
-func newKeyer(l cli.IDLayout) *keyer {
+func newKeyer(l idlayout.IDLayout) *keyer {
 	step := uint8(l.StepBits)
 	return &keyer{
 		l: l, dec: l.Decoder(),

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -109,7 +109,7 @@ func TestAuditMemory(t *testing.T) {
 		env, _, _ := clitest.Env("", nil)
 		env.In = pr
 		o := &Options{Env: env, Files: []string{"-"}, By: "pod", Within: defaultWithin, Examples: 3, chunk: c.chunk,
-			layout: cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}}
+			layout: idlayout.IDLayout{Layout: snowflake.DefaultLayout, Order: idlayout.SnowflakeOrder}}
 		var (
 			rep Report
 			err error
@@ -141,7 +141,7 @@ func BenchmarkAudit(b *testing.B) {
 		env, _, _ := clitest.Env("", nil)
 		env.In = bytes.NewReader(in.Bytes())
 		o := &Options{Env: env, Files: []string{"-"}, By: "pod", Within: defaultWithin, Examples: 3, chunk: defaultChunk,
-			layout: cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}}
+			layout: idlayout.IDLayout{Layout: snowflake.DefaultLayout, Order: idlayout.SnowflakeOrder}}
 		if _, err := audit(context.Background(), o); err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/floor"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
@@ -61,12 +62,12 @@ type Options struct {
 	Quiet      bool
 	TableGiven bool // --table was given, which bench refuses
 
-	// Floor runs the claim at the floor (measure.RunFloor) instead of the
+	// Floor runs the claim at the floor (floor.RunFloor) instead of the
 	// scenarios, with FloorConfig; Quick selects the smoke run's sizes
 	// for the FloorConfig fields whose flags were not given.
 	Floor       bool
 	Quick       bool
-	FloorConfig measure.FloorConfig
+	FloorConfig floor.FloorConfig
 
 	line    string   // the command line the results record
 	changed []string // the flags given
@@ -109,7 +110,7 @@ func (o *Options) Validate() error {
 // NewCmdBench returns "nodeid bench". runF, if not nil, runs instead of the
 // command's own work once the options are valid.
 func NewCmdBench(env *cli.Env, runF func(context.Context, *Options) error) *cobra.Command {
-	o := &Options{Env: env, Config: measure.DefaultConfig(), FloorConfig: measure.DefaultFloorConfig()}
+	o := &Options{Env: env, Config: measure.DefaultConfig(), FloorConfig: floor.DefaultFloorConfig()}
 	cfg, fcfg := &o.Config, &o.FloorConfig
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -167,7 +168,7 @@ measurement for scripts/bench.sh, which renders docs/BENCHMARKS.md.`,
 			o.Conn, o.TableGiven, o.line = c, cmd.Flags().Changed("table"), benchCommandLine(cmd)
 			cmd.Flags().Visit(func(f *pflag.Flag) { o.changed = append(o.changed, f.Name) })
 			if o.Quick {
-				q := measure.QuickFloorConfig()
+				q := floor.QuickFloorConfig()
 				for name, set := range map[string]func(){
 					"iterations": func() { fcfg.Iterations = q.Iterations },
 					"large-ids":  func() { fcfg.LargeIDs = q.LargeIDs },
@@ -241,7 +242,7 @@ func floorRun(ctx context.Context, o *Options) error {
 		return err
 	}
 	defer cleanup()
-	res, err := measure.RunFloor(ictx, targets, cfg)
+	res, err := floor.RunFloor(ictx, targets, cfg)
 	return o.finish(ctx, ictx, res, err)
 }
 

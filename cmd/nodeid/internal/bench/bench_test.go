@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/floor"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
@@ -128,7 +128,7 @@ func TestBenchThrowawayServer(t *testing.T) {
 // the smoke run's, and a size given beside --quick wins.
 func TestBenchFloorSizes(t *testing.T) {
 	t.Parallel()
-	var got []measure.FloorConfig
+	var got []floor.FloorConfig
 	h := clitest.Harness{Commands: func(env *cli.Env) []*cobra.Command {
 		return []*cobra.Command{NewCmdBench(env, func(_ context.Context, o *Options) error {
 			if !o.Floor {
@@ -142,7 +142,7 @@ func TestBenchFloorSizes(t *testing.T) {
 	h.Must(t, append([]string{"bench", "--floor"}, dsn...)...)
 	h.Must(t, append([]string{"bench", "--floor", "--quick"}, dsn...)...)
 	h.Must(t, append([]string{"bench", "--floor", "--quick", "--iterations", "150"}, dsn...)...)
-	want := []measure.FloorConfig{measure.DefaultFloorConfig(), measure.QuickFloorConfig(), measure.QuickFloorConfig()}
+	want := []floor.FloorConfig{floor.DefaultFloorConfig(), floor.QuickFloorConfig(), floor.QuickFloorConfig()}
 	want[2].Iterations = 150
 	if len(got) != len(want) {
 		t.Fatalf("%d runs", len(got))

@@ -2,11 +2,10 @@
 // (Env: streams, process environment, clock), the root command and its
 // global flags (NewRootCmd, Execute), each command's connection to the
 // database (Conn: settings, handle, --timeout, errors explained with what
-// the connection knows), exit codes and usage errors, the masking of
-// passwords (Redactor), output formats (OutputFlag, Table, WriteDoc) and
-// the flag types (durations, node ranges, ID layouts: LayoutFlags, which
-// the commands that mint or read IDs share, and IDLayout, how the reading
-// ones take an ID apart).
+// the connection knows), exit codes and usage errors, output formats
+// (OutputFlag, Table, WriteDoc) and the flag types (durations, node
+// ranges). The masking of passwords is package redact's (Env.Redact), the
+// ID layouts package idlayout's.
 //
 // A command lives in a package of its own under cmd/nodeid/internal/: its
 // constructor takes the Env (NewCmdX(env, runF)), its options are a struct

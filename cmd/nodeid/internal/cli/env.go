@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/redact"
 )
 
 // Env is what every command shares: where it reads and writes, the
@@ -34,16 +36,16 @@ type Env struct {
 
 	// Redact masks the passwords the program has come across in what Err
 	// and error messages print.
-	Redact *Redactor
+	Redact *redact.Redactor
 }
 
 // NewEnv returns the environment of the process with the given streams.
 func NewEnv(stdin io.Reader, stdout, stderr io.Writer) *Env {
-	r := &Redactor{}
+	r := &redact.Redactor{}
 	return &Env{
 		In:          stdin,
 		Out:         stdout,
-		Err:         redactWriter{r: r, w: stderr},
+		Err:         redact.NewWriter(r, stderr),
 		RawErr:      stderr,
 		Getenv:      os.Getenv,
 		Now:         time.Now,
@@ -73,7 +75,7 @@ func SelfCommand(ctx context.Context, args ...string) (*exec.Cmd, error) {
 // learnSecrets learns, before anything is parsed, what of the connection
 // strings of --dsn (however it is written) and DATABASE_URL may show a
 // password outside the places a connection string keeps it (see
-// Redactor.AddDSN). PGPASSWORD and PGSSLPASSWORD need nothing: the command
+// redact.Redactor.AddDSN). PGPASSWORD and PGSSLPASSWORD need nothing: the command
 // never prints them, and the connection strings it prints are rebuilt
 // without passwords.
 func (e *Env) learnSecrets(args []string) {

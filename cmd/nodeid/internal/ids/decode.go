@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 )
 
 // layoutRules documents the layout flags of decode and who.
@@ -42,19 +43,19 @@ type decoded struct {
 	// has no epoch bits.
 	EpochBits *int64 `json:"epoch_bits"`
 
-	parts cli.IDParts
+	parts idlayout.IDParts
 }
 
 // idArgs are what decode and who share: the layout flags, the form of the
 // IDs, the output format, and the IDs.
 type idArgs struct {
-	Layout cli.LayoutFlags
+	Layout idlayout.LayoutFlags
 	Format formatFlag
 	Output cli.OutputFlag
 	Args   []string // the IDs, as given
 
-	layout cli.IDLayout // validated by Validate
-	ids    []decoded    // read by Validate
+	layout idlayout.IDLayout // validated by Validate
+	ids    []decoded         // read by Validate
 }
 
 func (a *idArgs) register(cmd *cobra.Command) {
@@ -90,7 +91,7 @@ func (a *idArgs) Validate() error {
 	return nil
 }
 
-func decodeID(input string, form idForm, id bw.ID, l cli.IDLayout) decoded {
+func decodeID(input string, form idForm, id bw.ID, l idlayout.IDLayout) decoded {
 	p := l.Decode(id.Int64())
 	d := decoded{
 		Input: input, Form: form, ID: id.String(), Base58: id.Base58(), Base64: id.Base64(),
@@ -118,11 +119,11 @@ func (d decoded) readAs() string {
 }
 
 // describeLayout is a one-line description of a layout.
-func describeLayout(l cli.IDLayout) string { return "layout: " + l.String() }
+func describeLayout(l idlayout.IDLayout) string { return "layout: " + l.String() }
 
 // writeFields prints the fields of d as aligned "name value" lines,
 // indented, with local times in loc.
-func writeFields(t *cli.Table, d decoded, l cli.IDLayout, loc *time.Location) {
+func writeFields(t *cli.Table, d decoded, l idlayout.IDLayout, loc *time.Location) {
 	t.Row("  time UTC", cli.Exact(d.Time))
 	t.Row("  time local", d.Time.In(loc).Format("2006-01-02T15:04:05.000-07:00 MST"))
 	t.Row("  unix ms", strconv.FormatInt(d.UnixMs, 10))
@@ -185,7 +186,7 @@ func decodeRun(_ context.Context, o *DecodeOptions) error {
 	return writeDecoded(o.Env.Out, o.ids, o.layout, o.Env.Loc)
 }
 
-func writeDecoded(w io.Writer, ds []decoded, l cli.IDLayout, loc *time.Location) error {
+func writeDecoded(w io.Writer, ds []decoded, l idlayout.IDLayout, loc *time.Location) error {
 	fmt.Fprintln(w, describeLayout(l))
 	for _, d := range ds {
 		fmt.Fprintf(w, "\n%s (%s; Base58 %s, Base64 %s)\n", d.ID, d.readAs(), d.Base58, d.Base64)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -123,7 +124,7 @@ func whoRun(ctx context.Context, o *WhoOptions) error {
 // maxSkew between a holder's clock and the database's, and keeping only the
 // claims whose epoch matches the ID's epoch bits if the layout has any.
 // missing counts the IDs no claim covers.
-func trace(ctx context.Context, c *cli.Conn, ds []decoded, l cli.IDLayout, maxSkew time.Duration) (out []traced, missing int, err error) {
+func trace(ctx context.Context, c *cli.Conn, ds []decoded, l idlayout.IDLayout, maxSkew time.Duration) (out []traced, missing int, err error) {
 	need := "SELECT on " + c.Table() + " and " + c.Table() + "_history"
 	st, err := c.Store(cli.AllNodes)
 	if err != nil {
@@ -150,7 +151,7 @@ func trace(ctx context.Context, c *cli.Conn, ds []decoded, l cli.IDLayout, maxSk
 	return out, missing, nil
 }
 
-func writeTraced(w io.Writer, ts []traced, l cli.IDLayout, loc *time.Location) error {
+func writeTraced(w io.Writer, ts []traced, l idlayout.IDLayout, loc *time.Location) error {
 	fmt.Fprintln(w, describeLayout(l))
 	for _, t := range ts {
 		fmt.Fprintf(w, "\n%s (%s)\n", t.ID, t.readAs())
@@ -191,13 +192,13 @@ func leaseSpan(c admin.HistoryRow) string {
 // them: what the demo shows of "nodeid who".
 type Traced struct {
 	ts []traced
-	l  cli.IDLayout
+	l  idlayout.IDLayout
 }
 
 // Trace finds the claims that may have minted ids, IDs of the default
 // layout, as "nodeid who" does with its default flags.
 func Trace(ctx context.Context, c *cli.Conn, ids ...bw.ID) (Traced, error) {
-	l := cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}
+	l := idlayout.IDLayout{Layout: snowflake.DefaultLayout, Order: idlayout.SnowflakeOrder}
 	ds := make([]decoded, 0, len(ids))
 	for _, id := range ids {
 		ds = append(ds, decodeID(id.String(), formDecimal, id, l))

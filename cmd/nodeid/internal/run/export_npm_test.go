@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/clitest"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -179,7 +179,7 @@ func TestExportNPM(t *testing.T) {
 		t.Errorf("%d IDs minted twice; %d holders stamped at or before the previous one's last stamp", dups, early)
 	}
 	// The exported node ID is what nodeid decode reads, with its defaults.
-	l := cli.IDLayout{Layout: snowflake.DefaultLayout, Order: cli.SnowflakeOrder}
+	l := idlayout.IDLayout{Layout: snowflake.DefaultLayout, Order: idlayout.SnowflakeOrder}
 	total := 0
 	for _, h := range holders {
 		for _, id := range readGenIDs(t, h.dir) {

@@ -12,6 +12,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/warden"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 	Timeout     time.Duration // --timeout: for one release, --wait-timeout's old name
 	KeepDBEnv   bool
 	MetricsAddr string
-	Layout      cli.LayoutFlags // --layout and --node-bits: how many node IDs the command's IDs hold
+	Layout      idlayout.LayoutFlags // --layout and --node-bits: how many node IDs the command's IDs hold
 	Exports     exportFlags
 	Partition   bool     // judge the exports over --range alone
 	Argv        []string // the command and its arguments

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/holder"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/postgres"
 	"github.com/nodeid/nodeid/snowflake"
 )
@@ -48,7 +49,7 @@ type Options struct {
 
 	holder.Flags
 	Listen string
-	Layout cli.LayoutFlags
+	Layout idlayout.LayoutFlags
 
 	network, addr string        // of Listen, parsed by Validate
 	nodes         cli.NodeRange // resolved by Validate

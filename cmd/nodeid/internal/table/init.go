@@ -12,6 +12,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/idlayout"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -21,8 +22,8 @@ type InitOptions struct {
 	Conn *cli.Conn // the command's connection, set when it runs
 
 	Range       cli.RangeFlags
-	Layout      cli.LayoutFlags // --layout and --node-bits: the node IDs the table's IDs can hold
-	Yes         bool            // create or add more than cli.ConfirmRows rows without asking
+	Layout      idlayout.LayoutFlags // --layout and --node-bits: the node IDs the table's IDs can hold
+	Yes         bool                 // create or add more than cli.ConfirmRows rows without asking
 	MaxTTL      time.Duration
 	MaxTTLGiven bool // --max-ttl was given: else the table's, or the default
 	Replication string

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -58,14 +59,14 @@ func TestConfigValidate(t *testing.T) {
 
 func TestPgbenchScripts(t *testing.T) {
 	t.Parallel()
-	s := statements{
-		claim:   "SELECT $1::text, $2::bigint, $3::bigint, $4::integer, $5::integer, $6::integer, $12 FROM t",
-		release: "UPDATE t SET x = COALESCE($4::bigint, x) WHERE node_id = $1::integer AND owner = $2::text AND epoch = $3::bigint",
+	s := session.Statements{
+		Claim:   "SELECT $1::text, $2::bigint, $3::bigint, $4::integer, $5::integer, $6::integer, $12 FROM t",
+		Release: "UPDATE t SET x = COALESCE($4::bigint, x) WHERE node_id = $1::integer AND owner = $2::text AND epoch = $3::bigint",
 	}
 	if _, err := claimReleaseScript(s); err == nil || !strings.Contains(err.Error(), "$12") {
 		t.Errorf("a parameter without a variable: %v", err)
 	}
-	s.claim = strings.ReplaceAll(s.claim, ", $12", "")
+	s.Claim = strings.ReplaceAll(s.Claim, ", $12", "")
 	got, err := claimReleaseScript(s)
 	if err != nil {
 		t.Fatal(err)
@@ -95,21 +96,6 @@ tps = 1023.456789 (without initial connection time)
 	}
 	if _, err := parsePgbench("pgbench: error: connection refused\n"); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("no tps line: %v", err)
-	}
-}
-
-func TestSameStatement(t *testing.T) {
-	t.Parallel()
-	sent := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = '-infinity'"
-	stored := "WITH free AS (\n    SELECT node_id FROM nodeid_bench_1_rt\n    WHERE expires_at = $6"
-	if !sameStatement(stored, sent) {
-		t.Error("the normalised text of the same statement")
-	}
-	if sameStatement(strings.ReplaceAll(stored, "_rt", "_herd"), sent) {
-		t.Error("the same statement on another table")
-	}
-	if sameStatement("WITH renewed AS (\n UPDATE nodeid_bench_1_rt", sent) {
-		t.Error("another statement")
 	}
 }
 

@@ -3,12 +3,10 @@ package measure
 import (
 	"fmt"
 	"io"
-	"math/bits"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -130,6 +128,12 @@ func bad(field string, value any, format string, args ...any) error {
 	return &FieldError{Field: field, Value: v, Rule: fmt.Sprintf(format, args...)}
 }
 
+// NewFieldError returns the *FieldError of field (as named in Config or
+// floor.FloorConfig), its value (nil for none) and the rule it breaks.
+func NewFieldError(field string, value any, format string, args ...any) error {
+	return bad(field, value, format, args...)
+}
+
 // Validate checks every field and returns a *FieldError naming the first
 // bad value and the rule it breaks.
 func (c Config) Validate() error {
@@ -208,12 +212,3 @@ func (c Config) Validate() error {
 
 // runs reports whether scenario s is selected.
 func (c Config) runs(s string) bool { return len(c.Only) == 0 || slices.Contains(c.Only, s) }
-
-// benchTTL is the TTL of leases that must not renew during a measurement.
-const benchTTL = 10 * time.Minute
-
-// nodeRange is the options of a Registry that leases node IDs 0 to ids-1,
-// with IDs whose node field holds them all (the default 10 bits, or more).
-func nodeRange(ids int64) []nodeid.Option {
-	return []nodeid.Option{nodeid.WithNodeRange(0, ids-1), nodeid.WithNodeBits(max(10, bits.Len64(uint64(ids-1))))}
-}

@@ -2,7 +2,9 @@
 // against a real PostgreSQL: the herd start of many processes at once, the
 // library's overhead over the bare SQL (against pgbench), the claim's cost
 // as the node range fills up, the statements and round trips of each
-// operation, and the renewal load one server carries.
+// operation, and the renewal load one server carries. What it shares with
+// the floor benchmark (package floor) on a server, its scratch tables and
+// counted connections, is package session's.
 //
 // Every figure is a ratio or a distribution measured side by side in one run,
 // on scratch tables (nodeid_bench_*) that Run creates and drops; it never

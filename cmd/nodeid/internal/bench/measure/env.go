@@ -3,7 +3,6 @@ package measure
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"runtime"
@@ -22,8 +21,8 @@ func (c Config) json() report.ConfigJSON {
 	}
 }
 
-// hostEnvironment reads what the process can learn of the machine.
-func hostEnvironment() report.Environment {
+// HostEnvironment reads what the process can learn of the machine.
+func HostEnvironment() report.Environment {
 	return report.Environment{
 		CPU:        CPUModel(),
 		Cores:      runtime.NumCPU(),
@@ -64,29 +63,6 @@ func LoadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// serverEnvironment fills in the server's version and the settings that
-// differ from the built-in defaults (from the command line, the
-// configuration files or ALTER SYSTEM; not those a client session set).
-func serverEnvironment(ctx context.Context, db *sql.DB, env *report.Environment) error {
-	if err := db.QueryRowContext(ctx, `SELECT version(), current_setting('server_version')`).Scan(&env.Server, &env.ServerVer); err != nil {
-		return err
-	}
-	rows, err := db.QueryContext(ctx, `SELECT name, setting || coalesce(unit, ''), source FROM pg_settings
-		WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY name`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s report.Setting
-		if err := rows.Scan(&s.Name, &s.Value, &s.Source); err != nil {
-			return err
-		}
-		env.Settings = append(env.Settings, s)
-	}
-	return rows.Err()
 }
 
 // pgbenchVersion returns pgbench --version, or "" if it cannot be run.

@@ -13,6 +13,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 )
 
 // herdClaimer claims a node ID for claimer i and returns it, and a function
@@ -23,19 +24,19 @@ func (r *runner) herd(ctx context.Context) error {
 	cfg := r.cfg
 	n, ids := cfg.HerdClaimers, cfg.HerdIDs
 	mode := cfg.ExecModes[0]
-	st, err := r.scratch(ctx, "herd", ids)
+	st, err := r.Scratch(ctx, "herd", ids)
 	if err != nil {
 		return err
 	}
-	stmts, err := r.captureSQL(ctx, st)
+	stmts, err := r.CaptureSQL(ctx, st)
 	if err != nil {
 		return err
 	}
 	table := st.Config().Table
 	res := &report.HerdResult{Claimers: n, IDs: ids, ExecMode: mode}
-	r.res.Herd = res
+	r.Res.Herd = res
 
-	r.progress("herd: opening %d connections, one Registry each", n)
+	r.Progressf("herd: opening %d connections, one Registry each", n)
 	dbs := make([]*sql.DB, n)
 	regs := make([]*nodeid.Registry, n)
 	defer func() {
@@ -49,20 +50,20 @@ func (r *runner) herd(ctx context.Context) error {
 		}
 	}()
 	for i := range n {
-		dbs[i] = r.openDB(1, mode, nil)
-		regs[i], err = nodeid.New(dbs[i], append(nodeRange(int64(ids)), nodeid.WithTable(table),
-			nodeid.WithTTL(benchTTL), nodeid.WithOwner(fmt.Sprintf("bench-herd-%d", i)))...)
+		dbs[i] = r.OpenDB(1, mode, nil)
+		regs[i], err = nodeid.New(dbs[i], append(session.NodeRange(int64(ids)), nodeid.WithTable(table),
+			nodeid.WithTTL(session.BenchTTL), nodeid.WithOwner(fmt.Sprintf("bench-herd-%d", i)))...)
 		if err != nil {
 			return err
 		}
 	}
 	// Connect, run the Registry's one-off set-up, prepare its statements.
-	if err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+	if err := session.Parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		l, err := regs[i].Acquire(ctx)
 		if err != nil {
 			return err
 		}
-		return release(ctx, l)
+		return session.Release(ctx, l)
 	}); err != nil {
 		return fmt.Errorf("herd warm-up: %w", err)
 	}
@@ -70,7 +71,7 @@ func (r *runner) herd(ctx context.Context) error {
 	// The claim function's parameters: owner, TTL, horizon, the range and
 	// no limit.
 	args := func(i int) []any {
-		return []any{fmt.Sprintf("bench-herd-%d", i), benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli(), 0, ids - 1, nil}
+		return []any{fmt.Sprintf("bench-herd-%d", i), session.BenchTTL.Milliseconds(), time.Now().Add(session.BenchTTL).UnixMilli(), 0, ids - 1, nil}
 	}
 	scan := func(rows *sql.Rows, err error) (int64, error) {
 		// The claim's row: its status, "ok" when it claimed, and its
@@ -116,7 +117,7 @@ func (r *runner) herd(ctx context.Context) error {
 		}
 		return node, rows.Close()
 	}
-	noSkip, dropNoSkip, err := r.noSkipClaim(ctx, table, stmts.claim)
+	noSkip, dropNoSkip, err := r.noSkipClaim(ctx, table, stmts.Claim)
 	if err != nil {
 		return err
 	}
@@ -128,10 +129,10 @@ func (r *runner) herd(ctx context.Context) error {
 			if err != nil {
 				return 0, nil, err
 			}
-			return l.NodeID(), func(ctx context.Context) error { return release(ctx, l) }, nil
+			return l.NodeID(), func(ctx context.Context) error { return session.Release(ctx, l) }, nil
 		},
 		report.HerdSQL: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
-			node, err := scan(dbs[i].QueryContext(ctx, stmts.claim, args(i)...))
+			node, err := scan(dbs[i].QueryContext(ctx, stmts.Claim, args(i)...))
 			return node, nil, err
 		},
 		report.HerdNoSkip: func(ctx context.Context, i int) (int64, func(context.Context) error, error) {
@@ -147,7 +148,7 @@ func (r *runner) herd(ctx context.Context) error {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, lockKey); err != nil {
 				return 0, nil, err
 			}
-			node, err := scan(tx.QueryContext(ctx, stmts.claim, args(i)...))
+			node, err := scan(tx.QueryContext(ctx, stmts.Claim, args(i)...))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -161,14 +162,14 @@ func (r *runner) herd(ctx context.Context) error {
 	// The first herd after the connections opened runs markedly slower than
 	// the later ones, whatever the variant (the backends' first concurrent
 	// work): one untimed herd takes that cost.
-	r.progress("herd: one untimed herd of %s first", variants[0])
+	r.Progressf("herd: one untimed herd of %s first", variants[0])
 	if _, err := r.herdOnce(ctx, st, n, claimers[variants[0]]); err != nil {
 		return fmt.Errorf("herd %s: %w", variants[0], err)
 	}
 	for rep := range cfg.Repeat {
 		for j := range variants {
 			v := variants[(j+rep)%len(variants)]
-			r.progress("herd: rep %d, %s", rep+1, v)
+			r.Progressf("herd: rep %d, %s", rep+1, v)
 			run, err := r.herdOnce(ctx, st, n, claimers[v])
 			if err != nil {
 				return fmt.Errorf("herd %s: %w", v, err)
@@ -185,7 +186,7 @@ func (r *runner) herd(ctx context.Context) error {
 // sampling lock waits.
 func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim herdClaimer) (report.HerdRun, error) {
 	var run report.HerdRun
-	if err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+	if err := session.Parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		_, undo, err := claim(ctx, i)
 		if err == nil && undo != nil {
 			err = undo(ctx)
@@ -194,7 +195,7 @@ func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim her
 	}); err != nil {
 		return run, fmt.Errorf("warm-up: %w", err)
 	}
-	if err := r.reset(ctx, st, false); err != nil {
+	if err := r.Reset(ctx, st, false); err != nil {
 		return run, err
 	}
 
@@ -223,7 +224,7 @@ func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim her
 		})
 	}
 	ready.Wait()
-	smp, err := startSampler(ctx, r.admin)
+	smp, err := session.StartSampler(ctx, r.Admin)
 	if err != nil {
 		close(start)
 		done.Wait()
@@ -240,7 +241,7 @@ func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim her
 	}
 	run.Wall = report.Duration(last.Sub(t0))
 	run.Start, run.End = t0, last
-	run.Waits, err = smp.finish()
+	run.Waits, err = smp.Finish()
 	if err != nil {
 		return run, fmt.Errorf("sampling pg_stat_activity: %w", err)
 	}
@@ -265,7 +266,7 @@ func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim her
 		run.Millis = append(run.Millis, math.Round(report.Millis(d)*1000)/1000)
 	}
 
-	if err := parallel(ctx, n, 16, func(ctx context.Context, i int) error {
+	if err := session.Parallel(ctx, n, 16, func(ctx context.Context, i int) error {
 		if undos[i] != nil {
 			return undos[i](ctx)
 		}
@@ -273,7 +274,7 @@ func (r *runner) herdOnce(ctx context.Context, st *admin.Store, n int, claim her
 	}); err != nil {
 		return run, fmt.Errorf("release: %w", err)
 	}
-	return run, r.reset(ctx, st, false)
+	return run, r.Reset(ctx, st, false)
 }
 
 // noSkipClaim returns the claim statement with FOR UPDATE instead of FOR
@@ -290,7 +291,7 @@ func (r *runner) noSkipClaim(ctx context.Context, table, claim string) (string, 
 		return "", nil, fmt.Errorf("the claim statement calls no %s and has no SKIP LOCKED to take out", fn)
 	}
 	var def string
-	if err := r.admin.QueryRowContext(ctx, `SELECT pg_get_functiondef($1::regproc)`, fn).Scan(&def); err != nil {
+	if err := r.Admin.QueryRowContext(ctx, `SELECT pg_get_functiondef($1::regproc)`, fn).Scan(&def); err != nil {
 		return "", nil, fmt.Errorf("the claim function's definition: %w", err)
 	}
 	body := strings.ReplaceAll(def, " SKIP LOCKED", "")
@@ -298,13 +299,13 @@ func (r *runner) noSkipClaim(ctx context.Context, table, claim string) (string, 
 		return "", nil, fmt.Errorf("the claim function %s has no SKIP LOCKED to take out", fn)
 	}
 	body = strings.Replace(body, fn+"(", copyFn+"(", 1)
-	if _, err := r.admin.ExecContext(ctx, body); err != nil {
+	if _, err := r.Admin.ExecContext(ctx, body); err != nil {
 		return "", nil, fmt.Errorf("a claim function without SKIP LOCKED: %w", err)
 	}
 	drop := func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = r.admin.ExecContext(dctx, `DROP FUNCTION IF EXISTS `+copyFn)
+		_, _ = r.Admin.ExecContext(dctx, `DROP FUNCTION IF EXISTS `+copyFn)
 	}
 	return strings.Replace(claim, fn+"(", copyFn+"(", 1), drop, nil
 }

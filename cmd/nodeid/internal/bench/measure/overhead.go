@@ -12,17 +12,18 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/postgres"
 )
 
 func (r *runner) overhead(ctx context.Context) error {
 	cfg := r.cfg
 	ids := postgres.DefaultMaxNode + 1
-	st, err := r.scratch(ctx, "overhead", ids)
+	st, err := r.Scratch(ctx, "overhead", ids)
 	if err != nil {
 		return err
 	}
-	stmts, err := r.captureSQL(ctx, st)
+	stmts, err := r.CaptureSQL(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -31,20 +32,20 @@ func (r *runner) overhead(ctx context.Context) error {
 		return err
 	}
 	table := st.Config().Table
-	res := &report.OverheadResult{IDs: ids, Duration: report.Duration(cfg.Duration), Pgbench: r.res.Env.Pgbench,
+	res := &report.OverheadResult{IDs: ids, Duration: report.Duration(cfg.Duration), Pgbench: r.Res.Env.Pgbench,
 		Script: script, Floor: floorScript(table, ids)}
-	r.res.Overhead = res
-	havePgbench := r.res.Env.Pgbench != ""
+	r.Res.Overhead = res
+	havePgbench := r.Res.Env.Pgbench != ""
 	if !havePgbench {
 		res.Pgbench = fmt.Sprintf("%s not found: the library's rates are measured alone", cfg.Pgbench)
-		r.note("pgbench (%s) was not found: the overhead scenario has no pgbench figures", cfg.Pgbench)
+		r.Note("pgbench (%s) was not found: the overhead scenario has no pgbench figures", cfg.Pgbench)
 	}
 	chunks := max(1, int(cfg.Duration/overheadChunk))
 	chunk := cfg.Duration / time.Duration(chunks)
 	secs := int((chunk + time.Second - 1) / time.Second)
 	res.Chunks, res.Chunk = chunks, report.Duration(chunk)
 	vars := []string{"lo=0", fmt.Sprintf("hi=%d", ids-1), "owner=bench-pgbench",
-		fmt.Sprintf("ttl=%d", benchTTL.Milliseconds()), fmt.Sprintf("horizon=%d", time.Now().Add(benchTTL).UnixMilli())}
+		fmt.Sprintf("ttl=%d", session.BenchTTL.Milliseconds()), fmt.Sprintf("horizon=%d", time.Now().Add(session.BenchTTL).UnixMilli())}
 	if havePgbench {
 		res.Vars = vars
 	}
@@ -55,7 +56,7 @@ func (r *runner) overhead(ctx context.Context) error {
 				if err := r.overheadRun(ctx, st, &run, chunks, chunk, secs, script, res.Floor, vars, havePgbench); err != nil {
 					return err
 				}
-				r.progress("overhead: rep %d, %s, concurrency %d: library %.0f/s (history emptied %.0f/s), store %.0f/s, pgbench %.0f/s, floor %.0f/s",
+				r.Progressf("overhead: rep %d, %s, concurrency %d: library %.0f/s (history emptied %.0f/s), store %.0f/s, pgbench %.0f/s, floor %.0f/s",
 					rep+1, mode, c, run.Library, run.Emptied, run.Store, run.Pgbench, run.Floor)
 				res.Runs = append(res.Runs, run)
 				if ctx.Err() != nil {
@@ -127,7 +128,7 @@ func (r *runner) overheadRun(ctx context.Context, st *admin.Store, run *report.O
 		func() error { return lib.run(ctx, chunk, &tl) },
 		func() error { return store.run(ctx, chunk, &ts) },
 		func() error {
-			if err := r.reset(ctx, st, false); err != nil {
+			if err := r.Reset(ctx, st, false); err != nil {
 				return err
 			}
 			return lib.run(ctx, chunk, &te)
@@ -138,7 +139,7 @@ func (r *runner) overheadRun(ctx context.Context, st *admin.Store, run *report.O
 	}
 	for k := range chunks {
 		for j := range parts {
-			if err := r.reset(ctx, st, true); err != nil {
+			if err := r.Reset(ctx, st, true); err != nil {
 				return err
 			}
 			if err := parts[(j+k+run.Rep)%len(parts)](); err != nil && run.Error == "" {
@@ -166,7 +167,7 @@ type pairLoop struct {
 // while, which prepares the statements on every connection.
 func (r *runner) newPairLoop(ctx context.Context, db *sql.DB, c int, warmFor time.Duration, pair func(context.Context) error, closer func()) (*pairLoop, error) {
 	p := &pairLoop{db: db, c: c, pair: pair, close: closer}
-	if err := warm(ctx, db, c); err != nil {
+	if err := session.Warm(ctx, db, c); err != nil {
 		closer()
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
 		mu    sync.Mutex
 		first error
 	)
-	cpu0 := processCPU()
+	cpu0 := session.ProcessCPU()
 	start := time.Now()
 	end := start.Add(d)
 	for range p.c {
@@ -206,16 +207,16 @@ func (p *pairLoop) run(ctx context.Context, d time.Duration, t *tally) error {
 	wg.Wait()
 	t.ops += float64(n.Load())
 	t.elapsed += time.Since(start)
-	t.cpu += processCPU() - cpu0
+	t.cpu += session.ProcessCPU() - cpu0
 	return first
 }
 
 // libraryLoop returns a loop of Acquire then Release through one Registry
 // on a pool of c connections.
 func (r *runner) libraryLoop(ctx context.Context, st *admin.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
-	db := r.openDB(c, mode, nil)
-	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
-		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-library"))...)
+	db := r.OpenDB(c, mode, nil)
+	reg, err := nodeid.New(db, append(session.NodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
+		nodeid.WithTTL(session.BenchTTL), nodeid.WithOwner("bench-library"))...)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -225,7 +226,7 @@ func (r *runner) libraryLoop(ctx context.Context, st *admin.Store, mode string, 
 		if err != nil {
 			return err
 		}
-		return release(ctx, l)
+		return session.Release(ctx, l)
 	}, func() {
 		_ = reg.Close()
 		db.Close()
@@ -235,14 +236,14 @@ func (r *runner) libraryLoop(ctx context.Context, st *admin.Store, mode string, 
 // storeLoop returns the same loop through store.Store's Claim and
 // Release alone.
 func (r *runner) storeLoop(ctx context.Context, st *admin.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
-	db := r.openDB(c, mode, nil)
+	db := r.OpenDB(c, mode, nil)
 	s, err := admin.New(db, st.Config())
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	return r.newPairLoop(ctx, db, c, chunk/4, func(ctx context.Context) error {
-		cl, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "bench-store", benchTTL, time.Now().Add(benchTTL).UnixMilli())
+		cl, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "bench-store", session.BenchTTL, time.Now().Add(session.BenchTTL).UnixMilli())
 		ok := cl.OK
 		if err != nil {
 			return err

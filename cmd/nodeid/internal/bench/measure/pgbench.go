@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 )
 
 // pgbenchVars substitutes pgbench variables (or literals) for the $N
@@ -37,17 +38,17 @@ func pgbenchVars(stmt string, vars map[int]string) (string, error) {
 // claimReleaseScript returns a pgbench script of the library's claim (its
 // result columns stored with \gset) followed by the library's release of
 // the node ID it got: the same two statements as Acquire then Release.
-func claimReleaseScript(s statements) (string, error) {
+func claimReleaseScript(s session.Statements) (string, error) {
 	// The claim function's parameters: owner, TTL, horizon, the range, and
 	// the limit of a first claim on a table whose range is unknown (none).
-	claim, err := pgbenchVars(s.claim, map[int]string{1: ":owner", 2: ":ttl", 3: ":horizon", 4: ":lo", 5: ":hi", 6: "NULL"})
+	claim, err := pgbenchVars(s.Claim, map[int]string{1: ":owner", 2: ":ttl", 3: ":horizon", 4: ":lo", 5: ":hi", 6: "NULL"})
 	if err != nil {
 		return "", fmt.Errorf("claim: %w", err)
 	}
 	// Release with the exact horizon of a generator that stamped nothing:
 	// the previous holder's (the claim's after_ms), so that the node ID is
 	// claimable again at once.
-	release, err := pgbenchVars(s.release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":after_ms"})
+	release, err := pgbenchVars(s.Release, map[int]string{1: ":node_id", 2: ":owner", 3: ":epoch", 4: ":after_ms"})
 	if err != nil {
 		return "", fmt.Errorf("release: %w", err)
 	}
@@ -125,14 +126,14 @@ func (r *runner) pgbench(ctx context.Context, name, script, mode string, clients
 		args = append(args, "-D", v)
 	}
 	cmd := exec.CommandContext(ctx, r.cfg.Pgbench, args...)
-	cmd.Env = pgbenchEnv(r.target.Conn)
+	cmd.Env = pgbenchEnv(r.Target.Conn)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return pgbenchResult{}, fmt.Errorf("pgbench: %w: %s", err, lastLines(stderr.String(), 3))
 	}
 	res, err := parsePgbench(stdout.String())
-	res.cpu = childCPU(cmd.ProcessState)
+	res.cpu = session.ChildCPU(cmd.ProcessState)
 	if err != nil {
 		return res, err
 	}

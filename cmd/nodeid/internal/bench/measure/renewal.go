@@ -9,28 +9,29 @@ import (
 
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 )
 
 func (r *runner) renewal(ctx context.Context) error {
 	cfg := r.cfg
 	mode := cfg.ExecModes[0]
-	st, err := r.scratch(ctx, "renew", cfg.RenewIDs)
+	st, err := r.Scratch(ctx, "renew", cfg.RenewIDs)
 	if err != nil {
 		return err
 	}
 	t := st.Config().Table
 	res := &report.RenewalResult{IDs: cfg.RenewIDs, Duration: report.Duration(cfg.Duration), ExecMode: mode}
-	r.res.Renewal = res
+	r.Res.Renewal = res
 	// Every node ID held by a live lease, as a full fleet holds them.
-	if _, err := r.admin.ExecContext(ctx, `UPDATE `+t+` SET owner = 'bench-renew', epoch = epoch + 1, acquired_at = now(),
+	if _, err := r.Admin.ExecContext(ctx, `UPDATE `+t+` SET owner = 'bench-renew', epoch = epoch + 1, acquired_at = now(),
 		expires_at = now() + interval '1 hour'`); err != nil {
 		return err
 	}
-	if _, err := r.admin.ExecContext(ctx, `VACUUM (ANALYZE) `+t); err != nil {
+	if _, err := r.Admin.ExecContext(ctx, `VACUUM (ANALYZE) `+t); err != nil {
 		return err
 	}
 	keys := make([]admin.Key, 0, cfg.RenewIDs)
-	rows, err := r.admin.QueryContext(ctx, `SELECT node_id, owner, epoch FROM `+t+` ORDER BY node_id`)
+	rows, err := r.Admin.QueryContext(ctx, `SELECT node_id, owner, epoch FROM `+t+` ORDER BY node_id`)
 	if err != nil {
 		return err
 	}
@@ -49,16 +50,16 @@ func (r *runner) renewal(ctx context.Context) error {
 	// Through PgBouncer, side by side: each direct run is followed or
 	// preceded (in turns) by a pooled run of the same workers.
 	sides := []string{mode}
-	if p := r.target.Pooler; p != nil {
+	if p := r.Target.Pooler; p != nil {
 		res.Pooler = p.Where
 		sides = append(sides, report.ModePooled)
 	} else {
-		res.PoolerSkipped = r.target.NoPooler
+		res.PoolerSkipped = r.Target.NoPooler
 	}
-	server := r.enableStatements(ctx)
+	server := r.EnableStatements(ctx)
 	if server == "" {
 		var track, planning string
-		if err := r.admin.QueryRowContext(ctx, `SELECT current_setting('pg_stat_statements.track'),
+		if err := r.Admin.QueryRowContext(ctx, `SELECT current_setting('pg_stat_statements.track'),
 			current_setting('pg_stat_statements.track_planning')`).Scan(&track, &planning); err != nil {
 			server = err.Error()
 		} else if track != "all" || planning != "on" {
@@ -85,7 +86,7 @@ func (r *runner) renewal(ctx context.Context) error {
 				} else {
 					res.Runs = append(res.Runs, run)
 				}
-				r.progress("renewal: rep %d, %d workers, %s: %.0f renewals/s, p50 %s, p99 %s, server %.0f µs/renewal", rep+1, w, via,
+				r.Progressf("renewal: rep %d, %d workers, %s: %.0f renewals/s, p50 %s, p99 %s, server %.0f µs/renewal", rep+1, w, via,
 					run.Rate, run.Latency.P50, run.Latency.P99, run.Server.PerCall())
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -101,7 +102,7 @@ func (r *runner) renewal(ctx context.Context) error {
 // and the statements nested in any function.
 func (r *runner) serverTime(ctx context.Context, st *admin.Store) (report.ServerTime, error) {
 	var s report.ServerTime
-	err := r.admin.QueryRowContext(ctx, `SELECT
+	err := r.Admin.QueryRowContext(ctx, `SELECT
 			coalesce(sum(s.calls) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
 			coalesce(sum(s.total_plan_time) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
 			coalesce(sum(s.total_exec_time) FILTER (WHERE s.toplevel AND s.query LIKE '%' || $1 || '(%'), 0),
@@ -119,16 +120,16 @@ func (r *runner) renewRate(ctx context.Context, st *admin.Store, keys []admin.Ke
 	var run report.RenewalRun
 	var db *sql.DB
 	if mode == report.ModePooled {
-		db = r.openPooled(w, nil)
+		db = r.OpenPooled(w, nil)
 	} else {
-		db = r.openDB(w, mode, nil)
+		db = r.OpenDB(w, mode, nil)
 	}
 	defer db.Close()
 	s, err := admin.New(db, st.Config())
 	if err != nil {
 		return run, err
 	}
-	if err := warm(ctx, db, w); err != nil {
+	if err := session.Warm(ctx, db, w); err != nil {
 		return run, err
 	}
 	loop := func(d time.Duration) (renewed, refused int64, lat []time.Duration, elapsed time.Duration, err error) {
@@ -179,20 +180,20 @@ func (r *runner) renewRate(ctx context.Context, st *admin.Store, keys []admin.Ke
 		}
 	}
 	pid := 0
-	if p := r.target.Pooler; p != nil && mode == report.ModePooled {
+	if p := r.Target.Pooler; p != nil && mode == report.ModePooled {
 		pid = p.PID
 	}
 	var pooler0 time.Duration
 	if pid > 0 {
-		if pooler0, err = pidCPU(pid); err != nil {
+		if pooler0, err = session.PidCPU(pid); err != nil {
 			pid = 0
 		}
 	}
-	client0 := processCPU()
+	client0 := session.ProcessCPU()
 	renewed, refused, lat, elapsed, err := loop(r.cfg.Duration)
-	run.ClientCPU = report.Duration(processCPU() - client0)
+	run.ClientCPU = report.Duration(session.ProcessCPU() - client0)
 	if pid > 0 {
-		if c, cerr := pidCPU(pid); cerr == nil {
+		if c, cerr := session.PidCPU(pid); cerr == nil {
 			run.PoolerCPU = report.Duration(c - pooler0)
 		}
 	}

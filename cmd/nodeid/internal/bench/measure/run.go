@@ -2,29 +2,30 @@ package measure
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 )
 
-// runner is one run of Run.
-type runner struct {
-	target Target
-	cfg    Config
-	res    *report.Results
-	admin  *sql.DB // setup, sampling and counting; no named statements
-	prefix string
-	tmp    string // pgbench scripts
-	// statTop restricts statSnapshot to the statements clients sent, where
-	// pg_stat_statements tells them apart (PostgreSQL 14 and later).
-	statTop string
+// Target is the database Run works on: see session.Target.
+type Target = session.Target
 
-	mu sync.Mutex
+// Pooler is a PgBouncer in front of a Target's server: see session.Pooler.
+type Pooler = session.Pooler
+
+// RoundTrips counts the round trips of connections: see
+// session.RoundTrips.
+type RoundTrips = session.RoundTrips
+
+// runner is one run of Run: its session on the target and its settings.
+type runner struct {
+	*session.Session
+	cfg Config
+	tmp string // pgbench scripts
 }
 
 // Run measures the scenarios cfg selects on target and returns the results.
@@ -42,14 +43,14 @@ func Run(ctx context.Context, target Target, cfg Config) (*report.Results, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &runner{target: target, cfg: cfg, res: &report.Results{}, prefix: newPrefix()}
-	r.res.Env = hostEnvironment()
-	r.res.Env.Where = target.Where
-	r.res.Env.Config = cfg.json()
-	r.admin = r.openDB(4, report.ModeExec, nil)
-	defer r.admin.Close()
+	r := &runner{Session: session.New(target, cfg.Progress), cfg: cfg}
+	r.Res.Env = HostEnvironment()
+	r.Res.Env.Where = target.Where
+	r.Res.Env.Config = cfg.json()
+	r.Admin = r.OpenDB(4, report.ModeExec, nil)
+	defer r.Admin.Close()
 
-	if err := serverEnvironment(ctx, r.admin, &r.res.Env); err != nil {
+	if err := session.ServerEnvironment(ctx, r.Admin, &r.Res.Env); err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", target.Where, err)
 	}
 	if err := r.checkConnections(ctx); err != nil {
@@ -62,7 +63,7 @@ func Run(ctx context.Context, target Target, cfg Config) (*report.Results, error
 	r.tmp = tmp
 	defer os.RemoveAll(tmp)
 	if v := pgbenchVersion(ctx, cfg.Pgbench); v != "" {
-		r.res.Env.Pgbench = v
+		r.Res.Env.Pgbench = v
 	}
 
 	start := time.Now()
@@ -80,34 +81,22 @@ func Run(ctx context.Context, target Target, cfg Config) (*report.Results, error
 		if !cfg.runs(s.name) || ctx.Err() != nil {
 			continue
 		}
-		r.progress("== %s", s.name)
+		r.Progressf("== %s", s.name)
 		if err := s.run(ctx); err != nil {
-			if r.res.Failed == nil {
-				r.res.Failed = map[string]string{}
+			if r.Res.Failed == nil {
+				r.Res.Failed = map[string]string{}
 			}
-			r.res.Failed[s.name] = err.Error()
-			r.progress("%s failed: %v", s.name, err)
+			r.Res.Failed[s.name] = err.Error()
+			r.Progressf("%s failed: %v", s.name, err)
 		}
 	}
-	r.res.Env.Elapsed = report.Duration(time.Since(start).Round(time.Second))
-	r.res.Env.LoadEnd = LoadAverage()
-	dropErr := r.dropTables()
+	r.Res.Env.Elapsed = report.Duration(time.Since(start).Round(time.Second))
+	r.Res.Env.LoadEnd = LoadAverage()
+	dropErr := r.DropTables()
 	if err := ctx.Err(); err != nil {
-		return r.res, errors.Join(err, dropErr)
+		return r.Res, errors.Join(err, dropErr)
 	}
-	return r.res, dropErr
-}
-
-func (r *runner) progress(format string, args ...any) {
-	if r.cfg.Progress != nil {
-		fmt.Fprintf(r.cfg.Progress, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
-}
-
-func (r *runner) note(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.res.Env.Notes = append(r.res.Env.Notes, fmt.Sprintf(format, args...))
+	return r.Res, dropErr
 }
 
 // checkConnections refuses a configuration that needs more connections than
@@ -129,14 +118,14 @@ func (r *runner) checkConnections(ctx context.Context) error {
 	}
 	need += 6 // the admin pool, the sampler, a capture
 	var maxConns, reserved, used int
-	err := r.admin.QueryRowContext(ctx, `SELECT current_setting('max_connections')::int,
+	err := r.Admin.QueryRowContext(ctx, `SELECT current_setting('max_connections')::int,
 		current_setting('superuser_reserved_connections')::int, (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')`).
 		Scan(&maxConns, &reserved, &used)
 	if err != nil {
 		return err
 	}
 	var super bool
-	if err := r.admin.QueryRowContext(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {
+	if err := r.Admin.QueryRowContext(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super); err != nil {
 		return err
 	}
 	free := maxConns - used

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/postgres"
 )
 
@@ -19,16 +19,11 @@ import (
 // checks for lowest-free order.
 const orderBurst = 10
 
-// warmCycles are the untimed Acquire+Release cycles after each change of
-// state: the plan is made again after ANALYZE, and a prepared statement
-// switches to its generic plan after five executions.
-const warmCycles = 10
-
 func (r *runner) scale(ctx context.Context) error {
 	cfg := r.cfg
 	mode := cfg.ExecModes[0]
 	res := &report.ScaleResult{Samples: cfg.Samples, ExecMode: mode}
-	r.res.Scale = res
+	r.Res.Scale = res
 	type sized struct {
 		st  *admin.Store
 		reg *nodeid.Registry
@@ -45,13 +40,13 @@ func (r *runner) scale(ctx context.Context) error {
 		if _, ok := tables[ids]; ok {
 			continue
 		}
-		st, err := r.scratch(ctx, fmt.Sprintf("scale%d", ids), ids)
+		st, err := r.Scratch(ctx, fmt.Sprintf("scale%d", ids), ids)
 		if err != nil {
 			return err
 		}
-		db := r.openDB(1, mode, nil)
-		reg, err := nodeid.New(db, append(nodeRange(int64(ids)), nodeid.WithTable(st.Config().Table),
-			nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-scale"))...)
+		db := r.OpenDB(1, mode, nil)
+		reg, err := nodeid.New(db, append(session.NodeRange(int64(ids)), nodeid.WithTable(st.Config().Table),
+			nodeid.WithTTL(session.BenchTTL), nodeid.WithOwner("bench-scale"))...)
 		if err != nil {
 			db.Close()
 			return err
@@ -88,10 +83,10 @@ func (r *runner) scale(ctx context.Context) error {
 				}
 				sp.Rep, sp.IDs, sp.Fraction, sp.State, sp.Held = rep+1, ids, p.f, p.state, held
 				res.Points = append(res.Points, sp)
-				r.progress("scale: rep %d, %d IDs, %5.1f%% held (%s): p50 %s p99 %s, order violations %d",
+				r.Progressf("scale: rep %d, %d IDs, %5.1f%% held (%s): p50 %s p99 %s, order violations %d",
 					rep+1, ids, 100*p.f, p.state, sp.Latency.P50, sp.Latency.P99, sp.OrderViolations)
 				if rep == 0 && ids == largest && p.f == top && (p.state == report.StateLapsed || p.state == report.StateHeld) {
-					plans, err := r.explain(ctx, t.st, p.state == report.StateHeld)
+					plans, err := r.Explain(ctx, t.st, p.state == report.StateHeld)
 					if err != nil {
 						return fmt.Errorf("explain: %w", err)
 					}
@@ -110,7 +105,7 @@ func (r *runner) scale(ctx context.Context) error {
 // and returns their node IDs, all claimable.
 func (r *runner) remake(ctx context.Context, st *admin.Store) ([]int64, int, error) {
 	t := st.Config().Table
-	if _, err := r.admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
+	if _, err := r.Admin.ExecContext(ctx, "DROP TABLE "+t+", "+postgres.HistoryTable(t)+", "+postgres.ConfigTable(t)); err != nil {
 		return nil, 0, err
 	}
 	if err := st.Apply(ctx, nodeid.MaxTTL); err != nil {
@@ -132,7 +127,7 @@ func (r *runner) setState(ctx context.Context, st *admin.Store, f float64, state
 	if state == report.StateFresh {
 		return r.remake(ctx, st)
 	}
-	if err := r.reset(ctx, st, false); err != nil {
+	if err := r.Reset(ctx, st, false); err != nil {
 		return nil, 0, err
 	}
 	ids := int(st.Config().MaxNode + 1)
@@ -167,11 +162,11 @@ func (r *runner) setState(ctx context.Context, st *admin.Store, f float64, state
 		}{`VACUUM (ANALYZE) ` + t + `, ` + t + `_history`, nil})
 	}
 	for _, s := range steps {
-		if _, err := r.admin.ExecContext(ctx, s.q, s.args...); err != nil {
+		if _, err := r.Admin.ExecContext(ctx, s.q, s.args...); err != nil {
 			return nil, 0, fmt.Errorf("set up %.1f%% held: %w", 100*f, err)
 		}
 	}
-	rows, err := r.admin.QueryContext(ctx, `SELECT node_id FROM `+t+` WHERE expires_at < now() ORDER BY node_id`)
+	rows, err := r.Admin.QueryContext(ctx, `SELECT node_id FROM `+t+` WHERE expires_at < now() ORDER BY node_id`)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -212,91 +207,26 @@ func (r *runner) scalePoint(ctx context.Context, reg *nodeid.Registry, free []in
 	}
 	// Released rows are free again, and still the lowest claimable.
 	for _, l := range burst {
-		if err := release(ctx, l); err != nil {
+		if err := session.Release(ctx, l); err != nil {
 			return sp, err
 		}
 	}
 	lat := make([]time.Duration, 0, r.cfg.Samples)
-	for i := range warmCycles + r.cfg.Samples {
+	for i := range session.WarmCycles + r.cfg.Samples {
 		t0 := time.Now()
 		l, err := reg.Acquire(ctx)
 		d := time.Since(t0)
 		if err != nil {
 			return sp, err
 		}
-		if i >= warmCycles {
+		if i >= session.WarmCycles {
 			lat = append(lat, d)
 			check(l.NodeID(), free[0])
 		}
-		if err := release(ctx, l); err != nil {
+		if err := session.Release(ctx, l); err != nil {
 			return sp, err
 		}
 	}
 	sp.Latency = report.NewDist(lat)
 	return sp, nil
-}
-
-// explain returns the claim's EXPLAIN (ANALYZE, BUFFERS) in the current
-// state, run in a transaction that is rolled back: the plan made for the
-// parameters' values and, if generic is set, the generic plan a prepared
-// statement may switch to.
-func (r *runner) explain(ctx context.Context, st *admin.Store, generic bool) ([]report.Plan, error) {
-	stmts, err := r.captureSQL(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	c := st.Config()
-	// The claim function's parameters: owner, TTL, horizon, the range and
-	// no limit.
-	args := []any{"bench-explain", benchTTL.Milliseconds(), time.Now().Add(benchTTL).UnixMilli(), c.MinNode, c.MaxNode, nil}
-	conn, err := r.admin.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	run := func(setup []string, q string, args ...any) (string, error) {
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return "", err
-		}
-		defer tx.Rollback() //nolint:errcheck // always rolled back: EXPLAIN ANALYZE claims a row
-		for _, s := range setup {
-			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return "", err
-			}
-		}
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return "", err
-		}
-		defer rows.Close()
-		var b strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				return "", err
-			}
-			b.WriteString(line + "\n")
-		}
-		return b.String(), rows.Err()
-	}
-	custom, err := run(nil, "EXPLAIN (ANALYZE, BUFFERS) "+stmts.claim, args...)
-	if err != nil {
-		return nil, err
-	}
-	plans := []report.Plan{{Kind: "custom", Text: custom}}
-	if !generic {
-		return plans, nil
-	}
-	if _, err := conn.ExecContext(ctx, "PREPARE nodeid_bench_claim(text, bigint, bigint, integer, integer, integer) AS "+stmts.claim); err != nil {
-		return nil, err
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DEALLOCATE nodeid_bench_claim") //nolint:errcheck // the connection is closed next
-	g, err := run([]string{"SET LOCAL plan_cache_mode = force_generic_plan"},
-		fmt.Sprintf("EXPLAIN (ANALYZE, BUFFERS) EXECUTE nodeid_bench_claim('bench-explain', %d, %d, %d, %d, NULL)",
-			args[1], args[2], args[3], args[4]))
-	if err != nil {
-		return nil, err
-	}
-	return append(plans, report.Plan{Kind: "generic", Text: g}), nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkStatement(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cc.DefaultQueryExecMode = execModes[mode]
+		cc.DefaultQueryExecMode = session.ExecModes[mode]
 		db := stdlib.OpenDB(*cc)
 		db.SetMaxOpenConns(1)
 		b.Cleanup(func() { db.Close() })

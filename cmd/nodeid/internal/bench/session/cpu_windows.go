@@ -1,4 +1,4 @@
-package measure
+package session
 
 import (
 	"time"
@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// processCPU returns the user and system CPU time this process has used.
-func processCPU() time.Duration {
+// ProcessCPU returns the user and system CPU time this process has used.
+func ProcessCPU() time.Duration {
 	var creation, exit, kernel, user windows.Filetime
 	if err := windows.GetProcessTimes(windows.CurrentProcess(), &creation, &exit, &kernel, &user); err != nil {
 		return 0

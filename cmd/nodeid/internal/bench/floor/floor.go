@@ -1,4 +1,4 @@
-package measure
+package floor
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/admin"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/postgres"
 )
@@ -76,12 +78,12 @@ const (
 func (c FloorConfig) Validate() error {
 	maxIDs := int(postgres.MaxNode + 1)
 	switch {
-	case c.Iterations < MinIterations || c.Iterations > MaxSamples:
-		return bad("Iterations", c.Iterations, "it must be %d to %d", MinIterations, MaxSamples)
+	case c.Iterations < MinIterations || c.Iterations > measure.MaxSamples:
+		return measure.NewFieldError("Iterations", c.Iterations, "it must be %d to %d", MinIterations, measure.MaxSamples)
 	case c.LargeIDs < 4*floorFree || c.LargeIDs > maxIDs:
-		return bad("LargeIDs", c.LargeIDs, "a range must hold %d to %d node IDs", 4*floorFree, maxIDs)
-	case c.Drift < MinDrift || c.Drift > MaxSamples:
-		return bad("Drift", c.Drift, "it must be %d to %d", MinDrift, MaxSamples)
+		return measure.NewFieldError("LargeIDs", c.LargeIDs, "a range must hold %d to %d node IDs", 4*floorFree, maxIDs)
+	case c.Drift < MinDrift || c.Drift > measure.MaxSamples:
+		return measure.NewFieldError("Drift", c.Drift, "it must be %d to %d", MinDrift, measure.MaxSamples)
 	}
 	return nil
 }
@@ -97,7 +99,7 @@ func (c FloorConfig) driftWindow() int  { return c.Drift / 12 }
 // the next target, also when ctx is cancelled. A server whose measurement
 // fails records why and the next still runs; RunFloor returns an error
 // only when it cannot start or clean up.
-func RunFloor(ctx context.Context, targets []Target, cfg FloorConfig) (*report.Results, error) {
+func RunFloor(ctx context.Context, targets []session.Target, cfg FloorConfig) (*report.Results, error) {
 	if ctx == nil {
 		return nil, errors.New("bench: nil context")
 	}
@@ -112,7 +114,7 @@ func RunFloor(ctx context.Context, targets []Target, cfg FloorConfig) (*report.R
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	res := &report.Results{Env: hostEnvironment()}
+	res := &report.Results{Env: measure.HostEnvironment()}
 	f := &report.FloorResult{Quick: cfg.Quick, Iterations: cfg.Iterations, SmallIDs: floorSmallIDs, LargeIDs: cfg.LargeIDs,
 		Free: floorFree, PlanSamples: cfg.planSamples(), FirstSamples: cfg.firstSamples(), Drift: cfg.Drift, DriftWindow: cfg.driftWindow()}
 	res.Floor = f
@@ -132,49 +134,49 @@ func RunFloor(ctx context.Context, targets []Target, cfg FloorConfig) (*report.R
 		}
 	}
 	res.Env.Elapsed = report.Duration(time.Since(start).Round(time.Second))
-	res.Env.LoadEnd = LoadAverage()
+	res.Env.LoadEnd = measure.LoadAverage()
 	return res, errors.Join(append([]error{ctx.Err()}, errs...)...)
 }
 
 // floorServer measures one server and drops its scratch tables. It
 // returns the tables it made; the error is the dropping's (or the
 // connection's, when it could not start).
-func floorServer(ctx context.Context, t Target, cfg FloorConfig) (report.FloorServer, []string, error) {
-	r := &runner{target: t, cfg: Config{Progress: cfg.Progress}, res: &report.Results{}, prefix: newPrefix()}
+func floorServer(ctx context.Context, t session.Target, cfg FloorConfig) (report.FloorServer, []string, error) {
+	r := session.New(t, cfg.Progress)
 	s := report.FloorServer{Where: t.Where, PoolerSkipped: t.NoPooler}
 	if t.Pooler != nil {
 		s.Pooler = t.Pooler.Where
 	}
-	r.admin = r.openDB(4, report.ModeExec, nil)
-	defer r.admin.Close()
+	r.Admin = r.OpenDB(4, report.ModeExec, nil)
+	defer r.Admin.Close()
 	var env report.Environment
-	if err := serverEnvironment(ctx, r.admin, &env); err != nil {
+	if err := session.ServerEnvironment(ctx, r.Admin, &env); err != nil {
 		err = fmt.Errorf("connect to %s: %w", t.Where, err)
 		s.Error = err.Error()
 		return s, nil, err
 	}
 	s.Server, s.Settings = env.Server, env.Settings
-	if err := r.admin.QueryRowContext(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'),
+	if err := r.Admin.QueryRowContext(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit'),
 		current_setting('full_page_writes')`).Scan(&s.Fsync, &s.SynchronousCommit, &s.FullPageWrites); err != nil {
 		s.Error = err.Error()
-		return s, nil, r.dropTables()
+		return s, nil, r.DropTables()
 	}
-	r.progress("floor: %s (fsync=%s)", t.Where, s.Fsync)
+	r.Progressf("floor: %s (fsync=%s)", t.Where, s.Fsync)
 	start := time.Now()
 	fl := &floorRun{r: r, cfg: cfg, s: &s}
 	if err := fl.run(ctx); err != nil {
 		s.Error = err.Error()
-		r.progress("floor failed: %v", err)
+		r.Progressf("floor failed: %v", err)
 	}
 	fl.close()
 	s.Elapsed = report.Duration(time.Since(start).Round(time.Second))
-	err := r.dropTables()
-	return s, r.res.Env.Tables, err
+	err := r.DropTables()
+	return s, r.Res.Env.Tables, err
 }
 
 // floorRun is the measurement on one server.
 type floorRun struct {
-	r   *runner
+	r   *session.Session
 	cfg FloorConfig
 	s   *report.FloorServer
 
@@ -194,7 +196,7 @@ func (fl *floorRun) close() {
 // item is one item of the loop as it is measured.
 type item struct {
 	res    report.FloorItem
-	ctr    *counter
+	ctr    *session.Counter
 	lat    []time.Duration
 	stmts  int64
 	writes int64
@@ -203,11 +205,11 @@ type item struct {
 // time times f and counts what it sent (but database/sql's liveness
 // pings, which are not the operation's).
 func (it *item) time(f func() error) error {
-	s0, w0 := it.ctr.stmts.Load(), it.ctr.Operations()
+	s0, w0 := it.ctr.Stmts.Load(), it.ctr.Operations()
 	t0 := time.Now()
 	err := f()
 	d := time.Since(t0)
-	s1, w1 := it.ctr.stmts.Load(), it.ctr.Operations()
+	s1, w1 := it.ctr.Stmts.Load(), it.ctr.Operations()
 	if err != nil {
 		return err
 	}
@@ -233,22 +235,22 @@ func (it *item) result() report.FloorItem {
 type leased struct {
 	reg *nodeid.Registry
 	db  *sql.DB
-	ctr *counter
+	ctr *session.Counter
 }
 
 // registry opens a pool of one connection in mode and a Registry on st's
 // table, closed when the run ends.
 func (fl *floorRun) registry(st *admin.Store, mode, owner string) (leased, error) {
-	return fl.registryOn(st, func(ctr *counter) *sql.DB { return fl.r.openDB(1, mode, ctr) }, owner)
+	return fl.registryOn(st, func(ctr *session.Counter) *sql.DB { return fl.r.OpenDB(1, mode, ctr) }, owner)
 }
 
 // registryOn is registry on the pool of one connection that open returns,
 // counting into ctr.
-func (fl *floorRun) registryOn(st *admin.Store, open func(ctr *counter) *sql.DB, owner string) (leased, error) {
-	ctr := &counter{}
+func (fl *floorRun) registryOn(st *admin.Store, open func(ctr *session.Counter) *sql.DB, owner string) (leased, error) {
+	ctr := &session.Counter{}
 	db := open(ctr)
-	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
-		nodeid.WithTTL(benchTTL), nodeid.WithOwner(owner))...)
+	reg, err := nodeid.New(db, append(session.NodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
+		nodeid.WithTTL(session.BenchTTL), nodeid.WithOwner(owner))...)
 	if err != nil {
 		db.Close()
 		return leased{}, err
@@ -307,21 +309,21 @@ func (fl *floorRun) update(ctx context.Context, db *sql.DB) error {
 
 func (fl *floorRun) run(ctx context.Context) error {
 	r, cfg := fl.r, fl.cfg
-	r.progress("floor: the tables: %d and %d node IDs filled with live leases but for %d each, and a copy of the lease table's rows for the floor",
+	r.Progressf("floor: the tables: %d and %d node IDs filled with live leases but for %d each, and a copy of the lease table's rows for the floor",
 		floorSmallIDs, cfg.LargeIDs, floorFree)
-	small, err := r.scratch(ctx, "small", floorSmallIDs)
+	small, err := r.Scratch(ctx, "small", floorSmallIDs)
 	if err != nil {
 		return err
 	}
-	large, err := r.scratch(ctx, "large", cfg.LargeIDs)
+	large, err := r.Scratch(ctx, "large", cfg.LargeIDs)
 	if err != nil {
 		return err
 	}
-	stale, err := r.scratch(ctx, "stale", cfg.LargeIDs)
+	stale, err := r.Scratch(ctx, "stale", cfg.LargeIDs)
 	if err != nil {
 		return err
 	}
-	drift, err := r.scratch(ctx, "drift", floorSmallIDs)
+	drift, err := r.Scratch(ctx, "drift", floorSmallIDs)
 	if err != nil {
 		return err
 	}
@@ -334,7 +336,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 	fl.s.Plan = plan
 	// The claim's plan on the stale table before it is filled; its text
 	// and arguments from the wire.
-	stmts, err := r.captureSQL(ctx, stale)
+	stmts, err := r.CaptureSQL(ctx, stale)
 	if err != nil {
 		return err
 	}
@@ -345,7 +347,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for range warmCycles {
+	for range session.WarmCycles {
 		if _, err := pair(ctx, before, nil, nil); err != nil {
 			return err
 		}
@@ -355,11 +357,11 @@ func (fl *floorRun) run(ctx context.Context) error {
 		if err := fl.fill(ctx, st); err != nil {
 			return err
 		}
-		r.progress("floor: filled %s in %s", st.Config().Table, time.Since(t0).Round(time.Millisecond))
+		r.Progressf("floor: filled %s in %s", st.Config().Table, time.Since(t0).Round(time.Millisecond))
 	}
 	for _, st := range []*admin.Store{small, large} {
 		t := st.Config().Table
-		if _, err := r.admin.ExecContext(ctx, "VACUUM (ANALYZE) "+t+", "+postgres.HistoryTable(t)); err != nil {
+		if _, err := r.Admin.ExecContext(ctx, "VACUUM (ANALYZE) "+t+", "+postgres.HistoryTable(t)); err != nil {
 			return err
 		}
 	}
@@ -371,7 +373,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 	}
 	// Where the claim's time goes at the large range: its plans, executed
 	// in a transaction that is rolled back.
-	plans, err := r.explain(ctx, large, true)
+	plans, err := r.Explain(ctx, large, true)
 	if err != nil {
 		return fmt.Errorf("explain: %w", err)
 	}
@@ -390,7 +392,7 @@ func (fl *floorRun) run(ctx context.Context) error {
 func (fl *floorRun) autovacuumOff(ctx context.Context, st *admin.Store) error {
 	t := st.Config().Table
 	for _, name := range []string{t, postgres.HistoryTable(t)} {
-		if _, err := fl.r.admin.ExecContext(ctx, "ALTER TABLE "+name+" SET (autovacuum_enabled = false)"); err != nil {
+		if _, err := fl.r.Admin.ExecContext(ctx, "ALTER TABLE "+name+" SET (autovacuum_enabled = false)"); err != nil {
 			return err
 		}
 	}
@@ -423,13 +425,13 @@ func (fl *floorRun) fill(ctx context.Context, st *admin.Store) error {
 	var keep []admin.ClaimResult
 	var s *admin.Store
 	for lo := 0; lo < n; lo += fillChunk {
-		db := fl.r.openDB(8, report.ModeCache, nil)
+		db := fl.r.OpenDB(8, report.ModeCache, nil)
 		var err error
 		if s, err = admin.New(db, st.Config()); err != nil {
 			db.Close()
 			return err
 		}
-		err = parallel(ctx, min(fillChunk, n-lo), 8, func(ctx context.Context, i int) error {
+		err = session.Parallel(ctx, min(fillChunk, n-lo), 8, func(ctx context.Context, i int) error {
 			node := int64(lo + i)
 			c, err := s.Claim(ctx, node, node, fmt.Sprintf("bench-floor-holder-%d", node), floorHold, time.Now().Add(floorHold).UnixMilli())
 			if err != nil {
@@ -450,7 +452,7 @@ func (fl *floorRun) fill(ctx context.Context, st *admin.Store) error {
 			return err
 		}
 	}
-	db := fl.r.openDB(1, report.ModeCache, nil)
+	db := fl.r.OpenDB(1, report.ModeCache, nil)
 	defer db.Close()
 	s, err := admin.New(db, st.Config())
 	if err != nil {
@@ -471,7 +473,7 @@ func (fl *floorRun) fill(ctx context.Context, st *admin.Store) error {
 // makeFloor makes the floor's table: the lease table's columns and rows
 // (so its row width), with a primary key on node_id and no other index.
 func (fl *floorRun) makeFloor(ctx context.Context, like *admin.Store) error {
-	name, err := fl.r.reserve(ctx, "floor")
+	name, err := fl.r.Reserve(ctx, "floor")
 	if err != nil {
 		return err
 	}
@@ -482,7 +484,7 @@ func (fl *floorRun) makeFloor(ctx context.Context, like *admin.Store) error {
 		"ALTER TABLE " + name + " ADD PRIMARY KEY (node_id)",
 		"VACUUM (ANALYZE) " + name,
 	} {
-		if _, err := fl.r.admin.ExecContext(ctx, q); err != nil {
+		if _, err := fl.r.Admin.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("the floor's table: %w", err)
 		}
 	}
@@ -500,11 +502,11 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 		items []*item
 	}
 	var units []unit
-	newItem := func(op, mode string, ids int, ctr *counter) *item {
+	newItem := func(op, mode string, ids int, ctr *session.Counter) *item {
 		return &item{res: report.FloorItem{Op: op, Mode: mode, IDs: ids}, ctr: ctr}
 	}
-	selCtr := &counter{}
-	selDB := r.openDB(1, report.ModeCache, selCtr)
+	selCtr := &session.Counter{}
+	selDB := r.OpenDB(1, report.ModeCache, selCtr)
 	fl.closers = append(fl.closers, func() { selDB.Close() })
 	sel := newItem(report.FloorSelect1, report.ModeCache, 0, selCtr)
 	units = append(units, unit{func() error {
@@ -517,7 +519,7 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 	// mode's Acquire and Release run only through it: exec mode is the
 	// mode for a pooler, and the pooled floor is what they are held to.
 	// Without one, they run in exec mode directly, unbound.
-	pooler := r.target.Pooler
+	pooler := r.Target.Pooler
 	for _, mode := range []string{report.ModeCache, report.ModeExec, report.ModePooled} {
 		if mode == report.ModePooled && pooler == nil {
 			continue
@@ -526,12 +528,12 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 		// flush, whatever the server, database or role set. PgBouncer
 		// passes no such parameter on: through it the server's own
 		// setting holds (FloorServer.SynchronousCommit).
-		ctr := &counter{}
+		ctr := &session.Counter{}
 		var db *sql.DB
 		if mode == report.ModePooled {
-			db = r.openPooled(1, ctr)
+			db = r.OpenPooled(1, ctr)
 		} else {
-			db = r.openDBWith(1, mode, ctr, map[string]string{"synchronous_commit": "on"})
+			db = r.OpenDBWith(1, mode, ctr, map[string]string{"synchronous_commit": "on"})
 		}
 		fl.closers = append(fl.closers, func() { db.Close() })
 		if mode == report.ModeCache {
@@ -547,9 +549,9 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 	for _, mode := range []string{report.ModeCache, second} {
 		for _, st := range []*admin.Store{small, large} {
 			ids := int(st.Config().MaxNode + 1)
-			open := func(ctr *counter) *sql.DB { return r.openDB(1, mode, ctr) }
+			open := func(ctr *session.Counter) *sql.DB { return r.OpenDB(1, mode, ctr) }
 			if mode == report.ModePooled {
-				open = func(ctr *counter) *sql.DB { return r.openPooled(1, ctr) }
+				open = func(ctr *session.Counter) *sql.DB { return r.OpenPooled(1, ctr) }
 			}
 			l, err := fl.registryOn(st, open, fmt.Sprintf("bench-floor-%d-%s", ids, mode))
 			if err != nil {
@@ -572,9 +574,9 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 	for _, u := range units {
 		n += len(u.items)
 	}
-	r.progress("floor: %d turns of %d items, after %d untimed", cfg.Iterations, n, warmCycles)
-	for i := range warmCycles + cfg.Iterations {
-		if i == warmCycles {
+	r.Progressf("floor: %d turns of %d items, after %d untimed", cfg.Iterations, n, session.WarmCycles)
+	for i := range session.WarmCycles + cfg.Iterations {
+		if i == session.WarmCycles {
 			for _, u := range units {
 				for _, it := range u.items {
 					it.reset()
@@ -586,7 +588,7 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 				return err
 			}
 		}
-		if k := i - warmCycles; k >= 0 && k%stride == stride/2 && first.Samples < samples {
+		if k := i - session.WarmCycles; k >= 0 && k%stride == stride/2 && first.Samples < samples {
 			su, fa, err := fl.firstAcquire(ctx, small, first)
 			if err != nil {
 				return fmt.Errorf("a new process's first Acquire: %w", err)
@@ -597,8 +599,8 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 			}
 			setup, firstLat, coldFloor = append(setup, su), append(firstLat, fa), append(coldFloor, cf)
 		}
-		if k := i - warmCycles + 1; k > 0 && k%500 == 0 {
-			r.progress("floor: %d turns", k)
+		if k := i - session.WarmCycles + 1; k > 0 && k%500 == 0 {
+			r.Progressf("floor: %d turns", k)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -619,7 +621,7 @@ func (fl *floorRun) loop(ctx context.Context, small, large *admin.Store) error {
 // statement pays in a new server process (its catalog caches are empty,
 // its statement not yet prepared), which no claim can avoid.
 func (fl *floorRun) coldUpdate(ctx context.Context) (time.Duration, error) {
-	db := fl.r.openDBWith(1, report.ModeCache, &counter{}, map[string]string{"synchronous_commit": "on"})
+	db := fl.r.OpenDBWith(1, report.ModeCache, &session.Counter{}, map[string]string{"synchronous_commit": "on"})
 	defer db.Close()
 	if err := db.PingContext(ctx); err != nil {
 		return 0, err
@@ -633,11 +635,11 @@ func (fl *floorRun) coldUpdate(ctx context.Context) (time.Duration, error) {
 // PingContext (the connection's set-up), then its Registry's first
 // Acquire, timed and counted, then Release and Close, untimed.
 func (fl *floorRun) firstAcquire(ctx context.Context, st *admin.Store, first *report.FloorFirst) (setup, acquire time.Duration, err error) {
-	ctr := &counter{capture: first.Samples == 0}
-	db := fl.r.openDB(1, report.ModeCache, ctr)
+	ctr := &session.Counter{Capture: first.Samples == 0}
+	db := fl.r.OpenDB(1, report.ModeCache, ctr)
 	defer db.Close()
-	reg, err := nodeid.New(db, append(nodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
-		nodeid.WithTTL(benchTTL), nodeid.WithOwner("bench-floor-first"))...)
+	reg, err := nodeid.New(db, append(session.NodeRange(st.Config().MaxNode+1), nodeid.WithTable(st.Config().Table),
+		nodeid.WithTTL(session.BenchTTL), nodeid.WithOwner("bench-floor-first"))...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -647,30 +649,26 @@ func (fl *floorRun) firstAcquire(ctx context.Context, st *admin.Store, first *re
 		return 0, 0, err
 	}
 	setup = time.Since(t0)
-	s0, w0 := ctr.snapshot()
-	ctr.mu.Lock()
-	ctr.captured = nil
-	ctr.mu.Unlock()
+	s0, w0 := ctr.Snapshot()
+	ctr.ResetCaptured()
 	t1 := time.Now()
 	l, err := reg.Acquire(ctx)
 	acquire = time.Since(t1)
-	s1, w1 := ctr.snapshot()
+	s1, w1 := ctr.Snapshot()
 	if err != nil {
 		return 0, 0, err
 	}
 	if first.Samples == 0 {
-		ctr.mu.Lock()
-		for _, q := range ctr.captured {
-			first.Sent = append(first.Sent, shorten(q))
+		for _, q := range ctr.Captured() {
+			first.Sent = append(first.Sent, session.Shorten(q))
 		}
-		ctr.mu.Unlock()
 	}
 	first.Samples++
 	first.SetupRoundTrips += w0
 	first.RoundTrips += w1 - w0
 	first.Statements += s1 - s0
 	first.MaxRoundTrips = max(first.MaxRoundTrips, w1-w0)
-	if err := release(ctx, l); err != nil {
+	if err := session.Release(ctx, l); err != nil {
 		return 0, 0, err
 	}
 	return setup, acquire, nil
@@ -681,7 +679,7 @@ func (fl *floorRun) firstAcquire(ctx context.Context, st *admin.Store, first *re
 // the fill, and on one opened after it, each turn with a claim on the
 // analysed large table as a control; and inspects the claim's generic plan
 // on it after the fill and after ANALYZE.
-func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased, stale, control *admin.Store, stmts statements) error {
+func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased, stale, control *admin.Store, stmts session.Statements) error {
 	r, cfg := fl.r, fl.cfg
 	after, err := fl.registry(stale, report.ModeCache, "bench-floor-stale-new")
 	if err != nil {
@@ -697,8 +695,8 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 	measure := func(state string) (old, young, ctl report.Dist, err error) {
 		ls := []leased{before, after, c}
 		its := []*item{{ctr: before.ctr}, {ctr: after.ctr}, {ctr: c.ctr}}
-		for i := range warmCycles + cfg.planSamples() {
-			if i == warmCycles {
+		for i := range session.WarmCycles + cfg.planSamples() {
+			if i == session.WarmCycles {
 				for _, it := range its {
 					it.reset()
 				}
@@ -711,16 +709,16 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 			}
 		}
 		old, young, ctl = report.NewDist(its[0].lat), report.NewDist(its[1].lat), report.NewDist(its[2].lat)
-		r.progress("floor: %s statistics: claim p50 %s (p99 %s) on a connection from before the fill, %s on one from after, control %s",
+		r.Progressf("floor: %s statistics: claim p50 %s (p99 %s) on a connection from before the fill, %s on one from after, control %s",
 			state, old.P50, old.P99, young.P50, ctl.P50)
 		return old, young, ctl, nil
 	}
-	r.progress("floor: %d claims on %d node IDs with statistics never gathered after the fill", cfg.planSamples(), cfg.LargeIDs)
+	r.Progressf("floor: %d claims on %d node IDs with statistics never gathered after the fill", cfg.planSamples(), cfg.LargeIDs)
 	if p.Stale, p.StaleNew, p.ControlStale, err = measure("stale"); err != nil {
 		return err
 	}
 	t := stale.Config().Table
-	if _, err := r.admin.ExecContext(ctx, "ANALYZE "+t+", "+postgres.HistoryTable(t)); err != nil {
+	if _, err := r.Admin.ExecContext(ctx, "ANALYZE "+t+", "+postgres.HistoryTable(t)); err != nil {
 		return err
 	}
 	fl.check(ctx, p, plancheck.PlanFresh, stmts, stale)
@@ -733,11 +731,11 @@ func (fl *floorRun) plan(ctx context.Context, p *report.FloorPlan, before leased
 // check records the plan inspector's verdict on the claim statement's
 // generic plan on st's history; a failed inspection is recorded, not
 // returned.
-func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string, stmts statements, st *admin.Store) {
+func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string, stmts session.Statements, st *admin.Store) {
 	c := report.FloorPlanCheck{State: state}
 	// The claim is a call of the table's function: the plans judged are
 	// those of the statements it runs.
-	in, err := plancheck.InspectNestedPlans(ctx, fl.r.target.Conn, stmts.claim, stmts.claimArgs, postgres.HistoryTable(st.Config().Table))
+	in, err := plancheck.InspectNestedPlans(ctx, fl.r.Target.Conn, stmts.Claim, stmts.ClaimArgs, postgres.HistoryTable(st.Config().Table))
 	if err == nil {
 		// The scratch table's name says nothing: <table> stands for it.
 		c.OnlyPrimaryKey, c.Verdict = in.OnlyPrimaryKey, strings.ReplaceAll(in.String(), st.Config().Table, "<table>")
@@ -745,7 +743,7 @@ func (fl *floorRun) check(ctx context.Context, p *report.FloorPlan, state string
 	if err != nil {
 		c.Error = err.Error()
 	}
-	fl.r.progress("floor: the claim's generic plan, %s: %s%s", state, c.Verdict, c.Error)
+	fl.r.Progressf("floor: the claim's generic plan, %s: %s%s", state, c.Verdict, c.Error)
 	p.Checks = append(p.Checks, c)
 }
 
@@ -761,9 +759,9 @@ func (fl *floorRun) drift(ctx context.Context, st *admin.Store) error {
 	if _, err := pair(ctx, l, nil, nil); err != nil { // the Registry's one-off set-up
 		return err
 	}
-	acq, rel, up := &item{ctr: l.ctr}, &item{ctr: l.ctr}, &item{ctr: &counter{}}
+	acq, rel, up := &item{ctr: l.ctr}, &item{ctr: l.ctr}, &item{ctr: &session.Counter{}}
 	nodes := map[int64]bool{}
-	r.progress("floor: drift: %d claims and releases of one node ID on one connection", cfg.Drift)
+	r.Progressf("floor: drift: %d claims and releases of one node ID on one connection", cfg.Drift)
 	for i := range cfg.Drift {
 		node, err := pair(ctx, l, acq, rel)
 		if err != nil {
@@ -774,7 +772,7 @@ func (fl *floorRun) drift(ctx context.Context, st *admin.Store) error {
 			return err
 		}
 		if (i+1)%2000 == 0 {
-			r.progress("floor: drift: %d claims", i+1)
+			r.Progressf("floor: drift: %d claims", i+1)
 		}
 	}
 	w := cfg.driftWindow()
@@ -788,6 +786,6 @@ func (fl *floorRun) drift(ctx context.Context, st *admin.Store) error {
 	fl.s.Drift = &report.FloorDrift{IDs: floorSmallIDs, Claims: cfg.Drift, Window: w,
 		First: window(acq, false), Last: window(acq, true), ReleaseFirst: window(rel, false), ReleaseLast: window(rel, true),
 		FloorFirst: window(up, false), FloorLast: window(up, true), NodeIDs: len(nodes)}
-	r.progress("floor: drift: claim p50 %s over the first %d, %s over the last", fl.s.Drift.First.P50, w, fl.s.Drift.Last.P50)
+	r.Progressf("floor: drift: claim p50 %s over the first %d, %s over the last", fl.s.Drift.First.P50, w, fl.s.Drift.Last.P50)
 	return nil
 }

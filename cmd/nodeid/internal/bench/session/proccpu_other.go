@@ -1,14 +1,14 @@
 //go:build !linux
 
-package measure
+package session
 
 import (
 	"errors"
 	"time"
 )
 
-// pidCPU is not implemented outside Linux: another process's CPU time is
+// PidCPU is not implemented outside Linux: another process's CPU time is
 // read from /proc.
-func pidCPU(int) (time.Duration, error) {
+func PidCPU(int) (time.Duration, error) {
 	return 0, errors.New("another process's CPU time is read only on Linux")
 }

@@ -1,4 +1,4 @@
-package cli
+package redact
 
 import (
 	"io"
@@ -21,7 +21,7 @@ const redacted = "xxxxx"
 // string appears, and nothing else of a message is touched (a password
 // equal to the database's name leaves that name as it is). The DSNs the
 // command prints itself are rebuilt without their passwords (see
-// withoutPassword). Only where a connection string's password-shaped part
+// WithoutPassword). Only where a connection string's password-shaped part
 // ended up somewhere else than the password (postgres://bob:4821/pw@h
 // reads as host bob, port 4821, database pw@h), or where the string cannot
 // be parsed at all, are the words of that part masked wherever they appear.
@@ -252,3 +252,8 @@ func (rw redactWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// NewWriter returns a writer that masks, through r, the passwords in
+// everything written to w. Each Write is masked on its own: callers write
+// whole lines.
+func NewWriter(r *Redactor, w io.Writer) io.Writer { return redactWriter{r: r, w: w} }

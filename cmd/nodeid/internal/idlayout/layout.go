@@ -1,4 +1,4 @@
-package cli
+package idlayout
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -285,7 +286,7 @@ func (f *LayoutFlags) register(cmd *cobra.Command, use layoutUse) {
 	fl.StringVar(&f.origin, flagOrigin, "", "time zero of the layout: unix milliseconds or an RFC 3339 time"+fromThePreset)
 	fl.StringVar(&f.epoch, flagEpoch, "", "the former name of --layout-origin (deprecated)")
 	_ = fl.MarkHidden(flagEpoch)
-	fl.Var(&DefaultedDuration{DurationValue: NewDurationValue(&f.unit, 0)}, flagTimeUnit,
+	fl.Var(&cli.DefaultedDuration{DurationValue: cli.NewDurationValue(&f.unit, 0)}, flagTimeUnit,
 		"time one step of the time field stands for, 1ms to 1s"+fromThePreset)
 	fl.Uint8Var(&f.totalBits, flagTotalBits, 0, fmt.Sprintf("width of an ID, at most %d; the time field takes what the others leave", snowflake.MaxTotalBits)+fromThePreset)
 	fl.Uint8Var(&f.nodeBits, flagNodeBits, 0, "width of the node ID field"+fromThePreset)
@@ -349,7 +350,7 @@ func (f *LayoutFlags) Layout() (IDLayout, error) {
 	}
 	switch {
 	case fl.Changed(flagOrigin) && fl.Changed(flagEpoch):
-		return IDLayout{}, Usagef("--layout-epoch is the former name of --layout-origin: give --layout-origin alone")
+		return IDLayout{}, cli.Usagef("--layout-epoch is the former name of --layout-origin: give --layout-origin alone")
 	case fl.Changed(flagOrigin):
 		if l.Origin, err = parseOrigin(flagOrigin, f.origin); err != nil {
 			return IDLayout{}, err
@@ -374,13 +375,13 @@ func (f *LayoutFlags) Layout() (IDLayout, error) {
 	if f.use == layoutReading {
 		if fl.Changed(flagFieldOrder) {
 			if l.Order, err = ParseFieldOrder(f.order); err != nil {
-				return IDLayout{}, Usagef("--field-order: %v", err)
+				return IDLayout{}, cli.Usagef("--field-order: %v", err)
 			}
 		}
 		l.SwapNodeHalves = f.swap
 	}
 	if err := l.Validate(); err != nil {
-		return IDLayout{}, Usagef("%v (the layout of %s)", err, f.given())
+		return IDLayout{}, cli.Usagef("%v (the layout of %s)", err, f.given())
 	}
 	if fl.Changed(flagEpoch) {
 		fmt.Fprintf(f.cmd.ErrOrStderr(), "nodeid: --layout-epoch is deprecated and will be removed: %s\n", deprecatedEpoch)
@@ -400,7 +401,7 @@ func (f *LayoutFlags) base() (IDLayout, error) {
 		if strings.EqualFold(f.preset, SonyflakePreset) {
 			msg += " (sonyflake's puts the step field above the node field: decode, who and audit read it, and no nodeid command mints it)"
 		}
-		return IDLayout{}, Usagef("%s", msg)
+		return IDLayout{}, cli.Usagef("%s", msg)
 	}
 	return IDLayout{Layout: l, Order: SnowflakeOrder}, nil
 }
@@ -437,5 +438,5 @@ func parseOrigin(name, s string) (int64, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UnixMilli(), nil
 	}
-	return 0, Usagef("--%s %q is neither unix milliseconds (e.g. 1288834974657) nor an RFC 3339 time (e.g. 2010-11-04T01:42:54.657Z)", name, s)
+	return 0, cli.Usagef("--%s %q is neither unix milliseconds (e.g. 1288834974657) nor an RFC 3339 time (e.g. 2010-11-04T01:42:54.657Z)", name, s)
 }

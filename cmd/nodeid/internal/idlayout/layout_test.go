@@ -1,4 +1,4 @@
-package cli
+package idlayout
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	bw "github.com/bwmarrin/snowflake"
 	"github.com/spf13/cobra"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/cli"
 	"github.com/nodeid/nodeid/snowflake"
 )
 
@@ -74,7 +75,7 @@ func TestLayoutFlags(t *testing.T) {
 		{reading, []string{"--swap-node-halves", "--node-bits", "11", "--step-bits", "11"}, []string{"node bits 11: swapping the node field's halves needs an even number"}},
 	} {
 		_, err := layoutOf(t, c.register, c.args...)
-		if err == nil || ExitCode(err) != ExitUsage {
+		if err == nil || cli.ExitCode(err) != cli.ExitUsage {
 			t.Errorf("%v: %v, want a usage error", c.args, err)
 			continue
 		}

@@ -1,4 +1,4 @@
-package measure
+package session
 
 import (
 	"encoding/binary"
@@ -14,7 +14,7 @@ func TestCounterTellsPingsApart(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	go func() { _, _ = io.Copy(io.Discard, b) }()
-	c := &counter{}
+	c := &Counter{}
 	cc := countingConn{Conn: a, t: &c.RoundTrips}
 	query := func(sql string) []byte {
 		m := []byte{'Q', 0, 0, 0, 0}
@@ -28,7 +28,7 @@ func TestCounterTellsPingsApart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, w := c.snapshot(); w != 4 || c.Operations() != 3 {
+	if _, w := c.Snapshot(); w != 4 || c.Operations() != 3 {
 		t.Fatalf("%d writes, %d of operations; want 4 and 3", w, c.Operations())
 	}
 }

@@ -1,4 +1,4 @@
-package measure
+package session
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 )
 
-// Target is the database Run works on.
+// Target is the database a measurement works on (measure.Run, floor.RunFloor).
 type Target struct {
 	// Conn is where to connect. Run copies it for every connection it
 	// opens; it never prints the password.
@@ -54,8 +54,8 @@ type Pooler struct {
 	PID int
 }
 
-// execModes maps the names of Config.ExecModes to pgx's modes.
-var execModes = map[string]pgx.QueryExecMode{
+// ExecModes maps the names of measure.Config.ExecModes to pgx's modes.
+var ExecModes = map[string]pgx.QueryExecMode{
 	report.ModeCache: pgx.QueryExecModeCacheStatement,
 	report.ModeExec:  pgx.QueryExecModeExec,
 }
@@ -110,23 +110,24 @@ func (cc countingConn) Write(p []byte) (int, error) {
 	return cc.Conn.Write(p)
 }
 
-// counter counts, on the client, the statements a *sql.DB sends (through
+// Counter counts, on the client, the statements a *sql.DB sends (through
 // pgx's tracer) and its round trips.
-type counter struct {
+type Counter struct {
 	RoundTrips
-	stmts atomic.Int64
+	Stmts atomic.Int64
 
 	mu           sync.Mutex
 	captured     []string // statement texts, if capturing
 	capturedArgs [][]any  // and their arguments
-	capture      bool
+	// Capture records the statements sent, with their arguments.
+	Capture bool
 }
 
 // TraceQueryStart counts a statement, and records its text and arguments
 // if capturing.
-func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	c.stmts.Add(1)
-	if c.capture {
+func (c *Counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.Stmts.Add(1)
+	if c.Capture {
 		c.mu.Lock()
 		c.captured = append(c.captured, data.SQL)
 		c.capturedArgs = append(c.capturedArgs, data.Args)
@@ -136,33 +137,47 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 }
 
 // TraceQueryEnd does nothing: statements are counted when sent.
-func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *Counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// snapshot returns the statements and writes counted so far.
-func (c *counter) snapshot() (stmts, writes int64) { return c.stmts.Load(), c.Writes() }
+// Snapshot returns the statements and writes counted so far.
+func (c *Counter) Snapshot() (stmts, writes int64) { return c.Stmts.Load(), c.Writes() }
 
-// openDB returns a handle with at most conns connections in the given exec
+// ResetCaptured forgets the statements captured so far.
+func (c *Counter) ResetCaptured() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.captured, c.capturedArgs = nil, nil
+}
+
+// Captured returns the texts of the statements captured so far.
+func (c *Counter) Captured() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.captured...)
+}
+
+// OpenDB returns a handle with at most conns connections in the given exec
 // mode, counting into ctr if not nil. Connections are kept open.
-func (r *runner) openDB(conns int, mode string, ctr *counter) *sql.DB {
-	return r.openDBWith(conns, mode, ctr, nil)
+func (r *Session) OpenDB(conns int, mode string, ctr *Counter) *sql.DB {
+	return r.OpenDBWith(conns, mode, ctr, nil)
 }
 
-// openDBWith is openDB with run-time parameters (name: value) that every
+// OpenDBWith is OpenDB with run-time parameters (name: value) that every
 // connection sets at its start, at no cost of a statement.
-func (r *runner) openDBWith(conns int, mode string, ctr *counter, params map[string]string) *sql.DB {
-	return openOn(r.target.Conn, conns, mode, ctr, params)
+func (r *Session) OpenDBWith(conns int, mode string, ctr *Counter, params map[string]string) *sql.DB {
+	return openOn(r.Target.Conn, conns, mode, ctr, params)
 }
 
-// openPooled is openDB through the target's pooler, in exec mode; the
+// OpenPooled is OpenDB through the target's pooler, in exec mode; the
 // pooler passes on no run-time parameter but application_name.
-func (r *runner) openPooled(conns int, ctr *counter) *sql.DB {
-	return openOn(r.target.Pooler.Conn, conns, report.ModeExec, ctr, nil)
+func (r *Session) OpenPooled(conns int, ctr *Counter) *sql.DB {
+	return openOn(r.Target.Pooler.Conn, conns, report.ModeExec, ctr, nil)
 }
 
-// openOn opens a handle on base's database: see openDBWith.
-func openOn(base *pgx.ConnConfig, conns int, mode string, ctr *counter, params map[string]string) *sql.DB {
+// openOn opens a handle on base's database: see OpenDBWith.
+func openOn(base *pgx.ConnConfig, conns int, mode string, ctr *Counter, params map[string]string) *sql.DB {
 	cfg := base.Copy()
-	cfg.DefaultQueryExecMode = execModes[mode]
+	cfg.DefaultQueryExecMode = ExecModes[mode]
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
@@ -180,8 +195,8 @@ func openOn(base *pgx.ConnConfig, conns int, mode string, ctr *counter, params m
 	return db
 }
 
-// warm opens n connections of db at once and keeps them in its pool.
-func warm(ctx context.Context, db *sql.DB, n int) error {
+// Warm opens n connections of db at once and keeps them in its pool.
+func Warm(ctx context.Context, db *sql.DB, n int) error {
 	conns := make([]*sql.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -208,16 +223,16 @@ func newPrefix() string {
 	return "nodeid_bench_" + hex.EncodeToString(b[:])
 }
 
-// scratch creates the scratch tables named prefix_suffix for node IDs 0 to
+// Scratch creates the scratch tables named prefix_suffix for node IDs 0 to
 // ids-1, with the schema and prefill of the library, and returns a Store
 // on them through the admin handle. It refuses a name that exists.
-func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*admin.Store, error) {
+func (r *Session) Scratch(ctx context.Context, suffix string, ids int) (*admin.Store, error) {
 	name := r.prefix + "_" + suffix
 	if err := postgres.ValidateTable(name); err != nil {
 		return nil, err
 	}
 	var exists bool
-	if err := r.admin.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL OR to_regclass($2) IS NOT NULL`,
+	if err := r.Admin.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL OR to_regclass($2) IS NOT NULL`,
 		name, name+"_history").Scan(&exists); err != nil {
 		return nil, err
 	}
@@ -225,9 +240,9 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*admin.St
 		return nil, fmt.Errorf("scratch table %s exists already: the benchmark never works on a table it did not create", name)
 	}
 	r.mu.Lock()
-	r.res.Env.Tables = append(r.res.Env.Tables, name)
+	r.Res.Env.Tables = append(r.Res.Env.Tables, name)
 	r.mu.Unlock()
-	st, err := admin.New(r.admin, admin.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
+	st, err := admin.New(r.Admin, admin.Config{Table: name, MinNode: 0, MaxNode: int64(ids) - 1})
 	if err != nil {
 		return nil, err
 	}
@@ -237,39 +252,39 @@ func (r *runner) scratch(ctx context.Context, suffix string, ids int) (*admin.St
 	return st, nil
 }
 
-// dropTables drops every scratch table Run created. It runs with a context
+// DropTables drops every scratch table the session created. It runs with a context
 // of its own, so that it also cleans up after an interrupted run.
-func (r *runner) dropTables() error {
+func (r *Session) DropTables() error {
 	r.mu.Lock()
-	names := make([]string, 0, 3*len(r.res.Env.Tables))
-	for _, t := range r.res.Env.Tables {
+	names := make([]string, 0, 3*len(r.Res.Env.Tables))
+	for _, t := range r.Res.Env.Tables {
 		names = append(names, t, postgres.HistoryTable(t), postgres.ConfigTable(t))
 	}
 	r.mu.Unlock()
 	if len(names) == 0 {
-		r.res.Env.Dropped = true
+		r.Res.Env.Dropped = true
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r.res.Env.Relations = map[string]string{}
-	if rows, err := r.admin.QueryContext(ctx, `SELECT oid::text, relname FROM pg_class WHERE starts_with(relname, $1)`, r.prefix+"_"); err == nil {
+	r.Res.Env.Relations = map[string]string{}
+	if rows, err := r.Admin.QueryContext(ctx, `SELECT oid::text, relname FROM pg_class WHERE starts_with(relname, $1)`, r.prefix+"_"); err == nil {
 		for rows.Next() {
 			var oid, name string
 			if rows.Scan(&oid, &name) == nil {
-				r.res.Env.Relations[oid] = name
+				r.Res.Env.Relations[oid] = name
 			}
 		}
 		rows.Close()
 	}
 	// The names were validated by postgres.ValidateTable: no quoting needed.
-	if _, err := r.admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
+	if _, err := r.Admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+strings.Join(names, ", ")); err != nil {
 		return fmt.Errorf("drop the scratch tables %s: %w", strings.Join(names, ", "), err)
 	}
 	// The lease functions of the scratch tables (and the herd's copy of
 	// the claim) depend on no table in the catalog: DROP TABLE leaves them.
 	var funcs []string
-	rows, err := r.admin.QueryContext(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p WHERE starts_with(p.proname, $1)`, r.prefix+"_")
+	rows, err := r.Admin.QueryContext(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p WHERE starts_with(p.proname, $1)`, r.prefix+"_")
 	if err != nil {
 		return fmt.Errorf("the scratch tables' functions: %w", err)
 	}
@@ -283,62 +298,62 @@ func (r *runner) dropTables() error {
 	}
 	rows.Close()
 	if len(funcs) > 0 {
-		if _, err := r.admin.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(funcs, ", ")); err != nil {
+		if _, err := r.Admin.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(funcs, ", ")); err != nil {
 			return fmt.Errorf("drop the scratch tables' functions: %w", err)
 		}
 	}
-	r.res.Env.Dropped = true
+	r.Res.Env.Dropped = true
 	return nil
 }
 
-// statements are the texts of the library's statements on one table, as
-// store.Store sends them: captured from the wire, not copied; claimArgs
+// Statements are the texts of the library's statements on one table, as
+// store.Store sends them: captured from the wire, not copied; ClaimArgs
 // are the claim's arguments.
-type statements struct {
-	claim, renew, release string
-	claimArgs             []any
+type Statements struct {
+	Claim, Renew, Release string
+	ClaimArgs             []any
 }
 
-// captureSQL runs a claim, a renewal and a release through store.Store
+// CaptureSQL runs a claim, a renewal and a release through store.Store
 // on st's table and returns the statements it sent. It leaves the table as
 // it found it, bar one epoch.
-func (r *runner) captureSQL(ctx context.Context, st *admin.Store) (statements, error) {
-	ctr := &counter{capture: true}
-	db := r.openDB(1, report.ModeExec, ctr)
+func (r *Session) CaptureSQL(ctx context.Context, st *admin.Store) (Statements, error) {
+	ctr := &Counter{Capture: true}
+	db := r.OpenDB(1, report.ModeExec, ctr)
 	defer db.Close()
 	s, err := admin.New(db, st.Config())
 	if err != nil {
-		return statements{}, err
+		return Statements{}, err
 	}
 	if _, err := s.ReadConfig(ctx); err != nil { // the statements of the table's replication mode
-		return statements{}, err
+		return Statements{}, err
 	}
 	ctr.mu.Lock()
 	ctr.captured, ctr.capturedArgs = nil, nil
 	ctr.mu.Unlock()
-	c, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", benchTTL, 0)
+	c, err := s.Claim(ctx, s.Config().MinNode, s.Config().MaxNode, "nodeid-bench-capture", BenchTTL, 0)
 	ok := c.OK
 	if err != nil {
-		return statements{}, err
+		return Statements{}, err
 	}
 	if !ok {
-		return statements{}, errors.New("capture the claim statement: every node ID is held")
+		return Statements{}, errors.New("capture the claim statement: every node ID is held")
 	}
-	if _, err := s.Renew(ctx, c.Key, benchTTL, 0); err != nil {
-		return statements{}, err
+	if _, err := s.Renew(ctx, c.Key, BenchTTL, 0); err != nil {
+		return Statements{}, err
 	}
 	if _, err := s.Release(ctx, c.Key, admin.NoHorizon); err != nil {
-		return statements{}, err
+		return Statements{}, err
 	}
 	ctr.mu.Lock()
 	defer ctr.mu.Unlock()
 	if len(ctr.captured) != 3 {
-		return statements{}, fmt.Errorf("capture: a claim, a renewal and a release sent %d statements, not 3", len(ctr.captured))
+		return Statements{}, fmt.Errorf("capture: a claim, a renewal and a release sent %d statements, not 3", len(ctr.captured))
 	}
-	return statements{claim: ctr.captured[0], renew: ctr.captured[1], release: ctr.captured[2], claimArgs: ctr.capturedArgs[0]}, nil
+	return Statements{Claim: ctr.captured[0], Renew: ctr.captured[1], Release: ctr.captured[2], ClaimArgs: ctr.capturedArgs[0]}, nil
 }
 
-// reset frees every node ID of st's table, as if never claimed, empties
+// Reset frees every node ID of st's table, as if never claimed, empties
 // its history unless keepHistory, and vacuums both, so that each
 // measurement starts from the same state. Epochs keep growing.
 //
@@ -346,7 +361,7 @@ func (r *runner) captureSQL(ctx context.Context, st *admin.Store) (statements, e
 // PostgreSQL's relation-extension lock, which halves the rate of
 // concurrent claims; a kept and vacuumed one reuses the space of the
 // versions its releases left, as a long-running table does.
-func (r *runner) reset(ctx context.Context, st *admin.Store, keepHistory bool) error {
+func (r *Session) Reset(ctx context.Context, st *admin.Store, keepHistory bool) error {
 	t := st.Config().Table
 	qs := []string{"UPDATE " + t + " SET owner = '', expires_at = '-infinity', horizon_ms = 0 WHERE expires_at <> '-infinity' OR horizon_ms <> 0"}
 	if !keepHistory {
@@ -354,16 +369,16 @@ func (r *runner) reset(ctx context.Context, st *admin.Store, keepHistory bool) e
 	}
 	qs = append(qs, "VACUUM (ANALYZE) "+t+", "+t+"_history")
 	for _, q := range qs {
-		if _, err := r.admin.ExecContext(ctx, q); err != nil {
+		if _, err := r.Admin.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("reset %s: %w", t, err)
 		}
 	}
 	return nil
 }
 
-// release releases l as a generator that minted nothing would have it: with
+// Release releases l as a generator that minted nothing would have it: with
 // an exact horizon, so that the node ID is claimable again at once (without
 // one, a node ID cools until the horizon of the lease's last renewal).
-func release(ctx context.Context, l *nodeid.Lease) error {
+func Release(ctx context.Context, l *nodeid.Lease) error {
 	return l.ReleaseStamped(ctx, l.PreviousHorizon())
 }

@@ -1,4 +1,4 @@
-package measure
+package session
 
 import (
 	"context"
@@ -22,22 +22,22 @@ UNION ALL
 SELECT 'lock', l.locktype, count(*) FROM pg_locks l JOIN a USING (pid)
 WHERE NOT l.granted GROUP BY 2`
 
-// sampler polls sampleSQL on a connection of its own until stopped.
-type sampler struct {
+// Sampler polls sampleSQL on a connection of its own until stopped.
+type Sampler struct {
 	stop chan struct{}
 	done chan struct{}
 	w    report.Waits
 	err  error
 }
 
-// startSampler starts sampling on a connection of db. It has taken one
+// StartSampler starts sampling on a connection of db. It has taken one
 // sample when it returns, so that the connection is ready.
-func startSampler(ctx context.Context, db *sql.DB) (*sampler, error) {
+func StartSampler(ctx context.Context, db *sql.DB) (*Sampler, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}),
+	s := &Sampler{stop: make(chan struct{}), done: make(chan struct{}),
 		w: report.Waits{Events: map[string]int{}, Ungranted: map[string]int{}}}
 	if err := s.sample(ctx, conn); err != nil {
 		conn.Close()
@@ -63,7 +63,7 @@ func startSampler(ctx context.Context, db *sql.DB) (*sampler, error) {
 	return s, nil
 }
 
-func (s *sampler) sample(ctx context.Context, conn *sql.Conn) error {
+func (s *Sampler) sample(ctx context.Context, conn *sql.Conn) error {
 	rows, err := conn.QueryContext(ctx, sampleSQL)
 	if err != nil {
 		return err
@@ -97,16 +97,16 @@ func (s *sampler) sample(ctx context.Context, conn *sql.Conn) error {
 	return nil
 }
 
-// finish stops sampling and returns what it saw.
-func (s *sampler) finish() (report.Waits, error) {
+// Finish stops sampling and returns what it saw.
+func (s *Sampler) Finish() (report.Waits, error) {
 	close(s.stop)
 	<-s.done
 	return s.w, s.err
 }
 
-// parallel calls f(0) to f(n-1) from at most width goroutines and returns
+// Parallel calls f(0) to f(n-1) from at most width goroutines and returns
 // the first error.
-func parallel(ctx context.Context, n, width int, f func(ctx context.Context, i int) error) error {
+func Parallel(ctx context.Context, n, width int, f func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan int)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package measure
+package session
 
 import (
 	"os"
@@ -14,11 +14,11 @@ func TestPidCPU(t *testing.T) {
 	end := time.Now().Add(50 * time.Millisecond)
 	for time.Now().Before(end) {
 	}
-	d, err := pidCPU(os.Getpid())
+	d, err := PidCPU(os.Getpid())
 	if err != nil || d <= 0 {
 		t.Fatalf("pidCPU = %v, %v", d, err)
 	}
-	if _, err := pidCPU(-1); err == nil {
+	if _, err := PidCPU(-1); err == nil {
 		t.Error("pidCPU(-1) read something")
 	}
 }

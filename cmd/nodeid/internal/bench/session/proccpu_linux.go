@@ -1,4 +1,4 @@
-package measure
+package session
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 // 100 on every architecture Go runs on.
 const clockTick = 10 * time.Millisecond
 
-// pidCPU returns the user and system CPU time process pid has used, from
+// PidCPU returns the user and system CPU time process pid has used, from
 // /proc/<pid>/stat, in steps of clockTick.
-func pidCPU(pid int) (time.Duration, error) {
+func PidCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

@@ -1,11 +1,12 @@
-package measure
+package floor
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/plancheck"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
@@ -21,62 +22,24 @@ func TestFloorConfigValidate(t *testing.T) {
 		t.Errorf("the quick config: %+v", q)
 	}
 	for _, c := range []struct {
-		field, value string
-		change       func(*FloorConfig)
+		field, value, label string
+		change              func(*FloorConfig)
 	}{
-		{"Iterations", "99", func(c *FloorConfig) { c.Iterations = 99 }},
-		{"LargeIDs", "15", func(c *FloorConfig) { c.LargeIDs = 15 }},
-		{"LargeIDs", "1048577", func(c *FloorConfig) { c.LargeIDs = 1<<20 + 1 }},
-		{"Drift", "119", func(c *FloorConfig) { c.Drift = 119 }},
+		{"Iterations", "99", "floor iterations", func(c *FloorConfig) { c.Iterations = 99 }},
+		{"LargeIDs", "15", "floor large range", func(c *FloorConfig) { c.LargeIDs = 15 }},
+		{"LargeIDs", "1048577", "floor large range", func(c *FloorConfig) { c.LargeIDs = 1<<20 + 1 }},
+		{"Drift", "119", "drift claims", func(c *FloorConfig) { c.Drift = 119 }},
 	} {
 		cfg := DefaultFloorConfig()
 		c.change(&cfg)
 		err := cfg.Validate()
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value || fe.Rule == "" || !strings.Contains(err.Error(), fieldLabels[c.field]) {
+		var fe *measure.FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || fe.Value != c.value || fe.Rule == "" || !strings.Contains(err.Error(), c.label) {
 			t.Errorf("%s %s: got %#v (%v)", c.field, c.value, fe, err)
 		}
 	}
 	if c := DefaultFloorConfig(); c.planSamples() != 200 || c.firstSamples() != 50 || c.driftWindow() != 1000 {
 		t.Errorf("derived sizes: %d plan samples, %d first Acquires, drift window %d", c.planSamples(), c.firstSamples(), c.driftWindow())
-	}
-}
-
-// TestCounterCountsRoundTrips: the counter sees one statement and one
-// socket write per round trip. In cache_statement mode a statement's first
-// execution on a connection also prepares it, one round trip more; and the
-// first reuse of a new pooled connection pings it first (pgx's stdlib
-// driver pings in ResetSession a connection whose last reset was more than
-// a second ago, and a new connection was never reset), one more again,
-// which the counter tells apart from the statement's own.
-func TestCounterCountsRoundTrips(t *testing.T) {
-	t.Parallel()
-	_, dsn := pgtest.NewDB(t)
-	r := &runner{target: target(t, dsn)}
-	for _, c := range []struct {
-		mode          string
-		first, second int64
-	}{{report.ModeCache, 2, 1}, {report.ModeExec, 1, 1}} {
-		ctr := &counter{}
-		db := r.openDB(1, c.mode, ctr)
-		if err := db.PingContext(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		for i, want := range []int64{c.first, c.second, c.second} {
-			s0, w0, p0 := ctr.stmts.Load(), ctr.Operations(), ctr.Pings()
-			var n int
-			if err := db.QueryRowContext(t.Context(), "SELECT $1::integer + 1", i).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			s1, w1 := ctr.stmts.Load(), ctr.Operations()
-			if s1-s0 != 1 || w1-w0 != want {
-				t.Errorf("%s, execution %d: %d statements, %d round trips; want 1, %d", c.mode, i+1, s1-s0, w1-w0, want)
-			}
-			if p := ctr.Pings() - p0; i == 0 && p != 1 {
-				t.Errorf("%s: %d pings before the first reuse of a new connection, want 1", c.mode, p)
-			}
-		}
-		db.Close()
 	}
 }
 
@@ -89,7 +52,7 @@ func TestRunFloorTiny(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
 	cfg := FloorConfig{Iterations: MinIterations, LargeIDs: 64, Drift: MinDrift, Progress: tlog{t}}
-	res, err := RunFloor(t.Context(), []Target{target(t, dsn)}, cfg)
+	res, err := RunFloor(t.Context(), []session.Target{target(t, dsn)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +117,14 @@ func TestRunFloorRefuses(t *testing.T) {
 	if _, err := RunFloor(t.Context(), nil, DefaultFloorConfig()); err == nil {
 		t.Error("no target")
 	}
-	if _, err := RunFloor(t.Context(), []Target{{}}, DefaultFloorConfig()); err == nil {
+	if _, err := RunFloor(t.Context(), []session.Target{{}}, DefaultFloorConfig()); err == nil {
 		t.Error("a target without a connection")
 	}
-	tg := Target{Conn: target(t, "postgres://nobody@127.0.0.1:1/none").Conn, Where: "nowhere"}
+	tg := session.Target{Conn: target(t, "postgres://nobody@127.0.0.1:1/none").Conn, Where: "nowhere"}
 	cfg := DefaultFloorConfig()
 	cfg.Drift = 1
-	var fe *FieldError
-	if _, err := RunFloor(t.Context(), []Target{tg}, cfg); !errors.As(err, &fe) || fe.Field != "Drift" {
+	var fe *measure.FieldError
+	if _, err := RunFloor(t.Context(), []session.Target{tg}, cfg); !errors.As(err, &fe) || fe.Field != "Drift" {
 		t.Errorf("a bad config: %v", err)
 	}
 }

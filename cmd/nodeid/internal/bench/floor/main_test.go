@@ -1,0 +1,9 @@
+package floor
+
+import (
+	"testing"
+
+	"github.com/nodeid/nodeid/internal/testkit/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
