@@ -93,9 +93,17 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	s.createdSQL = "-- nodeid confirm creation\nSELECT confirmed, same_server FROM " + t + "_created($1, $2)"
 	s.raisedSQL = "-- nodeid confirm raise\nSELECT max_ttl_ms, same_server FROM " + t + "_raised($1, $2, $3)"
 	s.pruneSQL = "-- nodeid prune\nSELECT " + t + "_prune($1, $2)"
-	s.readConfigSQL = expand(readConfigTemplate, cfg, Sync)
-	s.historySQL, s.whoSQL = expand(historyTemplate, cfg, Sync), expand(whoTemplate, cfg, Sync)
-	s.listWatchedSQL, s.listTrustedSQL = expand(listTemplate, cfg, Async), expand(listTemplate, cfg, Sync)
+	for _, r := range []struct {
+		dst  *string
+		tmpl string
+		mode Replication
+	}{{&s.readConfigSQL, readConfigTemplate, Sync}, {&s.historySQL, historyTemplate, Sync}, {&s.whoSQL, whoTemplate, Sync},
+		{&s.listWatchedSQL, listTemplate, Async}, {&s.listTrustedSQL, listTemplate, Sync}} {
+		var err error
+		if *r.dst, err = expandRead(r.tmpl, cfg, r.mode); err != nil {
+			return nil, err
+		}
+	}
 	s.serverSQL = "-- nodeid server\nSELECT " + t + "_server()"
 	return s, nil
 }
@@ -104,13 +112,13 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 // a watched table: its system identifier, WAL timeline and start.
 const serverText = "{sid}::text || '/' || {tl}::text || '/' || {started}"
 
-// expand substitutes the validated table names into a read's template: {t}
-// the lease table, {h} the history table, {c} the configuration table,
-// {tl} and {sid} the server's timeline and identity, and the list's tests
-// of a server not yet seen ({listChanged}) and of another system than the
-// one recorded ({listMoved}), which read the server's identity on a
-// watched table (Async) only.
-func expand(tmpl string, c Config, mode Replication) string {
+// expandRead fills a read's template: {t} the lease table, {h} the history
+// table, {c} the configuration table, {tl}, {sid} and {started} the
+// server's identity, and the list's tests of a server not yet seen
+// ({listChanged}) and of another system than the one recorded
+// ({listMoved}), which read the server's identity on a watched table
+// (Async) only.
+func expandRead(tmpl string, c Config, mode Replication) (string, error) {
 	listChanged, listMoved := "false", "false"
 	if mode == Async {
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
@@ -118,8 +126,8 @@ func expand(tmpl string, c Config, mode Replication) string {
 		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
 	}
 	tmpl = strings.NewReplacer("{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
-	return strings.NewReplacer("{t}", c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
-		"{tl}", walTimeline, "{sid}", walServerID, "{started}", serverStarted).Replace(tmpl)
+	return expand(tmpl, c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
+		"{tl}", walTimeline, "{sid}", walServerID, "{started}", serverStarted)
 }
 
 // Replication returns the table's replication mode as last read, or ""
