@@ -114,6 +114,38 @@ func (r *runner) serverTime(ctx context.Context, st *admin.Store) (report.Server
 	return s, err
 }
 
+// backendCPU reads the CPU time of every client backend of the bench's
+// database but the runner's own, by pid, from /proc: the server's work in
+// the renewals, without the waits for a core that pg_stat_statements'
+// times count. It fails where the server is not on this machine (or not on
+// Linux).
+func (r *runner) backendCPU(ctx context.Context) (map[int]time.Duration, error) {
+	rows, err := r.Admin.QueryContext(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cpu := map[int]time.Duration{}
+	var last error
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			return nil, err
+		}
+		c, err := session.PidCPU(pid)
+		if err != nil {
+			last = err // not local, or the backend ended since
+			continue
+		}
+		cpu[pid] = c
+	}
+	if len(cpu) == 0 && last != nil {
+		return nil, last
+	}
+	return cpu, rows.Err()
+}
+
 // renewRate renews keys in turn from w goroutines, each with a connection
 // of its own, for the configured duration after a warm-up.
 func (r *runner) renewRate(ctx context.Context, st *admin.Store, keys []admin.Key, mode string, w int, server bool) (report.RenewalRun, error) {
@@ -189,9 +221,19 @@ func (r *runner) renewRate(ctx context.Context, st *admin.Store, keys []admin.Ke
 			pid = 0
 		}
 	}
+	backends0, _ := r.backendCPU(ctx) // nil where the server is not local
 	client0 := session.ProcessCPU()
 	renewed, refused, lat, elapsed, err := loop(r.cfg.Duration)
 	run.ClientCPU = report.Duration(session.ProcessCPU() - client0)
+	if backends0 != nil {
+		if backends1, berr := r.backendCPU(ctx); berr == nil {
+			// A backend that started during the run counts from zero; one
+			// that ended is lost (PgBouncer keeps its server connections).
+			for pid, c := range backends1 {
+				run.BackendCPU += report.Duration(c - backends0[pid])
+			}
+		}
+	}
 	if pid > 0 {
 		if c, cerr := session.PidCPU(pid); cerr == nil {
 			run.PoolerCPU = report.Duration(c - pooler0)

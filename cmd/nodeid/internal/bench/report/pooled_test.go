@@ -129,13 +129,20 @@ func TestFloorPoolerSkipped(t *testing.T) {
 
 // renewalFixture has a direct and a pooled run at 4 and 16 workers in two
 // repetitions: at 4 the pooled rate is 0.9× (met); at 16 it is 0.5× but
-// the server's time per renewal 1.1× (met in its server-time form).
+// the server's time per renewal 1.1× (met in its server-time form). The
+// backends spend 100 µs of CPU per renewal directly and 150 through
+// PgBouncer, the client 80 either way.
 func renewalFixture() *RenewalResult {
 	rn := &RenewalResult{IDs: 4096, Duration: Duration(2 * time.Second), ExecMode: ModeCache, Pooler: "throwaway PgBouncer"}
 	run := func(rep, w int, rate, serverUs float64, pooler time.Duration) RenewalRun {
 		n := int64(rate * 2)
+		backend := 100 * time.Microsecond
+		if pooler > 0 {
+			backend = 150 * time.Microsecond
+		}
 		return RenewalRun{Rep: rep, Workers: w, Rate: rate, Renewed: n, Latency: floorDist(1, 2), Elapsed: Duration(2 * time.Second),
 			ClientCPU: Duration(time.Duration(n) * 80 * time.Microsecond), PoolerCPU: Duration(pooler * time.Duration(n)),
+			BackendCPU: Duration(backend * time.Duration(n)),
 			Server: &ServerTime{Calls: n, PlanMs: float64(n) * serverUs / 1000 / 10, ExecMs: float64(n) * serverUs / 1000 * 9 / 10}}
 	}
 	for rep := 1; rep <= 2; rep++ {
@@ -157,6 +164,10 @@ func TestRenewalPooling(t *testing.T) {
 	if !near(a.Ratio.Median, 0.9) || !a.Met || !near(a.ServerRatio.Median, 1.1) || !near(a.ServerDirect.Median, 100) || !near(a.PlanDirect.Median, 10) {
 		t.Errorf("4 workers: %+v", a)
 	}
+	// The CPU bound at 16: (80 + 100) / (80 + 150 + 60) µs per renewal.
+	if !near(b.BackendDirect.Median, 100) || !near(b.BackendRatio.Median, 1.5) || !near(b.Bound.Median, 180.0/290) {
+		t.Errorf("16 workers, CPU: %+v", b)
+	}
 	if !near(b.Ratio.Median, 0.5) || b.Met || !b.ServerMet || !near(b.PoolerCPU.Median, 60) || !near(b.PoolerShare.Median, 0.06) || !near(b.ClientPooled.Median, 80) {
 		t.Errorf("16 workers: %+v", b)
 	}
@@ -164,7 +175,8 @@ func TestRenewalPooling(t *testing.T) {
 		t.Errorf("verdict at 4: %q", v)
 	}
 	if v := b.Verdict(); !strings.Contains(v, "0.50× the direct rate, target ≥ 0.8× (missed)") || !strings.Contains(v, "pooled at 1.10× direct, target ≤ 1.2×") ||
-		!strings.Contains(v, "PgBouncer spent 60 µs of CPU per renewal, 0.06 of a core") || !strings.HasSuffix(v, ": met") {
+		!strings.Contains(v, "PgBouncer spent 60 µs of CPU per renewal, 0.06 of a core") || !strings.Contains(v, ": met;") ||
+		!strings.Contains(v, "the server's CPU per renewal pooled at 1.50× direct") || !strings.HasSuffix(v, "this machine allows at most 0.62× the direct rate through PgBouncer") {
 		t.Errorf("verdict at 16: %q", v)
 	}
 	// A pooled run that failed pairs with nothing.

@@ -41,6 +41,9 @@ type RenewalRun struct {
 	Elapsed   Duration `json:"elapsed,omitempty"`
 	ClientCPU Duration `json:"client_cpu,omitempty"`
 	PoolerCPU Duration `json:"pooler_cpu,omitempty"`
+	// BackendCPU is the CPU time of the server's backends in the run,
+	// from /proc (a local server on Linux), or 0.
+	BackendCPU Duration `json:"backend_cpu,omitempty"`
 	// Server is the server's time in the renewals, from
 	// pg_stat_statements, or nil.
 	Server *ServerTime `json:"server,omitempty"`
@@ -109,6 +112,15 @@ type PoolingRow struct {
 	// ClientPooled this process's CPU microseconds per renewal.
 	PoolerCPU, PoolerShare     Spread
 	ClientDirect, ClientPooled Spread
+	// BackendDirect and BackendPooled are the server's backends' CPU
+	// microseconds per renewal, BackendRatio pooled over direct: the
+	// server's work without its waits for a core.
+	BackendDirect, BackendPooled, BackendRatio Spread
+	// Bound is the pooled rate over the direct one that the machine's CPU
+	// allows where it binds: the CPU per renewal of the client and the
+	// server directly over that of the client, the server and PgBouncer
+	// through it (all on one machine).
+	Bound Spread
 	// Met says the rate met TargetPooledRenewal; ServerMet that the server
 	// time met TargetPooledServerTime.
 	Met, ServerMet bool
@@ -121,7 +133,7 @@ func (r *RenewalResult) Pooling() []PoolingRow {
 	for _, w := range r.workers() {
 		var pr PoolingRow
 		pr.Workers = w
-		var d, p, q, sd, sp, sq, pd, pp, pc, ps, cd, cp []float64
+		var d, p, q, sd, sp, sq, pd, pp, pc, ps, cd, cp, bd, bp, bq, lim []float64
 		for _, a := range r.Runs {
 			if a.Workers != w || a.Error != "" {
 				continue
@@ -143,6 +155,14 @@ func (r *RenewalResult) Pooling() []PoolingRow {
 			if a.ClientCPU > 0 && b.ClientCPU > 0 && a.Renewed > 0 && b.Renewed > 0 {
 				cd, cp = append(cd, perRenewal(a.ClientCPU, a.Renewed)), append(cp, perRenewal(b.ClientCPU, b.Renewed))
 			}
+			if a.BackendCPU > 0 && b.BackendCPU > 0 && a.Renewed > 0 && b.Renewed > 0 {
+				x, y := perRenewal(a.BackendCPU, a.Renewed), perRenewal(b.BackendCPU, b.Renewed)
+				bd, bp, bq = append(bd, x), append(bp, y), append(bq, y/x)
+				if a.ClientCPU > 0 && b.ClientCPU > 0 && b.PoolerCPU > 0 {
+					direct := perRenewal(a.ClientCPU, a.Renewed) + x
+					lim = append(lim, direct/(perRenewal(b.ClientCPU, b.Renewed)+y+perRenewal(b.PoolerCPU, b.Renewed)))
+				}
+			}
 		}
 		if len(q) == 0 {
 			continue
@@ -152,6 +172,8 @@ func (r *RenewalResult) Pooling() []PoolingRow {
 		pr.PlanDirect, pr.PlanPooled = NewSpread(pd), NewSpread(pp)
 		pr.PoolerCPU, pr.PoolerShare = NewSpread(pc), NewSpread(ps)
 		pr.ClientDirect, pr.ClientPooled = NewSpread(cd), NewSpread(cp)
+		pr.BackendDirect, pr.BackendPooled, pr.BackendRatio = NewSpread(bd), NewSpread(bp), NewSpread(bq)
+		pr.Bound = NewSpread(lim)
 		pr.Met = pr.Ratio.Median >= TargetPooledRenewal
 		pr.ServerMet = pr.ServerRatio.N > 0 && pr.ServerRatio.Median <= TargetPooledServerTime
 		out = append(out, pr)

@@ -380,7 +380,8 @@ func (res *Results) Verdicts() []Verdict {
 					r.Workers, TargetPooledRenewal, TargetPooledServerTime),
 				Result: fmt.Sprintf("%s× (%s/s against %s/s); server time %s× (%s µs against %s µs); PgBouncer %s µs of CPU per renewal, %s of a core",
 					r.Ratio.Format("%.2f"), r.Pooled.Format("%.0f"), r.Direct.Format("%.0f"), r.ServerRatio.Format("%.2f"),
-					r.ServerPooled.Format("%.0f"), r.ServerDirect.Format("%.0f"), r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f")),
+					r.ServerPooled.Format("%.0f"), r.ServerDirect.Format("%.0f"), r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f")) +
+					boundNote(r),
 				Met: r.Met || r.ServerMet,
 			})
 		}
@@ -423,3 +424,16 @@ func (s Spread) Format(verb string) string {
 
 // Millis returns d in milliseconds.
 func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// boundNote says what the server's CPU and the machine's allow the pooled
+// renewals, where they were measured.
+func boundNote(r PoolingRow) string {
+	var s string
+	if r.BackendRatio.N > 0 {
+		s += fmt.Sprintf("; server CPU %s× (%s µs against %s µs)", r.BackendRatio.Format("%.2f"), r.BackendPooled.Format("%.0f"), r.BackendDirect.Format("%.0f"))
+	}
+	if r.Bound.N > 0 {
+		s += fmt.Sprintf("; the CPU bound of the pooled rate on this machine %s×", r.Bound.Format("%.2f"))
+	}
+	return s
+}

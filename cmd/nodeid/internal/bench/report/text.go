@@ -177,12 +177,13 @@ func writePooling(ew *errWriter, rn *RenewalResult) {
 	}
 	ew.printf("\nRenewal load through PgBouncer against directly, side by side: %s, exec mode; directly in %s\n", rn.Pooler, rn.ExecMode)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  workers\tdirect/s\tpooled/s\tpooled/direct\tserver µs/renewal direct\tpooled\tpooled/direct\tof it planning µs: direct\tpooled\tPgBouncer CPU µs/renewal\tof a core\tclient CPU µs/renewal: direct\tpooled")
+	fmt.Fprintln(tw, "  workers\tdirect/s\tpooled/s\tpooled/direct\tserver µs/renewal direct\tpooled\tpooled/direct\tof it planning µs: direct\tpooled\tPgBouncer CPU µs/renewal\tof a core\tclient CPU µs/renewal: direct\tpooled\tserver CPU µs/renewal: direct\tpooled\tpooled/direct\tCPU bound")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workers, r.Direct.Format("%.0f"), r.Pooled.Format("%.0f"), r.Ratio.Format("%.2f"),
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workers, r.Direct.Format("%.0f"), r.Pooled.Format("%.0f"), r.Ratio.Format("%.2f"),
 			r.ServerDirect.Format("%.0f"), r.ServerPooled.Format("%.0f"), r.ServerRatio.Format("%.2f"),
 			r.PlanDirect.Format("%.1f"), r.PlanPooled.Format("%.1f"),
-			r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f"), r.ClientDirect.Format("%.0f"), r.ClientPooled.Format("%.0f"))
+			r.PoolerCPU.Format("%.0f"), r.PoolerShare.Format("%.2f"), r.ClientDirect.Format("%.0f"), r.ClientPooled.Format("%.0f"),
+			r.BackendDirect.Format("%.0f"), r.BackendPooled.Format("%.0f"), r.BackendRatio.Format("%.2f"), r.Bound.Format("%.2f"))
 	}
 	tw.Flush()
 	for _, r := range rows {
@@ -209,5 +210,12 @@ func (r PoolingRow) Verdict() string {
 	if r.PoolerCPU.N > 0 {
 		v += fmt.Sprintf(" (PgBouncer spent %.0f µs of CPU per renewal, %.2f of a core)", r.PoolerCPU.Median, r.PoolerShare.Median)
 	}
-	return v + map[bool]string{true: ": met", false: ": missed"}[r.ServerMet]
+	v += map[bool]string{true: ": met", false: ": missed"}[r.ServerMet]
+	if r.BackendRatio.N > 0 {
+		v += fmt.Sprintf("; the server's CPU per renewal pooled at %.2f× direct", r.BackendRatio.Median)
+	}
+	if r.Bound.N > 0 {
+		v += fmt.Sprintf("; where the CPU binds, this machine allows at most %.2f× the direct rate through PgBouncer", r.Bound.Median)
+	}
+	return v
 }
