@@ -143,7 +143,7 @@ func renewalFixture() *RenewalResult {
 		return RenewalRun{Rep: rep, Workers: w, Rate: rate, Renewed: n, Latency: floorDist(1, 2), Elapsed: Duration(2 * time.Second),
 			ClientCPU: Duration(time.Duration(n) * 80 * time.Microsecond), PoolerCPU: Duration(pooler * time.Duration(n)),
 			BackendCPU: Duration(backend * time.Duration(n)),
-			Server: &ServerTime{Calls: n, PlanMs: float64(n) * serverUs / 1000 / 10, ExecMs: float64(n) * serverUs / 1000 * 9 / 10}}
+			Server:     &ServerTime{Calls: n, PlanMs: float64(n) * serverUs / 1000 / 10, ExecMs: float64(n) * serverUs / 1000 * 9 / 10}}
 	}
 	for rep := 1; rep <= 2; rep++ {
 		rn.Runs = append(rn.Runs, run(rep, 4, 1000, 100, 0), run(rep, 16, 2000, 200, 0))
