@@ -236,38 +236,32 @@ func TestDocsLinks(t *testing.T) {
 	}
 }
 
-// TestDocsGuarantees: docs/guarantees.md states the rules of the package
-// documentation (doc.go), under the same numbers, in the same order.
+// TestDocsGuarantees: the package documentation stays short (an example
+// and the promise) and points to docs/guarantees.md, which numbers the
+// rules the code and its tests cite: rules 1 to 7, each a bold sentence.
 func TestDocsGuarantees(t *testing.T) {
 	t.Parallel()
 	src, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docText strings.Builder
-	for _, line := range strings.Split(string(src), "\n") {
-		docText.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "//"), " ") + "\n")
+	if n := strings.Count(string(src), "\n// "); n > 60 {
+		t.Errorf("doc.go's package comment has %d lines: the guarantees belong in docs/guarantees.md, the package doc is an example and a promise", n)
 	}
-	section := regexp.MustCompile(`(?s)\n# Guarantees\n(.*?)\n# `).FindStringSubmatch(docText.String())
-	if section == nil {
-		t.Fatal("doc.go has no # Guarantees section")
+	if !strings.Contains(string(src), "docs/guarantees.md") {
+		t.Error("doc.go does not point to docs/guarantees.md")
 	}
-	doc := numberedItems(section[1])
 	page, err := os.ReadFile(filepath.Join("docs", "guarantees.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := numberedItems(strings.NewReplacer("**", "", "`", "").Replace(string(page)))
-	if len(doc) < 7 || len(md) != len(doc) {
-		t.Fatalf("doc.go has %d numbered rules, docs/guarantees.md %d: they must be the same", len(doc), len(md))
+	rules := numberedItems(strings.NewReplacer("`", "").Replace(string(page)))
+	if len(rules) < 7 {
+		t.Fatalf("docs/guarantees.md numbers %d rules, want at least 7", len(rules))
 	}
-	for i, rule := range doc {
-		clause := rule
-		if j := strings.IndexAny(rule, ":.;("); j > 0 {
-			clause = strings.TrimSpace(rule[:j])
-		}
-		if !strings.Contains(md[i], clause) {
-			t.Errorf("rule %d of doc.go begins %q; rule %d of docs/guarantees.md does not say it:\n%s", i+1, clause, i+1, md[i])
+	for i, r := range rules[:7] {
+		if !strings.HasPrefix(r, "**") {
+			t.Errorf("rule %d of docs/guarantees.md does not open with its sentence in bold: %.80s", i+1, r)
 		}
 	}
 }
