@@ -71,6 +71,7 @@ var mutants = []struct {
 	{"creation-not-pending", "a table created on an asynchronous server with a standby hands out node IDs at once, before the standby has its creation", "2h:create"},
 	{"e2-client-confirms", "a confirmation counts a WAL client that no failover promotes (pg_receivewal, a logical consumer) as a standby that has the mark's position", "2h:create"},
 	{"e3-command-trusts-warden", "the command of nodeid run stamps after NODEID_HORIZON_MS and stops when the warden kills it, without re-reading the lease file's deadline and ceiling before each ID", "2h:freeze"},
+	{"release-lowers-horizon", "a release records the last stamp its client gives even below the horizon its claim stamped after", "3h:failover"},
 	{"e1-sync-trusts-ack", "a table that records sync trusts its synchronous standby to have every acknowledged commit: no generation check, a raise at once, a switch to sync confirms what is pending", "2h:ddl"},
 }
 
@@ -154,6 +155,7 @@ type row struct {
 	gen     int8 // the generation of the row's last claim
 	expires tick // never for a free row
 	horizon tick
+	from    tick  // the horizon its last claim stamped after (the history's from_ms)
 	epoch   int32 // era<<8 | count
 }
 
@@ -447,7 +449,7 @@ func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev ti
 		if m.mut == "horizon-uncapped" {
 			hz = st.h5
 		}
-		r = row{owner: int8(h + 1), gen: c.gen, expires: now + ttl, horizon: max(p, hz), epoch: e}
+		r = row{owner: int8(h + 1), gen: c.gen, expires: now + ttl, horizon: max(p, hz), from: p, epoch: e}
 		s.db.rows[n] = r
 		return true, n, r, p, nil
 	}
@@ -488,10 +490,10 @@ func (m *model) renew(s *mstate, h int, st stmt) (ok bool, r row) {
 	return true, r
 }
 
-// release is releaseTemplate: the live lease of this owner and epoch
-// becomes free at once, with the exact horizon its sealed generator gives
-// (else the row keeps its own); the row's generation stays that of its
-// claim.
+// release is T_release: the live lease of this owner and epoch becomes
+// free at once, with the exact horizon its sealed generator gives (else the
+// row keeps its own), never below the horizon its claim stamped after; the
+// row's generation stays that of its claim.
 func (m *model) release(s *mstate, h int, st stmt) bool {
 	c, now := &s.db.cfg, s.now()
 	r := s.db.rows[st.node]
@@ -499,9 +501,12 @@ func (m *model) release(s *mstate, h int, st stmt) bool {
 		return false
 	}
 	if st.exact {
-		r.horizon = st.h6
+		r.horizon = max(st.h6, r.from)
+		if m.mut == "release-lowers-horizon" {
+			r.horizon = st.h6
+		}
 	}
-	r.owner, r.expires = 0, never
+	r.owner, r.expires, r.from = 0, never, 0
 	if m.mut == "f2-release-lifts-quarantine" {
 		r.gen = c.gen
 	}
@@ -523,7 +528,7 @@ func (m *model) evict(s *mstate, n int) bool {
 			return false // lock_timeout: the verified transaction holds the row
 		}
 	}
-	r.owner = 0
+	r.owner, r.from = 0, 0
 	if m.mut == "evict-at-horizon" {
 		r.expires = never
 	}
@@ -1100,7 +1105,13 @@ func (m *model) send(s *mstate, h int, kind int8) {
 		// Release seals the generator and records the latest millisecond it
 		// stamped; a retry sends the same.
 		hd.has, hd.rel = false, true
-		hd.pend = stmt{kind: sRelease, node: hd.node, epoch: hd.epoch, t0: s.t, h6: hd.last, exact: true}
+		// A holder that stamped nothing sends 0 (stampLo here), as docs/sql.md's
+		// session does: the database keeps the horizon its claim stamped after.
+		last := hd.last
+		if last == hd.prev {
+			last = stampLo
+		}
+		hd.pend = stmt{kind: sRelease, node: hd.node, epoch: hd.epoch, t0: s.t, h6: last, exact: true}
 	}
 }
 

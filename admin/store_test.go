@@ -363,3 +363,49 @@ func TestReplicationErrorsClassified(t *testing.T) {
 		t.Errorf("a server that never allows the function is retryable")
 	}
 }
+
+// A release never records a horizon below the one its claim stamped after,
+// whatever last stamp its client gives: a client that stamped nothing and
+// says 0 (as docs/sql.md's session does) leaves the next holder stamping
+// after its predecessor's horizon, not after 0.
+func TestReleaseKeepsTheHorizonItsClaimStampedAfter(t *testing.T) {
+	t.Parallel()
+	st, _, _ := newStore(t, withNodes(0, 0))
+	ctx := ctxT(t)
+	if err := st.Apply(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := st.Config().MinNode, st.Config().MaxNode
+	c1, err := st.Claim(ctx, lo, hi, "a", time.Minute, 1000)
+	if err != nil || !c1.OK {
+		t.Fatal(c1, err)
+	}
+	if o, err := st.Release(ctx, c1.Key, 5000); err != nil || !o.OK || o.Horizon != 5000 {
+		t.Fatalf("release 1: %+v %v", o, err)
+	}
+	c2, err := st.Claim(ctx, lo, hi, "b", time.Minute, 2000)
+	if err != nil || !c2.OK || c2.PrevHorizon != 5000 {
+		t.Fatalf("claim 2: %+v %v; want it to stamp after 5000", c2, err)
+	}
+	for _, last := range []int64{0, 4999} {
+		t.Run(fmt.Sprint(last), func(t *testing.T) {
+			// A release below the claim's own horizon: the first records
+			// 5000, and the retry finds the lease released.
+			o, err := st.Release(ctx, c2.Key, last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.OK && o.Horizon != 5000 || !o.OK && o.EndReason != admin.EndReleased {
+				t.Fatalf("release with last stamp %d: %+v; want the horizon 5000 its claim stamped after", last, o)
+			}
+		})
+	}
+	var horizon int64
+	if err := st.DB().QueryRowContext(ctx, `SELECT horizon_ms FROM snowflake_nodes WHERE node_id = 0`).Scan(&horizon); err != nil || horizon != 5000 {
+		t.Fatalf("the row's horizon after the release: %d, %v; want 5000", horizon, err)
+	}
+	c3, err := st.Claim(ctx, lo, hi, "c", time.Minute, 3000)
+	if err != nil || !c3.OK || c3.PrevHorizon != 5000 {
+		t.Fatalf("claim 3: %+v %v; want it to stamp after 5000, not after the 0 its predecessor sent", c3, err)
+	}
+}
