@@ -189,13 +189,15 @@ func TestVerifyHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 				t.Parallel()
 				ep := verifyEndpoint(t, via)
 				ctx := testContext(t)
-				// Renewed every 4 s, each attempt bounded by 2.4 s, so
-				// that a loaded server still renews before the deadline;
+				// Renewed every 8 s, each attempt bounded by 4.8 s, so
+				// that a server loaded by the race detector and other
+				// work beside it still renews before the deadline (at a
+				// 12 s TTL, a run of CI under a load of 20 lost it);
 				// the transaction's idle bound is the time left to the
 				// lease's expiry at each Verify, so the test verifies
 				// again after each renewal, as a holder whose transaction
 				// lasts across renewals must.
-				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(12*time.Second))
+				reg := newTestRegistry(t, ep.db, WithNodeRange(0, 1), WithTTL(24*time.Second))
 				l := mustAcquire(t, reg)
 				if l.NodeID() != 0 {
 					t.Fatalf("first lease on node %d", l.NodeID())
