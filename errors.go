@@ -115,7 +115,7 @@ func (e *EndError) Is(target error) bool { return target == ErrLeaseLost && e.Ca
 func (e *EndError) Unwrap() error { return e.Cause }
 
 // causes are the ends of a lease: each cause's sentinel and its name, which
-// the metrics (nodeid.cause), the statements (store.Cause...) and Verify's
+// the metrics (nodeid.cause), the statements (admin.Cause...) and Verify's
 // verdicts share. The local deadline, which is ErrExpired too, is named
 // "deadline" by the metrics.
 var causes = []struct {

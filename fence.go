@@ -140,7 +140,7 @@ func (l *Lease) bind(seal func() int64) error {
 
 // seal stops the bound generator, if any, and returns the horizon Release
 // records: the latest millisecond the generator stamped, or, with no
-// generator, store.NoHorizon: the row keeps the horizon recorded at the last
+// generator, admin.NoHorizon: the row keeps the horizon recorded at the last
 // renewal. l.mu is held, and the lease has stopped admitting IDs.
 func (l *Lease) seal() (exactMs int64) {
 	if l.sealer == nil {

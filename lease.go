@@ -157,7 +157,7 @@ func (l *Lease) releaseWith(ctx context.Context, stamped int64) error {
 }
 
 // release releases the lease; stamped is the latest millisecond stamped
-// outside a bound generator, or store.NoHorizon.
+// outside a bound generator, or admin.NoHorizon.
 func (l *Lease) release(ctx context.Context, stamped int64) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -207,7 +207,7 @@ func (l *Lease) release(ctx context.Context, stamped int64) error {
 }
 
 // causeOf explains a renewal or release that changed nothing, from the row
-// as the statement that said why found it (store.Outcome).
+// as the statement that said why found it (admin.Outcome).
 func (l *Lease) causeOf(o admin.Outcome) error {
 	switch {
 	case !o.Exists || o.Epoch > l.key.Epoch:

@@ -210,7 +210,7 @@ func (r *Registry) acquire(ctx context.Context, wait bool) (*Lease, error) {
 }
 
 // firstClaimer is a store that can make a first claim in one statement
-// (*store.Store; a store in memory has no round trips to save).
+// (*admin.Store; a store in memory has no round trips to save).
 type firstClaimer interface {
 	ClaimFirst(ctx context.Context, lo, hi int64, given bool, maxNode int64, owner string, ttl time.Duration, horizonMs int64) (admin.FirstClaim, error)
 	Replication() admin.Replication
@@ -237,7 +237,7 @@ func (r *Registry) unlockEnsure() { <-r.ensureMu }
 
 // claimFirst is the first claim of a Registry that has not read the
 // table's configuration, made in one statement with the checks that
-// ensure makes (store.ClaimFirst), so that a new process's first Acquire
+// ensure makes (admin.ClaimFirst), so that a new process's first Acquire
 // is one statement. It returns no lease and no error when that statement
 // claimed nothing or failed: ensure then reads the configuration, which
 // says why, and the claim is made as every later one. Only an error of the
@@ -365,7 +365,7 @@ func (r *Registry) claimOnce(ctx context.Context, retried bool) (*Lease, error) 
 const CreationWait = time.Minute
 
 // creationSettler is a store whose table's creation may be pending
-// (*store.Store; a table in memory never is).
+// (*admin.Store; a table in memory never is).
 type creationSettler interface {
 	SettleCreation(ctx context.Context, behind func(lsn string, sbs []admin.Standby)) error
 }

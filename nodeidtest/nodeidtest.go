@@ -260,7 +260,7 @@ func (t *stmts) Renew(ctx context.Context, k admin.Key, ttl time.Duration, horiz
 }
 
 // Release frees the live lease k, with its exact horizon unless exactMs is
-// store.NoHorizon.
+// admin.NoHorizon.
 func (t *stmts) Release(ctx context.Context, k admin.Key, exactMs int64) (admin.Outcome, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -748,7 +748,7 @@ func timelines(ctx context.Context, db *sql.DB, query string) (map[key]int64, er
 	return out, rows.Err()
 }
 
-// checkWho asks store.Store.Who, for the first and the last ID of every
+// checkWho asks admin.Store.Who, for the first and the last ID of every
 // lease, which claims may have stamped it: the horizons partition each
 // node ID's time line, so the answer must be exactly the claim that did;
 // for a claim that the history lacks (lost in a failover, which Check

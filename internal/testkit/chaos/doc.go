@@ -66,7 +66,7 @@
 // # The check
 //
 // Check then reads every worker file and the history table
-// (store.Store.History and List) and fails the test on any duplicate ID
+// (admin.Store.History and List) and fails the test on any duplicate ID
 // (over every ID recorded, exactly) or any violation of the rules listed in
 // Check's doc: each ID within its claim's [acquired_at, ended_at] once the
 // worker's clock offset is taken off, within its claim's horizons
@@ -75,7 +75,7 @@
 // deadline, or of SIGCONT for a paused worker, or of the firing of the
 // worker's control timer if that was late across the instant (the one
 // allowance made to the loaded machine); each node ID's claims form one
-// time line. store.Store.Who
+// time line. admin.Store.Who
 // must name, for the first and last ID of every lease, exactly the claim
 // that minted it. Per node ID, the epochs of the leases increase in the
 // order in which they were acquired, and their stamps in the order of the

@@ -14,5 +14,5 @@
 //
 // The Go benchmarks of this package
 // (go test -run '^$' -bench . ./cmd/nodeid/internal/bench/measure) measure
-// the statement layer, store.Store, per operation.
+// the statement layer, admin.Store, per operation.
 package measure

@@ -233,7 +233,7 @@ func (r *runner) libraryLoop(ctx context.Context, st *admin.Store, mode string, 
 	})
 }
 
-// storeLoop returns the same loop through store.Store's Claim and
+// storeLoop returns the same loop through admin.Store's Claim and
 // Release alone.
 func (r *runner) storeLoop(ctx context.Context, st *admin.Store, mode string, c int, chunk time.Duration) (*pairLoop, error) {
 	db := r.OpenDB(c, mode, nil)

@@ -1,6 +1,6 @@
 package measure
 
-// Go benchmarks of the statement layer, store.Store, one operation at a
+// Go benchmarks of the statement layer, admin.Store, one operation at a
 // time on one connection, against the test PostgreSQL (see internal/testkit/pgtest).
 // Compare with benchstat:
 //

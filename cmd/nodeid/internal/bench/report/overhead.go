@@ -26,7 +26,7 @@ type OverheadRun struct {
 	PgbenchMode string  `json:"pgbench_mode"`
 	Concurrency int     `json:"concurrency"`
 	Library     float64 `json:"library"`
-	// Store is the same pair through store.Store alone: the statements
+	// Store is the same pair through admin.Store alone: the statements
 	// through pgx on a connection from database/sql, without the lease's
 	// renewal goroutine, timer and bookkeeping.
 	Store float64 `json:"store"`

@@ -6,7 +6,7 @@ import (
 )
 
 // RenewalResult is the renewals per second one server sustains:
-// store.Store.Renew, the statement the library's background renewal
+// admin.Store.Renew, the statement the library's background renewal
 // sends, driven from Workers goroutines with a connection each, over IDs
 // live leases; directly (Runs) and, side by side, through a PgBouncer in
 // transaction mode in exec mode (Pooled).

@@ -82,7 +82,7 @@ type OverheadSummary struct {
 	Mode, PgbenchMode string
 	Concurrency       int
 	Library           Spread // pairs per second
-	Store             Spread // pairs per second through store.Store alone
+	Store             Spread // pairs per second through admin.Store alone
 	Emptied           Spread // the library's pairs per second on an emptied history
 	EmptiedRatio      Spread // emptied / library, per repetition
 	Pgbench           Spread // transactions per second

@@ -79,7 +79,7 @@ func WriteText(w io.Writer, res *Results) error {
 		}
 	}
 	if rn := res.Renewal; rn != nil {
-		ew.printf("\nRenewal load: store.Store.Renew over %d live leases (%s runs)\n", rn.IDs, time.Duration(rn.Duration))
+		ew.printf("\nRenewal load: admin.Store.Renew over %d live leases (%s runs)\n", rn.IDs, time.Duration(rn.Duration))
 		workers, rates, p99 := rn.RateSummary()
 		for i, w := range workers {
 			ew.printf("  %3d workers: %s renewals/s, p99 %s ms\n", w, rates[i].Format("%.0f"), p99[i].Format("%.1f"))

@@ -307,14 +307,14 @@ func (r *Session) DropTables() error {
 }
 
 // Statements are the texts of the library's statements on one table, as
-// store.Store sends them: captured from the wire, not copied; ClaimArgs
+// admin.Store sends them: captured from the wire, not copied; ClaimArgs
 // are the claim's arguments.
 type Statements struct {
 	Claim, Renew, Release string
 	ClaimArgs             []any
 }
 
-// CaptureSQL runs a claim, a renewal and a release through store.Store
+// CaptureSQL runs a claim, a renewal and a release through admin.Store
 // on st's table and returns the statements it sent. It leaves the table as
 // it found it, bar one epoch.
 func (r *Session) CaptureSQL(ctx context.Context, st *admin.Store) (Statements, error) {
