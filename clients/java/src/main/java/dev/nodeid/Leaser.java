@@ -165,7 +165,8 @@ public final class Leaser {
 
     /**
      * Claims the lowest claimable node ID and starts renewing it, waiting
-     * (with backoff) while none is claimable, up to wait. A claim whose
+     * (with backoff) while none is claimable or the database cannot be
+     * reached, up to wait. A claim whose
      * answer did not arrive may have committed: its node ID stays held until
      * it lapses, and is never used (docs/sql.md, rule 7).
      */
@@ -175,8 +176,9 @@ public final class Leaser {
         for (;;) {
             try {
                 return tryAcquire();
-            } catch (NodeIdException e) {
-                if (e.reason() != NodeIdException.Reason.NO_NODE_ID_AVAILABLE) {
+            } catch (NodeIdException | SQLException e) {
+                if (e instanceof NodeIdException n && n.reason() != NodeIdException.Reason.NO_NODE_ID_AVAILABLE
+                        || e instanceof SQLException q && !Retry.retryable(q)) {
                     throw e;
                 }
                 long left = until - clock.nanoTime();
