@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 	"github.com/nodeid/nodeid"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/snowflake"
+
+	bw "github.com/bwmarrin/snowflake"
 )
 
 // chaosTTL is the lease length of every holder of the chaos test: the
@@ -51,7 +54,7 @@ type chaos struct {
 // javaHolder is a Mint process.
 type javaHolder struct {
 	name, out   string
-	cmd         *pgtestCmd
+	cmd         *exec.Cmd
 	leased      chan struct{} // closed when its lease is held
 	node, epoch int64         // its lease, once leased
 	exited      chan struct{}
@@ -61,8 +64,6 @@ type javaHolder struct {
 	mu          sync.Mutex
 	stderr      bytes.Buffer
 }
-
-type pgtestCmd = execCmd
 
 // goHolder is a lease of the Go library minting in this process.
 type goHolder struct {
@@ -570,7 +571,7 @@ func (c *chaos) verify() (ids, holders int, takeovers int, refused int64) {
 		}
 		for _, id := range l.ids {
 			ids++
-			p := chaosLayout.Decode(snowflakeID(id))
+			p := chaosLayout.Decode(bw.ID(id))
 			if prev, ok := seen[id]; ok {
 				dups++
 				if len(examples) < 10 {

@@ -6,6 +6,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTimeoutException;
 import java.sql.Types;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -22,7 +23,17 @@ import java.util.concurrent.TimeUnit;
  * connection; the next call opens another.
  */
 final class JdbcStore implements LeaseStore {
-    private static final ScheduledExecutorService CANCELLER = Executors.newSingleThreadScheduledExecutor(r -> {
+    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "nodeid-timer");
+        t.setDaemon(true);
+        return t;
+    });
+    /**
+     * Runs the cancels and aborts off the timer: a cancel opens a connection
+     * of its own, which a partitioned network may hold for long, and must
+     * not delay the abort that follows it.
+     */
+    private static final ExecutorService CANCELLER = Executors.newCachedThreadPool(r -> {
         Thread t = new Thread(r, "nodeid-cancel");
         t.setDaemon(true);
         return t;
@@ -68,20 +79,20 @@ final class JdbcStore implements LeaseStore {
         boolean ok = false;
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             b.bind(ps);
-            ScheduledFuture<?> cancel = CANCELLER.schedule(() -> {
+            ScheduledFuture<?> cancel = TIMER.schedule(() -> CANCELLER.execute(() -> {
                 try {
                     ps.cancel();
                 } catch (SQLException | RuntimeException ignored) {
                     // the abort below ends the call
                 }
-            }, timeoutNanos, TimeUnit.NANOSECONDS);
-            ScheduledFuture<?> abort = CANCELLER.schedule(() -> {
+            }), timeoutNanos, TimeUnit.NANOSECONDS);
+            ScheduledFuture<?> abort = TIMER.schedule(() -> CANCELLER.execute(() -> {
                 try {
                     c.abort(Runnable::run);
                 } catch (SQLException | RuntimeException ignored) {
                     // nothing more to do
                 }
-            }, timeoutNanos + ABORT_GRACE_NANOS, TimeUnit.NANOSECONDS);
+            }), timeoutNanos + ABORT_GRACE_NANOS, TimeUnit.NANOSECONDS);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     throw new SQLException("nodeid: the function answered no row", "XX000");

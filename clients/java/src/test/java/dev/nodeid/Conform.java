@@ -8,18 +8,22 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Runs a script of lease steps through the Java client and prints one line
- * per step, for the conformance test that runs the same script through the
- * Go library on another table and compares the lines:
+ * Runs lease steps through the Java client, one a line of stdin, and
+ * prints one line per step, for the conformance test that runs the same
+ * steps through the Go library on another table, in step, and compares the
+ * lines:
  *
  * <pre>
- * java dev.nodeid.Conform JDBC_URL TABLE TTL_MS step...
+ * java dev.nodeid.Conform JDBC_URL PROXY_JDBC_URL TABLE TTL_MS &lt; steps
  * </pre>
  *
  * A step is "VERB HOLDER" joined by a colon: claim (wait for a node ID),
  * try (no wait), renewed (wait for a renewal), release, release0 (saying
  * nothing was stamped), evict (the
  * operator's T_evict of the holder's lease), ended (wait for the end).
+ * Holders whose names start with p connect through PROXY_JDBC_URL, which
+ * the test partitions; they and those starting with q lease node IDs 3-3
+ * only, the others 0-2.
  */
 public final class Conform {
     private Conform() {
@@ -31,13 +35,15 @@ public final class Conform {
 
     public static void main(String[] args) throws Exception {
         java.util.logging.Logger.getLogger("dev.nodeid").setLevel(java.util.logging.Level.OFF);
-        String url = args[0], table = args[1];
-        Duration ttl = Duration.ofMillis(Long.parseLong(args[2]));
+        String url = args[0], proxyUrl = args[1], table = args[2];
+        Duration ttl = Duration.ofMillis(Long.parseLong(args[3]));
         ConnectionSource src = ConnectionSource.of(url, null);
+        ConnectionSource proxied = ConnectionSource.of(proxyUrl, null);
         Map<String, Lease> leases = new HashMap<>();
+        java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in, java.nio.charset.StandardCharsets.UTF_8));
         try (Connection op = src.open()) {
-            for (int i = 3; i < args.length; i++) {
-                String[] s = args[i].split(":");
+            for (String step; (step = in.readLine()) != null;) {
+                String[] s = step.split(":");
                 String verb = s[0], h = s[1];
                 String line = verb + " " + h + " ";
                 if (leases.get(h) == null && !verb.equals("claim") && !verb.equals("try")) {
@@ -47,7 +53,13 @@ public final class Conform {
                 switch (verb) {
                     case "claim":
                     case "try": {
-                        Leaser leaser = Leaser.builder(src).table(table).ttl(ttl).owner("java-" + h).build();
+                        Leaser.Builder b = Leaser.builder(h.startsWith("p") ? proxied : src).table(table).ttl(ttl).owner("java-" + h);
+                        if (h.startsWith("p") || h.startsWith("q")) {
+                            b.nodeRange(3, 3);
+                        } else {
+                            b.nodeRange(0, 2);
+                        }
+                        Leaser leaser = b.build();
                         try {
                             Lease l = verb.equals("claim") ? leaser.acquire(Duration.ofSeconds(30)) : leaser.tryAcquire();
                             leases.put(h, l);
@@ -100,7 +112,7 @@ public final class Conform {
                         line += cause(leases.get(h).awaitEnd(Duration.ofSeconds(15)));
                         break;
                     default:
-                        throw new IllegalArgumentException("step " + args[i] + ": unknown verb " + verb);
+                        throw new IllegalArgumentException("step " + step + ": unknown verb " + verb);
                 }
                 System.out.println(line);
                 System.out.flush();
