@@ -85,28 +85,38 @@ public final class FencedGenerator {
         return firstMs(t + 1) - 1;
     }
 
-    /** Mints an ID, or says why not (NodeIdException.reason()). */
-    public synchronized long next() throws NodeIdException {
-        int seqBits = layout.seqBits();
+    /**
+     * Mints an ID, or says why not (NodeIdException.reason()). A wait for
+     * the clock (the next time unit, or the previous holder's horizon) is
+     * made without the generator's lock, so that a release seals it at once.
+     */
+    public long next() throws NodeIdException {
         long waitStart = 0;
         boolean waiting = false;
         for (;;) {
-            // The stamping clock first, then the monotonic one the deadline is
-            // checked against: a pause between them only makes the check stricter.
-            long ms = clock.currentTimeMillis();
-            long now = clock.nanoTime();
-            if (sealed) {
-                lease.check(now, Long.MIN_VALUE);
-                throw NodeIdException.ended(node, epoch, EndCause.RELEASED);
-            }
-            long tn = unitOf(ms);
-            long next = Math.max(state, Math.min(Math.max(tn, 0), layout.maxT()) << seqBits);
-            long t = next >> seqBits;
-            if (t >= layout.maxT()) {
-                throw new NodeIdException(NodeIdException.Reason.TIME_OVERFLOW, "nodeid: time beyond the end of the ID layout: node ID "
-                        + node + ": the clock reads " + ms + "; the layout ends at " + layout.endMs());
-            }
-            if (t > tn && (next & layout.seqMask()) == 0) {
+            long remaining;
+            synchronized (this) {
+                int seqBits = layout.seqBits();
+                // The stamping clock first, then the monotonic one the deadline is
+                // checked against: a pause between them only makes the check stricter.
+                long ms = clock.currentTimeMillis();
+                long now = clock.nanoTime();
+                if (sealed) {
+                    lease.check(now, Long.MIN_VALUE);
+                    throw NodeIdException.ended(node, epoch, EndCause.RELEASED);
+                }
+                long tn = unitOf(ms);
+                long next = Math.max(state, Math.min(Math.max(tn, 0), layout.maxT()) << seqBits);
+                long t = next >> seqBits;
+                if (t >= layout.maxT()) {
+                    throw new NodeIdException(NodeIdException.Reason.TIME_OVERFLOW, "nodeid: time beyond the end of the ID layout: node ID "
+                            + node + ": the clock reads " + ms + "; the layout ends at " + layout.endMs());
+                }
+                if (t <= tn || (next & layout.seqMask()) != 0) {
+                    lease.check(now, lastMs(t));
+                    state = next + 1;
+                    return layout.id(t, node, epoch, next & layout.seqMask());
+                }
                 // The clock is behind a time unit not stamped yet: the last
                 // unit's sequence is used up, or the clock is behind the unit
                 // after the previous holder's horizon.
@@ -114,7 +124,7 @@ public final class FencedGenerator {
                     waiting = true;
                     waitStart = now;
                 }
-                long remaining = (firstMs(t) - ms) * 1_000_000L;
+                remaining = (firstMs(t) - ms) * 1_000_000L;
                 if (remaining > maxWaitNanos - (now - waitStart)) {
                     String why = next == initial ? "the previous holder's horizon is " + prevMs
                             : "the last stamped time unit has used up its sequence";
@@ -122,12 +132,8 @@ public final class FencedGenerator {
                             + ": the clock reads " + ms + ", but the next ID needs " + firstMs(t) + " or later (" + why
                             + "); the max wait of " + maxWaitNanos / 1_000_000 + " ms would end first");
                 }
-                clock.parkNanos(Math.max(remaining - 500_000, 50_000));
-                continue;
             }
-            lease.check(now, lastMs(t));
-            state = next + 1;
-            return layout.id(t, node, epoch, next & layout.seqMask());
+            clock.parkNanos(Math.max(remaining - 500_000, 50_000));
         }
     }
 

@@ -31,6 +31,12 @@ import java.util.logging.Logger;
 public final class Lease implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger("dev.nodeid");
 
+    private static final java.util.concurrent.ExecutorService NOTIFY = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "nodeid-end");
+        t.setDaemon(true);
+        return t;
+    });
+
     /** Bounds a release, as the Go library's ReleaseTimeout. */
     public static final Duration RELEASE_TIMEOUT = Duration.ofSeconds(5);
 
@@ -151,7 +157,9 @@ public final class Lease implements AutoCloseable {
 
     /**
      * A future completed with the cause when the lease ends: taken over,
-     * expired (lapsed), evicted, lost in a failover, or released.
+     * expired (lapsed), evicted, lost in a failover, or released. It
+     * completes on a thread of its own, just after endCause() says so; its
+     * actions may block, or exit the JVM.
      */
     public CompletableFuture<EndCause> ended() {
         return end;
@@ -229,7 +237,10 @@ public final class Lease implements AutoCloseable {
         }
         fence = new Fence(f.deadlineNanos(), f.horizonMs(), cause);
         mu.notifyAll();
-        end.complete(cause);
+        // The future's actions run on a thread of their own, never under the
+        // lease's lock nor on its renewal thread: one may exit the JVM, whose
+        // shutdown hook releases the lease.
+        NOTIFY.execute(() -> end.complete(cause));
         if (cause.lost()) {
             LOG.log(Level.WARNING, "nodeid: lease lost: node ID {0}, epoch {1}: {2}", new Object[] {nodeId, epoch, cause});
         }

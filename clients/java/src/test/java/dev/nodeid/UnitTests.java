@@ -244,7 +244,7 @@ public final class UnitTests {
             f.store.rowEpoch = (Long) c[1];
             check(l.renewOnce(f.clock.nanoTime()) == null, c[0] + ": the lease did not end");
             check(l.endCause() == c[2], c[0] + ": cause " + l.endCause() + ", want " + c[2]);
-            check(l.ended().getNow(null) == c[2], c[0] + ": the future has " + l.ended().getNow(null));
+            check(l.ended().get(10, java.util.concurrent.TimeUnit.SECONDS) == c[2], c[0] + ": the future has " + l.ended().getNow(null));
             NodeIdException e = refusal(g);
             check(e.endCause() == c[2], c[0] + ": generator refusal " + e.endCause());
             // A lost lease is not released: the row is not its to free. An
