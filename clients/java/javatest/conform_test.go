@@ -191,6 +191,7 @@ func tableState(t *testing.T, db *sql.DB, table string) []string {
 // library, in step, on two tables of one database, and compares every
 // status, node ID, epoch and end, and the tables' claims.
 func TestConformance(t *testing.T) {
+	pgtest.SkipShort(t)
 	k := compile(t)
 	srv := pgtest.Shared(t)
 	db, dsn := srv.NewDB(t)

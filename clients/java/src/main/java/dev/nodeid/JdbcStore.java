@@ -111,6 +111,18 @@ final class JdbcStore implements LeaseStore {
         }
     }
 
+    @Override
+    public synchronized void prepare() {
+        if (conn == null) {
+            try {
+                conn = source.open();
+                conn.setAutoCommit(true);
+            } catch (SQLException | RuntimeException e) {
+                dropConnection(); // the call opens one again, and fails if it must
+            }
+        }
+    }
+
     private void dropConnection() {
         try {
             if (conn != null) {

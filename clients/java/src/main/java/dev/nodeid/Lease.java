@@ -99,11 +99,45 @@ public final class Lease implements AutoCloseable {
         return wallMs + ttlMs;
     }
 
+    /** Ends leases at their deadlines whatever their renewal threads are doing. */
+    private static final java.util.concurrent.ScheduledExecutorService DEADLINES =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "nodeid-deadline");
+                t.setDaemon(true);
+                return t;
+            });
+
     void start() {
+        scheduleDeadline(fence.deadlineNanos() - clock.nanoTime());
         Thread t = new Thread(this::renewLoop, "nodeid-renew-" + table + "-" + nodeId);
         t.setDaemon(true);
         renewer = t;
         t.start();
+    }
+
+    private void scheduleDeadline(long inNanos) {
+        DEADLINES.schedule(this::onDeadline, Math.max(inNanos, 0), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * The deadline timer: the lease expires unless a renewal moved the
+     * deadline meanwhile, and then the timer is set again (the Go Lease's
+     * onDeadline). The renewal thread may be stuck connecting or in a call
+     * that its cancel has not ended yet: the end comes on time all the same.
+     */
+    private void onDeadline() {
+        synchronized (mu) {
+            Fence f = fence;
+            if (f.end() != null) {
+                return;
+            }
+            long left = f.deadlineNanos() - clock.nanoTime();
+            if (left > 0) {
+                scheduleDeadline(left);
+                return;
+            }
+            endLocked(EndCause.EXPIRED);
+        }
     }
 
     public long nodeId() {
@@ -282,11 +316,13 @@ public final class Lease implements AutoCloseable {
     }
 
     private void renewLoop() {
+        store.prepare(); // the first renewal's connection, while there is time
         if (!waitUntil(claimedAt + renewInterval(ttlNanos))) {
             return;
         }
         int failed = 0;
         for (;;) {
+            store.prepare(); // connecting is no part of the renewal's time
             long t0 = clock.nanoTime();
             Boolean r = renewOnce(t0);
             if (r == null) {

@@ -23,6 +23,14 @@ interface LeaseStore {
 
     Outcome release(long nodeId, String owner, long epoch, Long lastMs, long timeoutNanos) throws SQLException;
 
+    /**
+     * Opens the store's connection if it has none, so that the time a call
+     * is measured from (t0, read just before it) is not spent connecting.
+     * A failure is left for the call to meet.
+     */
+    default void prepare() {
+    }
+
     /** Closes what the store holds (its connection). */
     default void close() {
     }

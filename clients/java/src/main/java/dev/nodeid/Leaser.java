@@ -201,6 +201,7 @@ public final class Leaser {
             }
             s = claims;
         }
+        s.prepare(); // connecting is no part of the lease's time
         long t0 = clock.nanoTime();
         long wall = clock.currentTimeMillis();
         LeaseStore.Claim c = s.claim(owner, ttlMs, Lease.horizonFor(wall, ttlMs), lo, hi,
@@ -217,7 +218,8 @@ public final class Leaser {
                 throw new NodeIdException(NodeIdException.Reason.TABLE, "nodeid: claim on table " + table + ": status " + c.status()
                         + " (docs/sql.md: ttl_above_max, restore_pending, creation_pending or unconfigured; nodeid init settles the last three)");
         }
-        Lease l = new Lease(stores.get(), clock, table, owner, ttlMs, t0, c);
+        LeaseStore renewals = stores.get();
+        Lease l = new Lease(renewals, clock, table, owner, ttlMs, t0, c);
         if (l.endCause() != null) {
             try {
                 l.releaseStamped(c.afterMs());
