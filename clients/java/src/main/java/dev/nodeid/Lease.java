@@ -23,7 +23,9 @@ import java.util.logging.Logger;
  * <li>each renewal attempt gives up after TTL/5, or at the deadline; a
  * failed one is tried again after TTL/30 (jittered) until the deadline; a
  * status other than ok ends the lease;
- * <li>a renewal that answers after the deadline passed never revives it.
+ * <li>a renewal that answers after the deadline passed never revives it;
+ * <li>a timer ends the lease at its deadline, whatever the renewal thread
+ * is doing, and the call's connection is opened before t0 is read.
  * </ul>
  *
  * All methods are safe for concurrent use.
