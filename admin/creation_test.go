@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -257,5 +258,32 @@ func TestASlotMadeAgainDuringTheWaitDoesNotConfirm(t *testing.T) {
 	}
 	if res, err := p.Claim(ctx, 0, 0, "kept", ttl, time.Now().UnixMilli()+ttl.Milliseconds()); err != nil || !res.OK {
 		t.Fatalf("a claim in the confirmed creation: %+v, %v", res, err)
+	}
+}
+
+// On a standby, CheckReplication tells a server in recovery, which the
+// table's T_server cannot ask for its WAL position, from a server whose
+// WAL functions are refused: the first is retryable (a failover's new
+// primary answers soon), the second is a WALError that no retry cures.
+func TestCheckReplicationOnAStandbyIsRetryable(t *testing.T) {
+	t.Parallel()
+	ctx := ctxOf(t)
+	pair, dbName := pgtest.NewPairDB(t)
+	p := storeOn(t, pair.Primary.DSN(dbName), 0)
+	if err := p.Apply(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CheckReplication(ctx); err != nil {
+		t.Fatalf("CheckReplication on the primary: %v", err)
+	}
+	if err := pair.WaitReplayed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := storeOn(t, pair.Standby.DSN(dbName), 0)
+	err := s.CheckReplication(ctx)
+	t.Logf("CheckReplication on the standby: %v", err)
+	var walErr *WALError
+	if err == nil || !Retryable(err) || errors.As(err, &walErr) || !strings.Contains(err.Error(), "recovery") {
+		t.Fatalf("CheckReplication on the standby = %v (retryable %v); want a retryable error that names the recovery, not a WALError", err, Retryable(err))
 	}
 }

@@ -69,16 +69,3 @@ func (e *WALError) Unwrap() error { return e.err }
 
 // Fatal marks the error as a deployment problem.
 func (e *WALError) Fatal() bool { return true }
-
-// recoveryError reports a server in recovery (a standby), which cannot run
-// the lease statements: retryable, as during a failover.
-type recoveryError struct{ err error }
-
-func (e *recoveryError) Error() string {
-	return fmt.Sprintf("the server is in recovery (a standby): %v", e.err)
-}
-
-func (e *recoveryError) Unwrap() error { return e.err }
-
-// Retryable marks the error as one that clears when a primary answers.
-func (e *recoveryError) Retryable() bool { return true }

@@ -890,9 +890,9 @@ func (s *Store) CheckReplication(ctx context.Context) error {
 	var pe *pgconn.PgError
 	switch {
 	case err == nil || Retryable(err) || SQLState(err) == "":
+		// A standby's "recovery is in progress" is retryable: a failover's
+		// new primary answers soon.
 		return s.wrapErr("check the server", err)
-	case errors.As(err, &pe) && pe.Code == pgerrcode.ObjectNotInPrerequisiteState && strings.Contains(pe.Message+pe.Hint, "recovery"):
-		return s.wrapErr("check the server", &recoveryError{err: err})
 	case errors.As(err, &pe) && (pe.Code == pgerrcode.UndefinedFunction || pe.Code == pgerrcode.InsufficientPrivilege) &&
 		strings.Contains(pe.Message, "_server"):
 		return s.wrapErr("check the server", err) // the table's own function: missing, or not granted
