@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nodeid/nodeid"
+	"github.com/nodeid/nodeid/admin"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 	"github.com/nodeid/nodeid/snowflake"
 
@@ -591,12 +592,13 @@ func (c *chaos) verify() (ids, holders int, takeovers int, refused int64) {
 		who         string
 		node, epoch int64
 		ids         []int64
+		java        bool
 	}
 	var leases []lease
 	c.mu.Lock()
 	for _, h := range c.javas {
 		if isClosed(h.leased) {
-			leases = append(leases, lease{h.name, h.node, h.epoch, fileIDs(t, h.out)})
+			leases = append(leases, lease{h.name, h.node, h.epoch, fileIDs(t, h.out), true})
 			holders++
 		}
 		refused += h.refused
@@ -604,7 +606,7 @@ func (c *chaos) verify() (ids, holders int, takeovers int, refused int64) {
 	for _, h := range c.gos {
 		if isClosed(h.leased) {
 			h.mu.Lock()
-			leases = append(leases, lease{h.name, h.node, h.epoch, append([]int64(nil), h.ids...)})
+			leases = append(leases, lease{h.name, h.node, h.epoch, append([]int64(nil), h.ids...), false})
 			refused += int64(h.refused)
 			h.mu.Unlock()
 			holders++
@@ -649,6 +651,35 @@ func (c *chaos) verify() (ids, holders int, takeovers int, refused int64) {
 	if dups+early+late+wrongNode > 0 {
 		t.Errorf("%d IDs minted twice, %d stamped at or before their claim's horizon, %d after a later holder's, %d of another node ID:\n%s",
 			dups, early, late, wrongNode, strings.Join(examples, "\n"))
+	}
+	// The Java client's IDs trace to their lease as nodeid who traces them
+	// (admin's Who, on the history): the first, a middle and the last of
+	// each lease.
+	cfg := admin.DefaultConfig()
+	cfg.Table, cfg.MinNode, cfg.MaxNode = c.table, 0, 3
+	st, err := admin.New(c.admin, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traced := 0
+	for _, l := range leases {
+		if !l.java || len(l.ids) == 0 {
+			continue
+		}
+		for _, id := range []int64{l.ids[0], l.ids[len(l.ids)/2], l.ids[len(l.ids)-1]} {
+			p := chaosLayout.Decode(bw.ID(id))
+			rows, err := st.Who(c.ctx, p.Node, p.Ms, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || rows[0].NodeID != l.node || rows[0].Epoch != l.epoch {
+				t.Errorf("who of %s's ID %d (node %d, ms %d): %+v; want its lease, node %d epoch %d", l.who, id, p.Node, p.Ms, rows, l.node, l.epoch)
+			}
+			traced++
+		}
+	}
+	if traced == 0 {
+		t.Error("no ID of the Java client was traced with who")
 	}
 	return ids, holders, takeovers, refused
 }
