@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/benchtest"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/measure"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/plancheck"
@@ -51,8 +52,8 @@ func TestFloorConfigValidate(t *testing.T) {
 func TestRunFloorTiny(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.NewDB(t)
-	cfg := FloorConfig{Iterations: MinIterations, LargeIDs: 64, Drift: MinDrift, Progress: tlog{t}}
-	res, err := RunFloor(t.Context(), []session.Target{target(t, dsn)}, cfg)
+	cfg := FloorConfig{Iterations: MinIterations, LargeIDs: 64, Drift: MinDrift, Progress: benchtest.Log{T: t}}
+	res, err := RunFloor(t.Context(), []session.Target{benchtest.Target(t, dsn)}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestRunFloorTiny(t *testing.T) {
 	if rows := s.Rows(f); len(rows) != 18 {
 		t.Errorf("%d rows", len(rows))
 	}
-	assertDropped(t, db, res)
+	benchtest.AssertDropped(t, db, res)
 }
 
 func TestRunFloorRefuses(t *testing.T) {
@@ -120,7 +121,7 @@ func TestRunFloorRefuses(t *testing.T) {
 	if _, err := RunFloor(t.Context(), []session.Target{{}}, DefaultFloorConfig()); err == nil {
 		t.Error("a target without a connection")
 	}
-	tg := session.Target{Conn: target(t, "postgres://nobody@127.0.0.1:1/none").Conn, Where: "nowhere"}
+	tg := session.Target{Conn: benchtest.Target(t, "postgres://nobody@127.0.0.1:1/none").Conn, Where: "nowhere"}
 	cfg := DefaultFloorConfig()
 	cfg.Drift = 1
 	var fe *measure.FieldError

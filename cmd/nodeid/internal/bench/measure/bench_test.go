@@ -1,8 +1,6 @@
 package measure
 
 import (
-	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -11,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/benchtest"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/report"
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
@@ -115,15 +112,6 @@ func tinyConfig() Config {
 	return c
 }
 
-func target(t *testing.T, dsn string) Target {
-	t.Helper()
-	cc, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Target{Conn: cc, Where: "the test database"}
-}
-
 // TestRunTiny runs the throughput scenarios on a tiny scale and checks the
 // results' structure and that the scratch tables are gone. The herd and
 // the scale scenarios run in the tests of nodeid bench, the round trips in
@@ -134,8 +122,8 @@ func TestRunTiny(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Only = []string{report.Overhead, report.Renewal}
 	cfg.Pgbench = "pgbench-not-installed" // TestPgbench runs it
-	cfg.Progress = tlog{t}
-	res, err := Run(t.Context(), target(t, dsn), cfg)
+	cfg.Progress = benchtest.Log{T: t}
+	res, err := Run(t.Context(), benchtest.Target(t, dsn), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +146,7 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("renewal: %+v", r)
 		}
 	}
-	assertDropped(t, db, res)
+	benchtest.AssertDropped(t, db, res)
 
 	var text strings.Builder
 	if err := report.WriteText(&text, res); err != nil {
@@ -168,37 +156,6 @@ func TestRunTiny(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the text report lacks %q:\n%s", want, text.String())
 		}
-	}
-}
-
-// tlog writes progress lines to the test's log.
-type tlog struct{ t *testing.T }
-
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
-
-func assertDropped(t *testing.T, db *sql.DB, res *report.Results) {
-	t.Helper()
-	if !res.Env.Dropped || len(res.Env.Tables) == 0 {
-		t.Errorf("tables %v, dropped %v", res.Env.Tables, res.Env.Dropped)
-	}
-	var left []string
-	// The scratch tables' lease functions go with them.
-	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'
-		UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE 'nodeid\_bench\_%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var n string
-		_ = rows.Scan(&n)
-		left = append(left, n)
-	}
-	if len(left) > 0 {
-		t.Errorf("scratch relations left behind: %v", left)
 	}
 }
 
@@ -212,7 +169,7 @@ func TestRunCountsOnServer(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Only = []string{report.RoundTrips}
 	cfg.Ops = 4
-	tg := target(t, dsn)
+	tg := benchtest.Target(t, dsn)
 	tg.Throwaway = true
 	res, err := Run(t.Context(), tg, cfg)
 	if err != nil || len(res.Failed) > 0 {
@@ -237,7 +194,7 @@ func TestRunCountsOnServer(t *testing.T) {
 	if rt.Claims != rt.HistoryRows || rt.Claims < 2*int64(cfg.Ops) {
 		t.Errorf("claims %d, history rows %d", rt.Claims, rt.HistoryRows)
 	}
-	assertDropped(t, db, res)
+	benchtest.AssertDropped(t, db, res)
 }
 
 // TestPgbench runs the overhead scenario with pgbench: the claim+release
@@ -256,7 +213,7 @@ func TestPgbench(t *testing.T) {
 	// pgbench runs whole seconds: at one (MinDuration rounds up to it), a
 	// CI run with a busy loop beside it saw pgbench finish no transaction.
 	cfg.Duration = 3 * time.Second
-	res, err := Run(t.Context(), target(t, dsn), cfg)
+	res, err := Run(t.Context(), benchtest.Target(t, dsn), cfg)
 	if err != nil || len(res.Failed) > 0 {
 		t.Fatalf("%v %v", err, res.Failed)
 	}
@@ -275,7 +232,7 @@ func TestRunRefusesMoreConnectionsThanFree(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Only = []string{report.Herd}
 	cfg.HerdClaimers, cfg.HerdIDs = MaxClaimers, MaxClaimers
-	_, err := Run(t.Context(), target(t, dsn), cfg)
+	_, err := Run(t.Context(), benchtest.Target(t, dsn), cfg)
 	if err == nil || !strings.Contains(err.Error(), "connections") || !strings.Contains(err.Error(), "max_connections") {
 		t.Errorf("Run with %d claimers: %v", MaxClaimers, err)
 	}
@@ -290,12 +247,12 @@ func TestRoundTripsOnEveryNodeID(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Only = []string{report.RoundTrips}
 	cfg.Ops = 1024 // the whole default range
-	res, err := Run(t.Context(), target(t, dsn), cfg)
+	res, err := Run(t.Context(), benchtest.Target(t, dsn), cfg)
 	if err != nil || len(res.Failed) > 0 {
 		t.Fatalf("%v %v", err, res.Failed)
 	}
 	if rt := res.RoundTrips; rt.IDs != cfg.Ops || len(rt.Ops) < 2 || rt.Ops[0].N != int64(cfg.Ops) {
 		t.Errorf("round trips on %d node IDs: %+v", rt.IDs, rt.Ops)
 	}
-	assertDropped(t, db, res)
+	benchtest.AssertDropped(t, db, res)
 }

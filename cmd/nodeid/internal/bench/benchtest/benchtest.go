@@ -1,4 +1,7 @@
-package floor
+// Package benchtest holds what the tests of the bench packages share: a
+// target on a test database, a progress writer into the test's log, and
+// the check that a run dropped its scratch tables. Only tests import it.
+package benchtest
 
 import (
 	"context"
@@ -12,7 +15,8 @@ import (
 	"github.com/nodeid/nodeid/cmd/nodeid/internal/bench/session"
 )
 
-func target(t *testing.T, dsn string) session.Target {
+// Target is the test database at dsn as a benchmark's target.
+func Target(t *testing.T, dsn string) session.Target {
 	t.Helper()
 	cc, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -21,21 +25,22 @@ func target(t *testing.T, dsn string) session.Target {
 	return session.Target{Conn: cc, Where: "the test database"}
 }
 
-// tlog writes progress lines to the test's log.
-type tlog struct{ t *testing.T }
+// Log writes progress lines to the test's log.
+type Log struct{ T *testing.T }
 
-func (l tlog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
+func (l Log) Write(p []byte) (int, error) {
+	l.T.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
-func assertDropped(t *testing.T, db *sql.DB, res *report.Results) {
+// AssertDropped fails the test unless the run recorded its scratch tables
+// as dropped and none of them, nor their lease functions, is left in db.
+func AssertDropped(t *testing.T, db *sql.DB, res *report.Results) {
 	t.Helper()
 	if !res.Env.Dropped || len(res.Env.Tables) == 0 {
 		t.Errorf("tables %v, dropped %v", res.Env.Tables, res.Env.Dropped)
 	}
 	var left []string
-	// The scratch tables' lease functions go with them.
 	rows, err := db.QueryContext(context.Background(), `SELECT relname FROM pg_class WHERE relname LIKE 'nodeid\_bench\_%'
 		UNION ALL SELECT proname FROM pg_proc WHERE proname LIKE 'nodeid\_bench\_%'`)
 	if err != nil {
