@@ -75,8 +75,10 @@ func execSQL(t *testing.T, db *sql.DB, q string, args ...any) {
 }
 
 // claimRounds is how many rounds TestConcurrentClaimsOnExactlyAsManyClaimable
-// runs: 20 in the test command, more with the flag.
-var claimRounds = flag.Int("dbtest.claim-rounds", 20, "rounds of TestConcurrentClaimsOnExactlyAsManyClaimable")
+// runs: 8 in the test command (each round is 64 new Registries' first
+// claims, the most CPU of the suite under the race detector), more with
+// the flag.
+var claimRounds = flag.Int("dbtest.claim-rounds", 8, "rounds of TestConcurrentClaimsOnExactlyAsManyClaimable")
 
 // A claim locks only the row it takes: N concurrent Acquires, each of its
 // own Registry, on exactly N claimable node IDs, some never claimed, some

@@ -54,7 +54,8 @@ func Main(m *testing.M, dbExamples ...string) {
 // MainWaiting is Main for a suite whose tests spend their time waiting for
 // servers, replication and leases rather than on the CPU: unless the run
 // gives -parallel, it runs four of them at a time instead of GOMAXPROCS.
-func MainWaiting(m *testing.M) {
+// dbExamples are Main's.
+func MainWaiting(m *testing.M, dbExamples ...string) {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
@@ -63,7 +64,7 @@ func MainWaiting(m *testing.M) {
 	if f := flag.Lookup("test.parallel"); f != nil && !given {
 		_ = f.Value.Set("4")
 	}
-	Main(m)
+	Main(m, dbExamples...)
 }
 
 // shortExamples are the Examples Main skips under -short.
