@@ -244,6 +244,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	// A signal during the start (an image pull, say) is taken after it,
+	// when there is a container to remove.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	// The host port is fixed when the container is created, so that it
 	// survives stop and start.
 	res, err := pool.RunWithOptions(runOptions(c, port), func(hc *dc.HostConfig) {
@@ -258,8 +262,6 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	purgeErr := error(nil)
 	purge := func() { purgeOnce.Do(func() { purgeErr = pool.Purge(res) }) }
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		sig := <-sigs
 		purge()
