@@ -67,10 +67,13 @@ func (s *settingsFlag) Set(v string) error {
 	return nil
 }
 
+// usage is the command line, for its errors.
+const usage = "usage: pgdocker [-image postgres:15] [-port N] [-c name=value]..."
+
 // parseArgs reads the command line (without the program's name).
-func parseArgs(args []string, errOut io.Writer) (config, error) {
+func parseArgs(args []string) (config, error) {
 	fs := flag.NewFlagSet("pgdocker", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs.SetOutput(io.Discard) // run says what is wrong, once
 	c := config{}
 	var settings settingsFlag
 	fs.StringVar(&c.image, "image", "postgres:15", "the image (repository:tag)")
@@ -218,11 +221,12 @@ func freePort() (int, error) {
 
 // run is the program; it returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c, err := parseArgs(args, stderr)
+	c, err := parseArgs(args)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, "pgdocker:", err)
 		}
+		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	pool, err := dockertest.NewPool("") // DOCKER_HOST, or the default socket

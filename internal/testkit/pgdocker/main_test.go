@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -48,12 +47,12 @@ func TestParseCommand(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
-	c, err := parseArgs([]string{"-port", "5433", "-c", "fsync=off", "-c", "max_connections=7"}, io.Discard)
+	c, err := parseArgs([]string{"-port", "5433", "-c", "fsync=off", "-c", "max_connections=7"})
 	if err != nil || c.image != "postgres:15" || c.port != 5433 || !slices.Equal(c.settings, []string{"fsync=off", "max_connections=7"}) {
 		t.Fatalf("parseArgs = %+v, %v", c, err)
 	}
 	for _, args := range [][]string{{"-c", "fsync"}, {"-c", "=off"}, {"-port", "-1"}, {"-port", "70000"}, {"-image", "postgres"}, {"extra"}} {
-		if c, err := parseArgs(args, io.Discard); err == nil {
+		if c, err := parseArgs(args); err == nil {
 			t.Errorf("parseArgs(%q) = %+v; want an error", args, c)
 		}
 	}
