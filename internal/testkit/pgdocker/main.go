@@ -209,6 +209,15 @@ func runOptions(c config, port int) *dockertest.RunOptions {
 	}
 }
 
+// hostConfig amends dockertest's: the server trusts every client, so no
+// port is published but the 127.0.0.1 binding of runOptions (dockertest
+// sets PublishAllPorts, which publishes an exposed port that has no
+// binding on every address of the host), and the engine never restarts it.
+func hostConfig(hc *dc.HostConfig) {
+	hc.PublishAllPorts = false
+	hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
+}
+
 // freePort returns a port of 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -254,9 +263,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	// The host port is fixed when the container is created, so that it
 	// survives stop and start.
-	res, err := pool.RunWithOptions(runOptions(c, port), func(hc *dc.HostConfig) {
-		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
-	})
+	res, err := pool.RunWithOptions(runOptions(c, port), hostConfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "pgdocker: run %s: %v\n", c.image, err)
 		return 1

@@ -69,6 +69,11 @@ func TestRunOptions(t *testing.T) {
 	if b := o.PortBindings["5432/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "5433" {
 		t.Errorf("port bindings %+v", o.PortBindings)
 	}
+	hc := dc.HostConfig{PublishAllPorts: true, RestartPolicy: dc.RestartPolicy{Name: "always"}}
+	hostConfig(&hc)
+	if hc.PublishAllPorts || hc.RestartPolicy.Name != "no" {
+		t.Errorf("host config publishes all ports (%v) or restarts (%q)", hc.PublishAllPorts, hc.RestartPolicy.Name)
+	}
 	if o.Labels[label] != "1" || !slices.Contains(o.Env, "POSTGRES_HOST_AUTH_METHOD=trust") {
 		t.Errorf("labels %v, environment %q", o.Labels, o.Env)
 	}
