@@ -3,8 +3,10 @@
 //
 //  1. the server named by NODEID_TEST_DSN (it must allow CREATE DATABASE;
 //     it cannot be stopped or restarted);
-//  2. a Docker engine, through the docker command (image postgres:15; no
-//     Docker client library, so that the module requires none);
+//  2. a Docker engine (image postgres:15), through the pgdocker program,
+//     which uses dockertest from a module of its own
+//     (internal/testkit/pgdocker, built on first use), so that this module
+//     requires no Docker client;
 //  3. local PostgreSQL binaries, through the pgserver module (the package of
 //     the throwaway servers `nodeid demo` and `nodeid bench` start).
 //

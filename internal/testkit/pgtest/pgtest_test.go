@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"database/sql"
+	"os"
 	"testing"
 	"time"
 
@@ -10,8 +11,14 @@ import (
 )
 
 // The harness's own tests wait on servers, pairs and clusters they start,
-// each its own: four at a time.
-func TestMain(m *testing.M) { MainWaiting(m) }
+// each its own: four at a time. Run with NODEID_PGTEST_FAKE_PGDOCKER set,
+// the binary is a fake pgdocker instead (docker_test.go).
+func TestMain(m *testing.M) {
+	if os.Getenv(fakePgdockerEnv) != "" {
+		os.Exit(fakePgdocker())
+	}
+	MainWaiting(m)
+}
 
 // TestServerLifecycle drives a server of its own through every control:
 // fresh databases, terminated backends, restarts in both modes, and a stop
