@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -19,16 +18,25 @@ import (
 // it makes a missing database one for the module's tests (CI sets it).
 const EnvRequire = "NODEID_TEST_REQUIRE_DB"
 
-// Root returns the repository's root: the directory above the deploy
-// module.
+// Root returns the repository's root: the nearest directory above the
+// test's working directory (its package's) that holds go.work. It does not
+// use the source's path, which -trimpath removes from the binary.
 func Root(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("no caller information")
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	// file is deploy/internal/deploytest/deploytest.go.
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.work above the test's directory: run the tests from a checkout")
+		}
+		dir = up
+	}
 }
 
 // Path returns the path of a file given relative to the repository's root,
