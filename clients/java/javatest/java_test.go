@@ -2,7 +2,9 @@ package javatest
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"net/url"
@@ -10,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,8 +46,17 @@ type javaKit struct {
 	java, classpath string
 }
 
+// compiled is the client as the first test that needed it found it.
+var (
+	compileOnce sync.Once
+	compiled    javaKit
+	compileErr  error
+)
+
 // compile compiles clients/java (main and test sources) with javac against
-// the JDBC driver into a directory of the test's.
+// the JDBC driver, once per test binary, into a cache directory named by
+// the hash of what the classes are made of (the sources, the driver and
+// javac), so that a run on unchanged sources compiles nothing.
 func compile(t *testing.T) javaKit {
 	t.Helper()
 	javac, err := exec.LookPath("javac")
@@ -58,24 +70,75 @@ func compile(t *testing.T) javaKit {
 	if _, err := os.Stat(jdbcJar); err != nil {
 		unavailable(t, "the PostgreSQL JDBC driver %s is missing (apt-get install libpostgresql-jdbc-java)", jdbcJar)
 	}
+	compileOnce.Do(func() { compiled, compileErr = javacClient(javac, java) })
+	if compileErr != nil {
+		t.Fatal(compileErr)
+	}
+	return compiled
+}
+
+// javacClient compiles every source under clients/java/src, unless the
+// cache holds the classes of the same sources, driver and javac.
+func javacClient(javac, java string) (javaKit, error) {
 	var srcs []string
-	err = filepath.WalkDir(filepath.Join("..", "src"), func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join("..", "src"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".java") {
 			srcs = append(srcs, p)
 		}
 		return err
 	})
 	if err != nil || len(srcs) == 0 {
-		t.Fatalf("no Java sources under clients/java/src: %v", err)
+		return javaKit{}, fmt.Errorf("no Java sources under clients/java/src: %v", err)
 	}
-	dir := t.TempDir()
+	h := sha256.New()
+	for _, p := range append([]string{javac, jdbcJar}, srcs...) {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return javaKit{}, err
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return javaKit{}, err
+		}
+		fmt.Fprintf(h, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+		if strings.HasSuffix(p, ".java") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return javaKit{}, err
+			}
+			h.Write(b)
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "nodeid-javatest", hex.EncodeToString(h.Sum(nil))[:16])
+	kit := javaKit{java: java, classpath: dir + string(os.PathListSeparator) + jdbcJar}
+	if _, err := os.Stat(dir); err == nil {
+		return kit, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return javaKit{}, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "build-")
+	if err != nil {
+		return javaKit{}, err
+	}
+	defer os.RemoveAll(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args := append([]string{"-Xlint:all", "-Werror", "-d", dir, "-cp", jdbcJar}, srcs...)
+	args := append([]string{"-Xlint:all", "-Werror", "-d", tmp, "-cp", jdbcJar}, srcs...)
 	if out, err := exec.CommandContext(ctx, javac, args...).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
+		return javaKit{}, fmt.Errorf("javac: %v\n%s", err, out)
 	}
-	return javaKit{java: java, classpath: dir + string(os.PathListSeparator) + jdbcJar}
+	// Another test binary may have put the same classes there first.
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(dir); statErr != nil {
+			return javaKit{}, err
+		}
+	}
+	return kit, nil
 }
 
 // command runs class's main with args, on a JVM sized for a loaded machine.
