@@ -61,26 +61,26 @@ func (r Row) State(now time.Time) State {
 }
 
 // The list marks the rows last claimed in an earlier generation as the
-// claim does: quarantined until the generation's fence, or with no end
-// while a restore waits to be declared. With asynchronous replication it
-// reads the server's identity too, unless the server is a standby, and a
-// server that is not the one recorded begins a new generation now, as the
-// next claim will record (from its own time, so the quarantine shown may end
-// sooner than the one that claim starts), never sooner than the quarantine
-// running, as the claim's.
+// claim does: quarantined until the generation's quarantine ends, or with
+// no end while a restore waits to be declared. With asynchronous
+// replication it reads the server's identity too, unless the server is a
+// standby, and a server that is not the one recorded begins a new
+// generation now, as the next claim will record (from its own time, so the
+// quarantine shown may end sooner than the one that claim starts), never
+// sooner than the quarantine running, as the claim's.
 const listTemplate = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
     SELECT c.generation + c.changed::integer AS gen, COALESCE(c.creation_pending, false) AS creating,
-        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms
+        CASE WHEN NOT c.changed THEN c.quarantine_until_ms WHEN NOT c.moved THEN GREATEST(c.quarantine_until_ms, c.now_ms + ` + quarantine + `) END AS quarantine_until_ms
     FROM c
 )
 SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
     CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.claim_generation,
-    CASE WHEN t.claim_generation < g.gen THEN to_timestamp(g.fence_ms / 1000.0) END,
-    t.claim_generation < g.gen AND g.fence_ms IS NULL,
+    CASE WHEN t.claim_generation < g.gen THEN to_timestamp(g.quarantine_until_ms / 1000.0) END,
+    t.claim_generation < g.gen AND g.quarantine_until_ms IS NULL,
     to_timestamp(GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at) THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END,
-        CASE WHEN t.claim_generation < g.gen THEN g.fence_ms END) / 1000.0),
+        CASE WHEN t.claim_generation < g.gen THEN g.quarantine_until_ms END) / 1000.0),
     COALESCE(g.creating, false), now()
 FROM {t} AS t LEFT JOIN g ON true
 WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
