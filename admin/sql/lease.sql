@@ -193,7 +193,7 @@ BEGIN
 
         -- Why nothing was claimable: the table as it is after the claim,
         -- which may differ from what the claim saw. It explains, and a
-        -- client waits by it; nothing is claimed or fenced by it.
+        -- client waits by it; nothing is claimed or refused by it.
         SELECT g.max_ttl_ms, g.watched, g.pending, g.creating, g.quarantine_until, g.gen, g.now_ms, g.replication,
             g.min_node, g.max_node, w.cooling, w.node_id AS soonest, w.until_ms, w.set_at, w.quarantined, w.evicted,
             (SELECT count(*) FROM {t} AS t WHERE t.node_id BETWEEN v_lo AND v_hi AND t.owner <> '' AND t.expires_at >= now()) AS held

@@ -149,7 +149,7 @@ BEGIN
             UPDATE {c} SET server_id = sid WHERE wal_timeline = tli;
         END IF;
     END IF;
-    -- A column no statement uses, which fences out the DDL of every earlier
+    -- A column no statement uses, which shuts out the DDL of every earlier
     -- version with generations: each renames a configuration's "timeline"
     -- to wal_timeline, which exists, and fails as a whole. Run again after
     -- this one (an old process that applies its DDL at start, an old nodeid
