@@ -68,7 +68,7 @@ func (r Row) State(now time.Time) State {
 // generation now, as the next claim will record (from its own time, so the
 // quarantine shown may end sooner than the one that claim starts), never
 // sooner than the quarantine running, as the claim's.
-const listTemplate = `WITH c AS (
+const listText = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
     SELECT c.generation + c.changed::integer AS gen, COALESCE(c.creation_pending, false) AS creating,
@@ -148,7 +148,7 @@ type HistoryRow struct {
 const historyColumns = `h.node_id, h.epoch, h.owner, h.acquired_at, h.from_ms, h.ended_at,
     COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms), h.generation`
 
-const historyTemplate = `SELECT ` + historyColumns + `
+const historyText = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer ORDER BY h.epoch DESC LIMIT $2::integer`
 
@@ -159,7 +159,7 @@ func (s *Store) History(ctx context.Context, node int64, limit int) ([]HistoryRo
 
 // The millisecond of acquired_at is floored: a holder's clock reads that
 // millisecond during the part of it after the claim.
-const whoTemplate = `SELECT ` + historyColumns + `
+const whoText = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer AND h.from_ms < $2::bigint
   AND $2::bigint >= floor(extract(epoch FROM h.acquired_at) * 1000)::bigint - $3::bigint

@@ -382,7 +382,7 @@ func (m *model) quarantine(c *config) tick {
 }
 
 // claimable reports whether row r may be claimed at the server's now
-// (claimTemplate's claimable and its candidates), and the horizon its next
+// ({t}_claim's claimable and its candidates), and the horizon its next
 // holder must stamp after.
 func (m *model) claimable(s *mstate, n int) (bool, tick) {
 	r, c, now := s.db.rows[n], &s.db.cfg, s.now()
@@ -412,7 +412,7 @@ func (m *model) claimable(s *mstate, n int) (bool, tick) {
 // seconds since EraOrigin, in its high bits).
 func era(now tick) int32 { return int32(now+1) << 8 }
 
-// claim is claimTemplate: the lowest claimable node ID, for a TTL the table
+// claim is {t}_claim: the lowest claimable node ID, for a TTL the table
 // allows, never while a restore is not declared or the table's creation
 // is not confirmed, and none on a server without the table.
 func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev tick, v *violation) {
@@ -456,7 +456,7 @@ func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev ti
 	return false, 0, row{}, 0, nil
 }
 
-// renew is renewTemplate: only the live lease of this owner and epoch; the
+// renew is {t}_renew: only the live lease of this owner and epoch; the
 // horizon is raised, never lowered; the row's generation stays that of its
 // claim.
 func (m *model) renew(s *mstate, h int, st stmt) (ok bool, r row) {
@@ -514,7 +514,7 @@ func (m *model) release(s *mstate, h int, st stmt) bool {
 	return true
 }
 
-// evict is evictTemplate: the holder of node n loses the row, which keeps
+// evict is {t}_evict: the holder of node n loses the row, which keeps
 // its expiry (it is claimable once the evicted lease has expired and its
 // horizon passed), its horizon and its generation. It waits for a verified
 // transaction's lock, and gives up.
@@ -536,7 +536,7 @@ func (m *model) evict(s *mstate, n int) bool {
 	return true
 }
 
-// verify is verifyTemplate: the lease of this owner and epoch is unexpired
+// verify is {t}_verify: the lease of this owner and epoch is unexpired
 // by the statement's time; the row is then held until the transaction ends.
 func (m *model) verify(s *mstate, h int) bool {
 	hd := &s.hold[h]
@@ -561,7 +561,7 @@ func (m *model) raise(s *mstate, to tick) {
 	c.raise = to
 }
 
-// ddlHead is the DDL's generation check (schemaTemplate's, on a table that
+// ddlHead is the DDL's generation check (schemaText's, on a table that
 // records async: the claim's, seen), which runs before it records sync,
 // adds rows or raises the maximum TTL: a failover, a move or a restore
 // that no claim has seen yet starts its generation there.
@@ -663,7 +663,7 @@ func (m *model) confirm(s *mstate) bool {
 	return true
 }
 
-// restored is restoredTemplate, "nodeid init --restored --max-ttl D": a new
+// restored is {t}_restored, "nodeid init --restored --max-ttl D": a new
 // generation from now, quarantined for the largest of D (the longest lease
 // the operator says the old history may hold), the maximum and a pending
 // raise, and the server recorded as the one; never sooner than the
@@ -730,9 +730,9 @@ var rules = [nActKinds]string{
 	aExecLost:   "the statement in flight commits; its answer is lost (the holder sees an error)",
 	aAbandon:    "the holder stops waiting for the statement (bounded, the attempt's timeout); it stays in flight",
 	aExecOrphan: "a statement its holder stopped waiting for commits late",
-	aVerify:     "Lease.Verify in the holder's transaction (store.Verify, verifyTemplate)",
+	aVerify:     "Lease.Verify in the holder's transaction (store.Verify, {t}_verify)",
 	aEndTx:      "the verified transaction commits or rolls back",
-	aEvict:      "an operator evicts the holder (nodeid evict, admin.Evict, evictTemplate)",
+	aEvict:      "an operator evicts the holder (nodeid evict, admin.Evict, {t}_evict)",
 	aReplicate:  "the standby replays every commit so far (crash family: the WAL is flushed)",
 	aFailover:   "the standby is promoted on a new timeline; the old primary takes no more writes",
 	aCrash:      "the server crashes and restarts; what was durable survives",
@@ -740,7 +740,7 @@ var rules = [nActKinds]string{
 	aMove:       "the backup is restored into another cluster (a move, a dump, an upgrade): another system identifier",
 	aPITR:       "the backup is restored on a new timeline (point-in-time recovery), and the operator declares it (nodeid init --restored --max-ttl)",
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
-	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, admin.Restored, restoredTemplate)",
+	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, admin.Restored, {t}_restored)",
 	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending until the standbys have it (at once only where the table is trusted)",
 	aMark:       "nodeid init (or Acquire, for a creation) reads the pending raise or creation and the WAL position to wait for (admin.PendingRaise, admin.PendingCreation)",
 	aConfirm:    "the raise or the creation read is confirmed once every standby has replayed its position; a later raise stays pending (nodeid init, admin.ConfirmRaise, admin.ConfirmCreation)",

@@ -95,12 +95,12 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	s.pruneSQL = "-- nodeid prune\nSELECT " + t + "_prune($1, $2)"
 	for _, r := range []struct {
 		dst  *string
-		tmpl string
+		text string
 		mode Replication
-	}{{&s.readConfigSQL, readConfigTemplate, Sync}, {&s.historySQL, historyTemplate, Sync}, {&s.whoSQL, whoTemplate, Sync},
-		{&s.listWatchedSQL, listTemplate, Async}, {&s.listTrustedSQL, listTemplate, Sync}} {
+	}{{&s.readConfigSQL, readConfigText, Sync}, {&s.historySQL, historyText, Sync}, {&s.whoSQL, whoText, Sync},
+		{&s.listWatchedSQL, listText, Async}, {&s.listTrustedSQL, listText, Sync}} {
 		var err error
-		if *r.dst, err = expandRead(r.tmpl, cfg, r.mode); err != nil {
+		if *r.dst, err = expandRead(r.text, cfg, r.mode); err != nil {
 			return nil, err
 		}
 	}
@@ -112,21 +112,21 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 // a watched table: its system identifier, WAL timeline and start.
 const serverText = "{sid}::text || '/' || {tl}::text || '/' || {started}"
 
-// expandRead fills a read's template: {t} the lease table, {h} the history
-// table, {c} the configuration table, {tl}, {sid} and {started} the
-// server's identity, and the list's tests of a server not yet seen
-// ({listChanged}) and of another system than the one recorded
-// ({listMoved}), which read the server's identity on a watched table
-// (Async) only.
-func expandRead(tmpl string, c Config, mode Replication) (string, error) {
+// expandRead fills the placeholders of a read's SQL text: {t} the lease
+// table, {h} the history table, {c} the configuration table, {tl}, {sid}
+// and {started} the server's identity, and the list's tests of a server
+// not yet seen ({listChanged}) and of another system than the one
+// recorded ({listMoved}), which read the server's identity on a watched
+// table (Async) only.
+func expandRead(text string, c Config, mode Replication) (string, error) {
 	listChanged, listMoved := "false", "false"
 	if mode == Async {
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
 		listMoved = "(c.quarantine_until_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
 	}
-	tmpl = strings.NewReplacer("{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
-	return expand(tmpl, c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
+	text = strings.NewReplacer("{listChanged}", listChanged, "{listMoved}", listMoved).Replace(text)
+	return expand(text, c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
 		"{tl}", walTimeline, "{sid}", walServerID, "{started}", serverStarted)
 }
 
@@ -810,9 +810,9 @@ type TableConfig struct {
 	Unlogged string
 }
 
-// readConfigTemplate reads moved_quarantine_until_ms too, which nothing but
-// the statements needs, so that a table without it is an earlier version's.
-const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
+// readConfigText reads moved_quarantine_until_ms too, which nothing but the
+// statements needs, so that a table without it is an earlier version's.
+const readConfigText = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
     quarantine_until_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_quarantine_until_ms IS NULL, COALESCE(creation_pending, false),
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
      WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
