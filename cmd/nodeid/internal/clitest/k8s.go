@@ -83,9 +83,9 @@ func ReadManifests(t testing.TB, path string) []K8sObject {
 func (h Harness) ParseCommandLine(t testing.TB, args []string) *cobra.Command {
 	t.Helper()
 	env, _, _ := Env("", nil)
-	root := cli.NewRootCmd(env, h.Commands(env)...)
-	cmd, rest, err := root.Find(args)
-	if err != nil || cmd == root {
+	top := cli.NewCommand(env, h.Commands(env)...)
+	cmd, rest, err := top.Find(args)
+	if err != nil || cmd == top {
 		t.Fatalf("%q: no such command: %v", args, err)
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
