@@ -129,8 +129,8 @@ func ContainerPort(t testing.TB, c K8sObject, port any) int {
 }
 
 // CheckPod checks what every pod of the manifests must have: no API
-// token, not root, no privilege escalation, a read-only root, the DSN
-// from a Secret.
+// token, not the root user, no privilege escalation, a read-only root
+// file system, the DSN from a Secret.
 func CheckPod(t testing.TB, d K8sObject) (K8sObject, map[string]any) {
 	t.Helper()
 	name := d.Str("metadata", "name")
