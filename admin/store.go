@@ -810,8 +810,8 @@ type TableConfig struct {
 	Unlogged string
 }
 
-// readConfigText reads moved_quarantine_until_ms too, which nothing but the
-// statements needs, so that a table without it is an earlier version's.
+// readConfigText reads moved_quarantine_until_ms too, which nothing but
+// the statements needs, so that a table without it is an earlier version's.
 const readConfigText = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
     quarantine_until_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_quarantine_until_ms IS NULL, COALESCE(creation_pending, false),
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
@@ -953,13 +953,15 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 
 // renameQuarantineSQL gives the configuration's quarantine columns of the
 // version before the functions (fence_ms, moved_fence_ms) the names the
-// functions read, keeping their values, as the DDL's upgrade does.
+// functions read, keeping their values, as the DDL's upgrade does. A table
+// without a configuration (an older version's) is left as it is, for
+// ReadConfig to report.
 const renameQuarantineSQL = `DO $nodeid$
 BEGIN
-    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'fence_ms' AND NOT attisdropped) THEN
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass('{c}') AND attname = 'fence_ms' AND NOT attisdropped) THEN
         ALTER TABLE {c} RENAME COLUMN fence_ms TO quarantine_until_ms;
     END IF;
-    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass('{c}') AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
         ALTER TABLE {c} RENAME COLUMN moved_fence_ms TO moved_quarantine_until_ms;
     END IF;
 END
