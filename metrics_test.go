@@ -678,9 +678,9 @@ func TestMetricsQuarantineOnPostgres(t *testing.T) {
 	if err := l.ReleaseStamped(ctx, l.PreviousHorizon()); err != nil { // claimable again at once
 		t.Fatal(err)
 	}
-	var fence int64
+	var quarantineUntil int64
 	if err := db.QueryRowContext(ctx, `UPDATE snowflake_nodes_config SET generation = generation + 1, generation_at = now(),
-		fence_ms = (extract(epoch FROM now()) * 1000)::bigint + 600000 RETURNING fence_ms`).Scan(&fence); err != nil {
+		quarantine_until_ms = (extract(epoch FROM now()) * 1000)::bigint + 600000 RETURNING quarantine_until_ms`).Scan(&quarantineUntil); err != nil {
 		t.Fatal(err)
 	}
 	var ue *UnavailableError
@@ -688,8 +688,8 @@ func TestMetricsQuarantineOnPostgres(t *testing.T) {
 		t.Fatalf("TryAcquire in a quarantine = %v", err)
 	}
 	scope := []string{attrTable, "snowflake_nodes", attrNodeRange, "6-6"}
-	wantSum(t, rd.Collect(t, scopeName), metricQuarantineUntil, float64(fence)/1000, scope...)
-	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes_config SET fence_ms = fence_ms - 1200000`); err != nil {
+	wantSum(t, rd.Collect(t, scopeName), metricQuarantineUntil, float64(quarantineUntil)/1000, scope...)
+	if _, err := db.ExecContext(ctx, `UPDATE snowflake_nodes_config SET quarantine_until_ms = quarantine_until_ms - 1200000`); err != nil {
 		t.Fatal(err)
 	}
 	l = acquire(t, r)

@@ -133,7 +133,7 @@ func docPages(t *testing.T) []string {
 	return pages
 }
 
-// markdownText returns the lines of a page, those of its fenced code blocks
+// markdownText returns the lines of a page, those of its code blocks
 // blanked, and the backquotes of inline code spans removed.
 func markdownText(t *testing.T, page string) []string {
 	t.Helper()
@@ -143,8 +143,8 @@ func markdownText(t *testing.T, page string) []string {
 	}
 	defer f.Close()
 	var (
-		lines []string
-		fence bool
+		lines  []string
+		inCode bool
 	)
 	code := regexp.MustCompile("`[^`]*`")
 	sc := bufio.NewScanner(f)
@@ -152,10 +152,10 @@ func markdownText(t *testing.T, page string) []string {
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			fence = !fence
+			inCode = !inCode
 			line = ""
 		}
-		if fence {
+		if inCode {
 			line = ""
 		}
 		// The words stay: a heading's anchor is made of them.

@@ -121,7 +121,7 @@ func TestLeastPrivilegeLifecycle(t *testing.T) {
 		t.Fatalf("row 0 after two claims and releases: %+v", row)
 	}
 	for _, q := range []string{"UPDATE snowflake_nodes SET epoch = 0", "DELETE FROM snowflake_nodes_history",
-		"INSERT INTO snowflake_nodes (node_id) VALUES (5000)", "UPDATE snowflake_nodes_config SET fence_ms = 0", "TRUNCATE snowflake_nodes_history"} {
+		"INSERT INTO snowflake_nodes (node_id) VALUES (5000)", "UPDATE snowflake_nodes_config SET quarantine_until_ms = 0", "TRUNCATE snowflake_nodes_history"} {
 		if _, err := app.ExecContext(ctx, q); postgres.SQLSTATE(err) != pgerrcode.InsufficientPrivilege {
 			t.Errorf("%s as the client role: %v, want SQLSTATE 42501", q, err)
 		}

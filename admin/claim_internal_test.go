@@ -90,7 +90,7 @@ func TestATrustedTableStartsNoGeneration(t *testing.T) {
 	}
 	config := func() string {
 		var c string
-		if err := db.QueryRowContext(ctx, `SELECT concat_ws(' ', generation, fence_ms, server_id, wal_timeline) FROM synct_config`).Scan(&c); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT concat_ws(' ', generation, quarantine_until_ms, server_id, wal_timeline) FROM synct_config`).Scan(&c); err != nil {
 			t.Fatal(err)
 		}
 		return c

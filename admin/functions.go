@@ -26,13 +26,13 @@ var (
 var placeholder = regexp.MustCompile(`\{[a-z_]+\}`)
 
 // expandTable substitutes the validated table name for {t}, and fails on
-// any other placeholder, so that no template runs half expanded.
-func expandTable(tmpl, table string) (string, error) { return expand(tmpl, table) }
+// any other placeholder, so that no SQL runs half expanded.
+func expandTable(text, table string) (string, error) { return expand(text, table) }
 
 // expand substitutes the validated table name for {t} and each of the
 // placeholder-value pairs, and fails on a placeholder it was not given: the
 // one expander of the package's SQL.
-func expand(tmpl, table string, pairs ...string) (string, error) {
+func expand(text, table string, pairs ...string) (string, error) {
 	if err := ValidateTable(table); err != nil {
 		return "", err
 	}
@@ -41,10 +41,10 @@ func expand(tmpl, table string, pairs ...string) (string, error) {
 	for i := 0; i < len(known); i += 2 {
 		blank[i] = known[i]
 	}
-	if bad := placeholder.FindString(strings.NewReplacer(blank...).Replace(tmpl)); bad != "" {
-		return "", fmt.Errorf("nodeid: the SQL template has the unknown placeholder %s", bad)
+	if bad := placeholder.FindString(strings.NewReplacer(blank...).Replace(text)); bad != "" {
+		return "", fmt.Errorf("nodeid: the SQL text has the unknown placeholder %s", bad)
 	}
-	return strings.NewReplacer(known...).Replace(tmpl), nil
+	return strings.NewReplacer(known...).Replace(text), nil
 }
 
 // FunctionsSQL returns the DDL that makes (or remakes) the SQL functions

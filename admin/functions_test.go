@@ -10,7 +10,7 @@ import (
 	"github.com/nodeid/nodeid/internal/testkit/pgtest"
 )
 
-// The expander substitutes the table name and nothing else: a template
+// The expander substitutes the table name and nothing else: SQL text
 // with an unknown placeholder, or with one left over, is refused, and so
 // is an invalid table name.
 func TestExpandTableIsStrict(t *testing.T) {
@@ -19,9 +19,9 @@ func TestExpandTableIsStrict(t *testing.T) {
 	if err != nil || got != "SELECT * FROM ids.nodes_history, ids.nodes" {
 		t.Fatalf("expandTable = %q, %v", got, err)
 	}
-	for _, tmpl := range []string{"SELECT {x} FROM {t}", "SELECT * FROM {h}", "{t}_claim({mode})"} {
-		if _, err := expandTable(tmpl, "nodes"); err == nil || !strings.Contains(err.Error(), "placeholder") {
-			t.Errorf("expandTable(%q) = %v, want an error naming the placeholder", tmpl, err)
+	for _, text := range []string{"SELECT {x} FROM {t}", "SELECT * FROM {h}", "{t}_claim({mode})"} {
+		if _, err := expandTable(text, "nodes"); err == nil || !strings.Contains(err.Error(), "placeholder") {
+			t.Errorf("expandTable(%q) = %v, want an error naming the placeholder", text, err)
 		}
 	}
 	if _, err := expandTable("SELECT 1 FROM {t}", "nodes; DROP TABLE x"); err == nil {

@@ -523,13 +523,13 @@ func TestConfirmRaiseOnATwinTimeline(t *testing.T) {
 	}
 }
 
-// Two declared restores with a move between them. The first declaration
-// (a copy older than a raise: D = 1 min) quarantines every node ID until
-// F1. Before F1, the table is moved to another cluster (a dump, an
-// upgrade), which the DDL (nodeid init) sees first: its generation check,
-// like a claim's, leaves fence_ms unset until the next declaration, whose
-// D is the copy's maximum TTL. "A second declaration never shortens the
-// first's quarantine": when the move forgot F1, C claimed node 0 59 s
+// Two declared restores with a move between them. The first declaration (a
+// copy older than a raise: D = 1 min) quarantines every node ID until F1.
+// Before F1, the table is moved to another cluster (a dump, an upgrade),
+// which the DDL (nodeid init) sees first: its generation check, like a
+// claim's, leaves quarantine_until_ms unset until the next declaration,
+// whose D is the copy's maximum TTL. "A second declaration never shortens
+// the first's quarantine": when the move forgot F1, C claimed node 0 59 s
 // before F1.
 func TestAMoveKeepsTheDeclaredQuarantine(t *testing.T) {
 	t.Parallel()

@@ -61,26 +61,26 @@ func (r Row) State(now time.Time) State {
 }
 
 // The list marks the rows last claimed in an earlier generation as the
-// claim does: quarantined until the generation's fence, or with no end
-// while a restore waits to be declared. With asynchronous replication it
-// reads the server's identity too, unless the server is a standby, and a
-// server that is not the one recorded begins a new generation now, as the
-// next claim will record (from its own time, so the quarantine shown may end
-// sooner than the one that claim starts), never sooner than the quarantine
-// running, as the claim's.
-const listTemplate = `WITH c AS (
+// claim does: quarantined until the generation's quarantine ends, or with
+// no end while a restore waits to be declared. With asynchronous
+// replication it reads the server's identity too, unless the server is a
+// standby, and a server that is not the one recorded begins a new
+// generation now, as the next claim will record (from its own time, so the
+// quarantine shown may end sooner than the one that claim starts), never
+// sooner than the quarantine running, as the claim's.
+const listText = `WITH c AS (
     SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, {listChanged} AS changed, {listMoved} AS moved FROM {c} AS c
 ), g AS (
     SELECT c.generation + c.changed::integer AS gen, COALESCE(c.creation_pending, false) AS creating,
-        CASE WHEN NOT c.changed THEN c.fence_ms WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + ` + quarantine + `) END AS fence_ms
+        CASE WHEN NOT c.changed THEN c.quarantine_until_ms WHEN NOT c.moved THEN GREATEST(c.quarantine_until_ms, c.now_ms + ` + quarantine + `) END AS quarantine_until_ms
     FROM c
 )
 SELECT t.node_id, t.owner, t.epoch, t.acquired_at,
     CASE WHEN isfinite(t.expires_at) THEN t.expires_at END, t.horizon_ms, t.claim_generation,
-    CASE WHEN t.claim_generation < g.gen THEN to_timestamp(g.fence_ms / 1000.0) END,
-    t.claim_generation < g.gen AND g.fence_ms IS NULL,
+    CASE WHEN t.claim_generation < g.gen THEN to_timestamp(g.quarantine_until_ms / 1000.0) END,
+    t.claim_generation < g.gen AND g.quarantine_until_ms IS NULL,
     to_timestamp(GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at) THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END,
-        CASE WHEN t.claim_generation < g.gen THEN g.fence_ms END) / 1000.0),
+        CASE WHEN t.claim_generation < g.gen THEN g.quarantine_until_ms END) / 1000.0),
     COALESCE(g.creating, false), now()
 FROM {t} AS t LEFT JOIN g ON true
 WHERE t.node_id BETWEEN $1::integer AND $2::integer ORDER BY t.node_id`
@@ -148,7 +148,7 @@ type HistoryRow struct {
 const historyColumns = `h.node_id, h.epoch, h.owner, h.acquired_at, h.from_ms, h.ended_at,
     COALESCE(h.end_reason, ''), COALESCE(h.horizon_ms, t.horizon_ms), h.generation`
 
-const historyTemplate = `SELECT ` + historyColumns + `
+const historyText = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer ORDER BY h.epoch DESC LIMIT $2::integer`
 
@@ -159,7 +159,7 @@ func (s *Store) History(ctx context.Context, node int64, limit int) ([]HistoryRo
 
 // The millisecond of acquired_at is floored: a holder's clock reads that
 // millisecond during the part of it after the claim.
-const whoTemplate = `SELECT ` + historyColumns + `
+const whoText = `SELECT ` + historyColumns + `
 FROM {h} AS h JOIN {t} AS t USING (node_id)
 WHERE h.node_id = $1::integer AND h.from_ms < $2::bigint
   AND $2::bigint >= floor(extract(epoch FROM h.acquired_at) * 1000)::bigint - $3::bigint

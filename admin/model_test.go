@@ -23,13 +23,13 @@ import (
 type tick = int16
 
 const (
-	never   tick = -1 << 14 // expires_at = '-infinity': a free row
-	noFence tick = 1 << 14  // fence_ms IS NULL: a restore not yet declared
-	noStamp tick = -1 << 13 // a release with no exact horizon
-	stampLo tick = -4       // the lowest millisecond a holder's clock can show
-	nStamps      = 28       // the milliseconds a model can stamp: stampLo .. stampLo+nStamps-1
-	maxNode      = 2
-	maxHold      = 3
+	never        tick = -1 << 14 // expires_at = '-infinity': a free row
+	noQuarantine tick = 1 << 14  // quarantine_until_ms IS NULL: a restore not yet declared
+	noStamp      tick = -1 << 13 // a release with no exact horizon
+	stampLo      tick = -4       // the lowest millisecond a holder's clock can show
+	nStamps           = 28       // the milliseconds a model can stamp: stampLo .. stampLo+nStamps-1
+	maxNode           = 2
+	maxHold           = 3
 )
 
 // A mutant is the one-line change of one rule that the model checker must
@@ -62,8 +62,8 @@ var mutants = []struct {
 	{"claim-above-max", "a claim takes a TTL above the table's maximum", "3h:raise"},
 	{"confirm-unmarked", "a confirmation makes the raise pending when it runs the maximum, not the one whose WAL position the standbys were seen to replay", "2h:raise-twice"},
 	{"confirm-on-another-server", "a confirmation runs on whatever server init reaches, not only the one whose WAL position the standbys were seen to replay", "2h:raise+failover"},
-	{"fence-shortened", "a new generation's quarantine replaces a longer one still running (a failover after a declared restore)", "2h:restore+failover"},
-	{"move-forgets-fence", "a move forgets the quarantine running, and a declaration after it ends it sooner", "2h:move-twice"},
+	{"quarantine-shortened", "a new generation's quarantine replaces a longer one still running (a failover after a declared restore)", "2h:restore+failover"},
+	{"move-forgets-quarantine", "a move forgets the quarantine running, and a declaration after it ends it sooner", "2h:move-twice"},
 	{"renew-any-epoch", "a renewal extends the row of its owner whatever the epoch", "3h:failover"},
 	{"renew-lowers-expiry", "a renewal sets the expiry from its now() even when the row's is later", "2h:late"},
 	{"switch-without-generation-check", "the DDL does not run the generation check before it records sync (or widens the range, or raises the maximum TTL)", "2h:ddl"},
@@ -161,9 +161,9 @@ type row struct {
 
 // config is the configuration row, and the server that last wrote it.
 type config struct {
-	maxTTL, raise tick // raise: a pending raise, 0 if none
-	fence         tick // noFence while a restore is not declared
-	moved         tick // moved_fence_ms: the fence a move left unset, 0 if none
+	maxTTL, raise   tick // raise: a pending raise, 0 if none
+	quarantineUntil tick // quarantine_until_ms; noQuarantine while a restore is not declared
+	moved           tick // moved_quarantine_until_ms: the quarantine a move left running, 0 if none
 	// owed is a ghost: the longest lease the history that a restore not
 	// yet declared lost may hold, which its declaration must cover, 0 if
 	// none. A backup of a copy that owes it owes it too.
@@ -288,7 +288,7 @@ func (m *model) initial() []mstate {
 	s.nextSID, s.srvSID, s.srvTL = 2, 1, 1
 	s.srvOff = m.b.srv0
 	if !m.b.absent {
-		s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, fence: -m.b.maxTTL, gen: 1, sid: 1, tl: 1, nodes: int8(m.b.nodes)}
+		s.db.cfg = config{maxTTL: m.b.maxTTL, raise: m.b.pending, quarantineUntil: -m.b.maxTTL, gen: 1, sid: 1, tl: 1, nodes: int8(m.b.nodes)}
 		for n := 0; n < m.b.nodes; n++ {
 			s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
 		}
@@ -335,7 +335,7 @@ func (v *violation) Error() string { return "rule " + v.rule + ": " + v.what }
 // its identity (the model's servers all do; one that does not is the
 // stated assumption of a WAL-less service). After a
 // move (another system identifier), or while a move is not declared, no
-// quarantine can be computed: the fence stays unset until the operator
+// quarantine can be computed: its end stays unset until the operator
 // declares the restore. After a failover the quarantine lasts the larger of
 // the maximum TTL and a pending raise, and the servers' clock tolerance.
 func (m *model) seen(s *mstate) {
@@ -349,22 +349,22 @@ func (m *model) seen(s *mstate) {
 	}
 	c.gen++
 	switch {
-	case moved || c.fence == noFence:
-		if c.fence != noFence && m.mut != "move-forgets-fence" {
-			c.moved = max(c.moved, c.fence) // kept until the declaration
+	case moved || c.quarantineUntil == noQuarantine:
+		if c.quarantineUntil != noQuarantine && m.mut != "move-forgets-quarantine" {
+			c.moved = max(c.moved, c.quarantineUntil) // kept until the declaration
 		}
-		c.fence = noFence
+		c.quarantineUntil = noQuarantine
 	default:
-		c.fence = m.laterFence(c.fence, s.now()+m.quarantine(c))
+		c.quarantineUntil = m.laterQuarantine(c.quarantineUntil, s.now()+m.quarantine(c))
 	}
 	c.sid, c.tl = sid, tl
 }
 
-// laterFence is the fence of a new generation: the end of its quarantine,
-// or of the one still running, if later (a declared restore's may exceed
-// the maximum TTL), or f while a restore is not declared.
-func (m *model) laterFence(old, f tick) tick {
-	if old == noFence || m.mut == "fence-shortened" {
+// laterQuarantine is where a new generation's quarantine ends: at f, or at
+// the end of the one still running, if later (a declared restore's may
+// exceed the maximum TTL), or f while a restore is not declared.
+func (m *model) laterQuarantine(old, f tick) tick {
+	if old == noQuarantine || m.mut == "quarantine-shortened" {
 		return f
 	}
 	return max(old, f)
@@ -382,7 +382,7 @@ func (m *model) quarantine(c *config) tick {
 }
 
 // claimable reports whether row r may be claimed at the server's now
-// (claimTemplate's claimable and its candidates), and the horizon its next
+// ({t}_claim's claimable and its candidates), and the horizon its next
 // holder must stamp after.
 func (m *model) claimable(s *mstate, n int) (bool, tick) {
 	r, c, now := s.db.rows[n], &s.db.cfg, s.now()
@@ -396,13 +396,13 @@ func (m *model) claimable(s *mstate, n int) (bool, tick) {
 	}
 	prev := r.horizon
 	if r.gen < c.gen && m.mut != "claim-ignores-quarantine" {
-		prev = max(prev, c.fence)
+		prev = max(prev, c.quarantineUntil)
 	}
 	wait := prev
 	if m.mut == "claim-before-horizon" {
 		wait = stampLo // the row's own horizon is not waited for
 		if r.gen < c.gen {
-			wait = c.fence
+			wait = c.quarantineUntil
 		}
 	}
 	return wait < now, prev
@@ -412,13 +412,13 @@ func (m *model) claimable(s *mstate, n int) (bool, tick) {
 // seconds since EraOrigin, in its high bits).
 func era(now tick) int32 { return int32(now+1) << 8 }
 
-// claim is claimTemplate: the lowest claimable node ID, for a TTL the table
+// claim is {t}_claim: the lowest claimable node ID, for a TTL the table
 // allows, never while a restore is not declared or the table's creation
 // is not confirmed, and none on a server without the table.
 func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev tick, v *violation) {
 	c := &s.db.cfg
 	ttl := s.hold[h].ttl
-	if c.gen == 0 || c.creating || c.fence == noFence || ttl > c.maxTTL && m.mut != "claim-above-max" {
+	if c.gen == 0 || c.creating || c.quarantineUntil == noQuarantine || ttl > c.maxTTL && m.mut != "claim-above-max" {
 		return false, 0, row{}, 0, nil
 	}
 	now := s.now()
@@ -456,7 +456,7 @@ func (m *model) claim(s *mstate, h int, st stmt) (ok bool, n int, r row, prev ti
 	return false, 0, row{}, 0, nil
 }
 
-// renew is renewTemplate: only the live lease of this owner and epoch; the
+// renew is {t}_renew: only the live lease of this owner and epoch; the
 // horizon is raised, never lowered; the row's generation stays that of its
 // claim.
 func (m *model) renew(s *mstate, h int, st stmt) (ok bool, r row) {
@@ -514,7 +514,7 @@ func (m *model) release(s *mstate, h int, st stmt) bool {
 	return true
 }
 
-// evict is evictTemplate: the holder of node n loses the row, which keeps
+// evict is {t}_evict: the holder of node n loses the row, which keeps
 // its expiry (it is claimable once the evicted lease has expired and its
 // horizon passed), its horizon and its generation. It waits for a verified
 // transaction's lock, and gives up.
@@ -536,7 +536,7 @@ func (m *model) evict(s *mstate, n int) bool {
 	return true
 }
 
-// verify is verifyTemplate: the lease of this owner and epoch is unexpired
+// verify is {t}_verify: the lease of this owner and epoch is unexpired
 // by the statement's time; the row is then held until the transaction ends.
 func (m *model) verify(s *mstate, h int) bool {
 	hd := &s.hold[h]
@@ -561,7 +561,7 @@ func (m *model) raise(s *mstate, to tick) {
 	c.raise = to
 }
 
-// ddlHead is the DDL's generation check (schemaTemplate's, on a table that
+// ddlHead is the DDL's generation check (schemaText's, on a table that
 // records async: the claim's, seen), which runs before it records sync,
 // adds rows or raises the maximum TTL: a failover, a move or a restore
 // that no claim has seen yet starts its generation there.
@@ -623,7 +623,7 @@ func (m *model) ddlWiden(s *mstate, to int) {
 // now, with no quarantine; pending, since the model's server has a
 // standby, until the standby has its creation (confirm).
 func (m *model) create(s *mstate) {
-	s.db = data{cfg: config{maxTTL: m.b.maxTTL, fence: s.now(), gen: 1, sid: s.srvSID, tl: s.srvTL, nodes: int8(m.b.nodes),
+	s.db = data{cfg: config{maxTTL: m.b.maxTTL, quarantineUntil: s.now(), gen: 1, sid: s.srvSID, tl: s.srvTL, nodes: int8(m.b.nodes),
 		creating: m.mut != "creation-not-pending"}}
 	for n := 0; n < m.b.nodes; n++ {
 		s.db.rows[n] = row{gen: 1, expires: never, horizon: stampLo}
@@ -663,11 +663,11 @@ func (m *model) confirm(s *mstate) bool {
 	return true
 }
 
-// restored is restoredTemplate, "nodeid init --restored --max-ttl D": a new
+// restored is {t}_restored, "nodeid init --restored --max-ttl D": a new
 // generation from now, quarantined for the largest of D (the longest lease
 // the operator says the old history may hold), the maximum and a pending
 // raise, and the server recorded as the one; never sooner than the
-// quarantine a move left unset (moved_fence_ms).
+// quarantine a move left unset (moved_quarantine_until_ms).
 func (m *model) restored(s *mstate, d tick) {
 	c := &s.db.cfg
 	c.gen++
@@ -675,7 +675,7 @@ func (m *model) restored(s *mstate, d tick) {
 	if m.mut == "f1-copy-max-ttl" {
 		d = 0
 	}
-	c.fence = m.laterFence(c.fence, max(c.moved, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise})))
+	c.quarantineUntil = m.laterQuarantine(c.quarantineUntil, max(c.moved, s.now()+m.quarantine(&config{maxTTL: max(c.maxTTL, d), raise: c.raise})))
 	c.moved, c.owed = 0, 0
 	if !m.trusted(c) { // a trusted table's statement records no server
 		c.sid, c.tl = s.srvSID, s.srvTL
@@ -730,9 +730,9 @@ var rules = [nActKinds]string{
 	aExecLost:   "the statement in flight commits; its answer is lost (the holder sees an error)",
 	aAbandon:    "the holder stops waiting for the statement (bounded, the attempt's timeout); it stays in flight",
 	aExecOrphan: "a statement its holder stopped waiting for commits late",
-	aVerify:     "Lease.Verify in the holder's transaction (store.Verify, verifyTemplate)",
+	aVerify:     "Lease.Verify in the holder's transaction (store.Verify, {t}_verify)",
 	aEndTx:      "the verified transaction commits or rolls back",
-	aEvict:      "an operator evicts the holder (nodeid evict, admin.Evict, evictTemplate)",
+	aEvict:      "an operator evicts the holder (nodeid evict, admin.Evict, {t}_evict)",
 	aReplicate:  "the standby replays every commit so far (crash family: the WAL is flushed)",
 	aFailover:   "the standby is promoted on a new timeline; the old primary takes no more writes",
 	aCrash:      "the server crashes and restarts; what was durable survives",
@@ -740,7 +740,7 @@ var rules = [nActKinds]string{
 	aMove:       "the backup is restored into another cluster (a move, a dump, an upgrade): another system identifier",
 	aPITR:       "the backup is restored on a new timeline (point-in-time recovery), and the operator declares it (nodeid init --restored --max-ttl)",
 	aRollback:   "the backup is restored on the same server (a snapshot rolled back), and the operator declares it (nodeid init --restored --max-ttl)",
-	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, admin.Restored, restoredTemplate)",
+	aDeclare:    "the operator declares a restore (nodeid init --restored --max-ttl D, admin.Restored, {t}_restored)",
 	aRaise:      "the maximum TTL is raised (nodeid init --max-ttl, the DDL of SchemaSQL): pending until the standbys have it (at once only where the table is trusted)",
 	aMark:       "nodeid init (or Acquire, for a creation) reads the pending raise or creation and the WAL position to wait for (admin.PendingRaise, admin.PendingCreation)",
 	aConfirm:    "the raise or the creation read is confirmed once every standby has replayed its position; a later raise stays pending (nodeid init, admin.ConfirmRaise, admin.ConfirmCreation)",

@@ -341,8 +341,8 @@ func (m *model) describe(s *mstate) string {
 		fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, no table)", s.t, s.now(), s.srvSID, s.srvTL)
 		return b.String() + m.describeHolders(s)
 	}
-	fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, gen %d, fence %s, max %d", s.t, s.now(), s.srvSID, s.srvTL,
-		s.db.cfg.gen, fenceStr(s.db.cfg.fence), s.db.cfg.maxTTL)
+	fmt.Fprintf(&b, "t=%d db(now %d, server %d/tl %d, gen %d, quarantine until %s, max %d", s.t, s.now(), s.srvSID, s.srvTL,
+		s.db.cfg.gen, quarantineStr(s.db.cfg.quarantineUntil), s.db.cfg.maxTTL)
 	if s.db.cfg.creating {
 		b.WriteString(" creating")
 	}
@@ -394,8 +394,8 @@ func (m *model) describeHolders(s *mstate) string {
 	return b.String()
 }
 
-func fenceStr(f tick) string {
-	if f == noFence {
+func quarantineStr(f tick) string {
+	if f == noQuarantine {
 		return "pending"
 	}
 	return fmt.Sprint(f)

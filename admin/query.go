@@ -16,13 +16,13 @@ type pgxConn interface{ Conn() *pgx.Conn }
 // release) and scans its row into dest; the error matches sql.ErrNoRows when
 // it returns none. once marks a statement the Store runs once (below).
 //
-// On a pgx connection it runs the statement through pgx itself: database/sql
-// starts a goroutine for every query whose context can be cancelled, to
-// watch it, and on one connection that was a quarter of a statement's time.
-// pgx watches the context without one, and answers cancellation the same
-// way. Like database/sql, it tries again, on another connection, when the
-// connection fails before the statement was sent; any other driver goes
-// through database/sql.
+// On a pgx connection it runs the statement through pgx itself:
+// database/sql starts a goroutine for every query whose context can be
+// cancelled, to watch it, which every renewal and release pays (each is
+// bounded by a deadline or a timeout). pgx watches the context without one,
+// and answers cancellation the same way. Like database/sql, it tries again,
+// on another connection, when the connection fails before the statement was
+// sent; any other driver goes through database/sql.
 //
 // A statement run once (ClaimFirst's) is sent unprepared (pgx's exec mode:
 // parsed, planned and run in one round trip) whatever the connection's

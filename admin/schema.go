@@ -13,9 +13,9 @@ import (
 //go:embed sql/schema.sql
 var schemaFile string
 
-// schemaTemplate is schemaFile without its leading comment, which is for
+// schemaText is schemaFile without its leading comment, which is for
 // its readers, not for the DDL that nodeid schema prints.
-var schemaTemplate = strings.TrimSuffix(schemaFile[strings.Index(schemaFile, "\nSELECT set_config(")+1:], "\n")
+var schemaText = strings.TrimSuffix(schemaFile[strings.Index(schemaFile, "\nSELECT set_config(")+1:], "\n")
 
 // Schema is what the DDL of the lease tables records: the table, its node
 // range, its maximum TTL and its replication mode ("" keeps the table's,
@@ -51,7 +51,7 @@ func (s Schema) Validate() error {
 	return nil
 }
 
-// SQL returns the DDL of s (see schemaTemplate), or the error of Validate:
+// SQL returns the DDL of s (see schemaText), or the error of Validate:
 // it never emits SQL for a value it could not validate.
 func (s Schema) SQL() (string, error) {
 	if err := s.Validate(); err != nil {
@@ -61,7 +61,7 @@ func (s Schema) SQL() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ddl, err := s.expand(schemaTemplate)
+	ddl, err := s.expand(schemaText)
 	if err != nil {
 		return "", err
 	}
@@ -71,9 +71,9 @@ func (s Schema) SQL() (string, error) {
 // schemaLockTimeout bounds every lock wait of the DDL.
 const schemaLockTimeout = time.Second
 
-// expand fills the template's placeholders (sql/schema.sql names them)
+// expand fills the placeholders of the SQL text (sql/schema.sql names them)
 // with the validated names and values.
-func (s Schema) expand(tmpl string) (string, error) {
+func (s Schema) expand(text string) (string, error) {
 	bare, ix := s.Table, s.Table
 	if _, t, ok := strings.Cut(s.Table, "."); ok {
 		bare = t
@@ -82,7 +82,7 @@ func (s Schema) expand(tmpl string) (string, error) {
 	if s.Replication != "" {
 		want = "'" + string(s.Replication) + "'"
 	}
-	return expand(tmpl, s.Table, "{h}", HistoryTable(s.Table), "{c}", ConfigTable(s.Table), "{b}", bare,
+	return expand(text, s.Table, "{h}", HistoryTable(s.Table), "{c}", ConfigTable(s.Table), "{b}", bare,
 		"{ix}", ix, "{lo}", fmt.Sprint(s.MinNode), "{hi}", fmt.Sprint(s.MaxNode), "{ttl}", fmt.Sprint(s.MaxTTL.Milliseconds()),
 		"{want}", want, "{lockms}", fmt.Sprint(schemaLockTimeout.Milliseconds()),
 		"{serverid}", walServerID, "{tl}", walTimeline, "{quarantine}", quarantine)

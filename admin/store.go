@@ -95,12 +95,12 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 	s.pruneSQL = "-- nodeid prune\nSELECT " + t + "_prune($1, $2)"
 	for _, r := range []struct {
 		dst  *string
-		tmpl string
+		text string
 		mode Replication
-	}{{&s.readConfigSQL, readConfigTemplate, Sync}, {&s.historySQL, historyTemplate, Sync}, {&s.whoSQL, whoTemplate, Sync},
-		{&s.listWatchedSQL, listTemplate, Async}, {&s.listTrustedSQL, listTemplate, Sync}} {
+	}{{&s.readConfigSQL, readConfigText, Sync}, {&s.historySQL, historyText, Sync}, {&s.whoSQL, whoText, Sync},
+		{&s.listWatchedSQL, listText, Async}, {&s.listTrustedSQL, listText, Sync}} {
 		var err error
-		if *r.dst, err = expandRead(r.tmpl, cfg, r.mode); err != nil {
+		if *r.dst, err = expandRead(r.text, cfg, r.mode); err != nil {
 			return nil, err
 		}
 	}
@@ -112,21 +112,21 @@ func New(db *sql.DB, cfg Config) (*Store, error) {
 // a watched table: its system identifier, WAL timeline and start.
 const serverText = "{sid}::text || '/' || {tl}::text || '/' || {started}"
 
-// expandRead fills a read's template: {t} the lease table, {h} the history
-// table, {c} the configuration table, {tl}, {sid} and {started} the
-// server's identity, and the list's tests of a server not yet seen
-// ({listChanged}) and of another system than the one recorded
-// ({listMoved}), which read the server's identity on a watched table
-// (Async) only.
-func expandRead(tmpl string, c Config, mode Replication) (string, error) {
+// expandRead fills the placeholders of a read's SQL text: {t} the lease
+// table, {h} the history table, {c} the configuration table, {tl}, {sid}
+// and {started} the server's identity, and the list's tests of a server
+// not yet seen ({listChanged}) and of another system than the one
+// recorded ({listMoved}), which read the server's identity on a watched
+// table (Async) only.
+func expandRead(text string, c Config, mode Replication) (string, error) {
 	listChanged, listMoved := "false", "false"
 	if mode == Async {
 		listChanged = "NOT pg_is_in_recovery() AND (c.server_id, c.wal_timeline) IS DISTINCT FROM\n" +
 			"            (CASE WHEN NOT pg_is_in_recovery() THEN {sid} END, CASE WHEN NOT pg_is_in_recovery() THEN {tl} END)"
-		listMoved = "(c.fence_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
+		listMoved = "(c.quarantine_until_ms IS NULL OR c.server_id <> CASE WHEN NOT pg_is_in_recovery() THEN {sid} END)"
 	}
-	tmpl = strings.NewReplacer("{listChanged}", listChanged, "{listMoved}", listMoved).Replace(tmpl)
-	return expand(tmpl, c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
+	text = strings.NewReplacer("{listChanged}", listChanged, "{listMoved}", listMoved).Replace(text)
+	return expand(text, c.Table, "{h}", c.HistoryTable(), "{c}", c.ConfigTable(),
 		"{tl}", walTimeline, "{sid}", walServerID, "{started}", serverStarted)
 }
 
@@ -404,11 +404,11 @@ func (s *Store) Evict(ctx context.Context, node, epoch int64) (Eviction, error) 
 // know. It returns the new generation and when the quarantine of every
 // node ID ends, by the database's clock.
 func (s *Store) Restored(ctx context.Context, maxTTL time.Duration) (generation int64, until time.Time, err error) {
-	var fence int64
-	if err := s.db.QueryRowContext(ctx, s.restoredSQL, maxTTL.Milliseconds(), LockTimeout.Milliseconds()).Scan(&generation, &fence); err != nil {
+	var untilMs int64
+	if err := s.db.QueryRowContext(ctx, s.restoredSQL, maxTTL.Milliseconds(), LockTimeout.Milliseconds()).Scan(&generation, &untilMs); err != nil {
 		return 0, time.Time{}, s.wrapErr("restore", lockErr(err, "the configuration row of "+s.cfg.ConfigTable()))
 	}
-	return generation, time.UnixMilli(fence), nil
+	return generation, time.UnixMilli(untilMs), nil
 }
 
 // ConfirmRaise makes the table's pending raise of its maximum TTL the
@@ -810,10 +810,10 @@ type TableConfig struct {
 	Unlogged string
 }
 
-// readConfigTemplate reads moved_fence_ms too, which nothing but the
-// statements needs, so that a table without it is an earlier version's.
-const readConfigTemplate = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
-    fence_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_fence_ms IS NULL, COALESCE(creation_pending, false),
+// readConfigText reads moved_quarantine_until_ms too, which nothing but
+// the statements needs, so that a table without it is an earlier version's.
+const readConfigText = `SELECT min_node, max_node, max_ttl_ms, COALESCE(raise_ttl_ms, 0), replication, generation, generation_at,
+    quarantine_until_ms, COALESCE(server_id, 0), COALESCE(wal_timeline, 0), moved_quarantine_until_ms IS NULL, COALESCE(creation_pending, false),
     (SELECT COALESCE(string_agg(oid::regclass::text, ', ' ORDER BY oid::regclass::text), '') FROM pg_class
      WHERE oid IN (to_regclass('{t}'), to_regclass('{h}'), to_regclass('{c}')) AND relpersistence <> 'p')
 FROM {c}`
@@ -825,13 +825,13 @@ FROM {c}`
 // gives a Fatal error naming it.
 func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 	var (
-		c           TableConfig
-		ms, raiseMs int64
-		fence       sql.NullInt64
-		mode        string
+		c               TableConfig
+		ms, raiseMs     int64
+		quarantineUntil sql.NullInt64
+		mode            string
 	)
 	err := s.db.QueryRowContext(ctx, s.readConfigSQL).Scan(&c.MinNode, &c.MaxNode, &ms, &raiseMs, &mode, &c.Generation,
-		&c.GenerationAt, &fence, &c.ServerID, &c.Timeline, new(bool), &c.CreationPending, &c.Unlogged)
+		&c.GenerationAt, &quarantineUntil, &c.ServerID, &c.Timeline, new(bool), &c.CreationPending, &c.Unlogged)
 	missing := SQLState(err) == pgerrcode.UndefinedTable
 	if missing {
 		exists, xerr := s.exists(ctx, s.cfg.Table)
@@ -852,9 +852,9 @@ func (s *Store) ReadConfig(ctx context.Context) (TableConfig, error) {
 		return c, s.wrapErr("read configuration", &unloggedError{tables: c.Unlogged})
 	}
 	c.MaxTTL, c.PendingMaxTTL = time.Duration(ms)*time.Millisecond, time.Duration(raiseMs)*time.Millisecond
-	c.RestorePending = !fence.Valid
-	if fence.Valid {
-		c.QuarantineUntil = time.UnixMilli(fence.Int64)
+	c.RestorePending = !quarantineUntil.Valid
+	if quarantineUntil.Valid {
+		c.QuarantineUntil = time.UnixMilli(quarantineUntil.Int64)
 	}
 	c.Replication = Replication(mode)
 	c.Watched = c.Replication == Async || c.ServerID != 0
@@ -910,8 +910,9 @@ func (s *Store) exists(ctx context.Context, name string) (bool, error) {
 
 // Create creates the lease, history and configuration tables when the
 // lease table is missing (and the table's functions when only they are:
-// a table of the version before them), recording the Store's range and maxTTL (and
-// asynchronous replication), fills the range and analyses the table. It
+// a table of the version before them, whose quarantine's columns it
+// renames), recording the Store's range and maxTTL (and asynchronous
+// replication), fills the range and analyses the table. It
 // reports whether it created them. Many processes may call it at once: a
 // transaction-scoped advisory lock serialises them, and only the first
 // creates.
@@ -950,9 +951,26 @@ func (s *Store) Create(ctx context.Context, maxTTL time.Duration) (bool, error) 
 	return false, nil
 }
 
+// renameQuarantineSQL gives the configuration's quarantine columns of the
+// version before the functions (fence_ms, moved_fence_ms) the names the
+// functions read, keeping their values, as the DDL's upgrade does. A table
+// without a configuration (an older version's) is left as it is, for
+// ReadConfig to report.
+const renameQuarantineSQL = `DO $nodeid$
+BEGIN
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass('{c}') AND attname = 'fence_ms' AND NOT attisdropped) THEN
+        ALTER TABLE {c} RENAME COLUMN fence_ms TO quarantine_until_ms;
+    END IF;
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = to_regclass('{c}') AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
+        ALTER TABLE {c} RENAME COLUMN moved_fence_ms TO moved_quarantine_until_ms;
+    END IF;
+END
+$nodeid$`
+
 // makeFunctions makes the table's functions if the claim's is missing (a
-// table of the version before them), as its DDL would, and changes nothing
-// else: the tables and their configuration stay as they are. Many
+// table of the version before them), as its DDL would, and renames the
+// quarantine's columns the functions read; it changes nothing else: the
+// tables' rows and their configuration's values stay as they are. Many
 // processes may call it at once: Create's advisory lock serialises them.
 func (s *Store) makeFunctions(ctx context.Context) error {
 	var missing bool
@@ -963,11 +981,22 @@ func (s *Store) makeFunctions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rename, err := expand(renameQuarantineSQL, s.cfg.Table, "{c}", s.cfg.ConfigTable())
+	if err != nil {
+		return err
+	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1::text))`, "nodeid:"+s.cfg.Table); err != nil {
 			return err
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT to_regprocedure($1) IS NULL`, s.cfg.Table+clientFunctions[0]).Scan(&missing); err != nil || !missing {
+			return err
+		}
+		// The renaming waits for the claims on the configuration, no longer.
+		if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1::text, true)`, fmt.Sprintf("%dms", LockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, rename); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, fns)
@@ -976,7 +1005,7 @@ func (s *Store) makeFunctions(ctx context.Context) error {
 	if SQLState(err) == pgerrcode.InsufficientPrivilege {
 		err = fmt.Errorf("the functions of table %s are missing (it was made by an earlier version of nodeid), and this role may not make them: run nodeid init as the table's owner: %w", s.cfg.Table, err)
 	}
-	return s.wrapErr("create", err)
+	return s.wrapErr("create", lockErr(err, "the configuration table "+s.cfg.ConfigTable()))
 }
 
 // confirmAlone confirms the table's pending creation at once if the
@@ -1090,7 +1119,7 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	for _, q := range []struct{ table, columns string }{
 		{s.cfg.Table, "node_id, owner, epoch, acquired_at, expires_at, horizon_ms, claim_generation"},
 		{s.cfg.HistoryTable(), "node_id, epoch, owner, acquired_at, from_ms, ended_at, end_reason, horizon_ms, generation"},
-		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, fence_ms, moved_fence_ms, creation_pending, server_id, wal_timeline"},
+		{s.cfg.ConfigTable(), "min_node, max_node, max_ttl_ms, raise_ttl_ms, replication, generation, generation_at, quarantine_until_ms, moved_quarantine_until_ms, creation_pending, server_id, wal_timeline"},
 	} {
 		exists, err := s.exists(ctx, q.table)
 		if err == nil && !exists {

@@ -53,7 +53,7 @@ type Verdict struct {
 }
 
 // Verify runs the verification of key k of the lease table of c through q
-// (see verifyTemplate).
+// (see {t}_verify).
 func Verify(ctx context.Context, q Querier, c Config, k Key) (Verdict, error) {
 	return verify(ctx, q, VerifySQL(c), c, k)
 }

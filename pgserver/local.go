@@ -80,14 +80,15 @@ func version(binDir string) int {
 }
 
 // RunAs returns the credential of the postgres user when the caller is
-// root, since PostgreSQL refuses to run as root, and nil otherwise.
+// the root user, since PostgreSQL refuses to run as the root user, and nil
+// otherwise.
 func RunAs() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("running as root needs a postgres user to run the server as: %w", err)
+		return nil, fmt.Errorf("running as the root user needs a postgres user to run the server as: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

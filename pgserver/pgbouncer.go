@@ -46,7 +46,8 @@ func FindPgBouncer() (string, error) {
 // connections per database and user (at least 1), and waits until it
 // listens. Clients authenticate with nothing (trust): it is for a
 // throwaway server of this package, whose postgres user needs no
-// password. Run as root, it runs as the postgres user, as the server does.
+// password. Run as the root user, it runs as the postgres user, as the
+// server does.
 // On Linux it dies with the process that started it.
 func StartPgBouncer(ctx context.Context, addr string, poolSize int) (*Bouncer, error) {
 	bin, err := FindPgBouncer()

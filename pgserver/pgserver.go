@@ -4,10 +4,11 @@
 // replication runs through a Proxy that can cut it.
 //
 // StartLocal runs the local PostgreSQL programs (initdb and postgres on
-// PATH, or under /usr/lib/postgresql/*/bin) in a temporary directory, as the
-// postgres user when the caller is root. It needs a POSIX system (Linux,
-// macOS, the BSDs); elsewhere it returns ErrUnsupported. On Linux a server
-// dies with the process that started it; elsewhere Close stops it.
+// PATH, or under /usr/lib/postgresql/*/bin) in a temporary directory, as
+// the postgres user when the caller is the root user. It needs a POSIX
+// system (Linux, macOS, the BSDs); elsewhere it returns ErrUnsupported. On
+// Linux a server dies with the process that started it; elsewhere Close
+// stops it.
 //
 // A Server can be stopped and closed. The test harness
 // (internal/testkit/pgtest) builds on this package: it adds the servers of

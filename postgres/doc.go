@@ -2,7 +2,7 @@
 // side directly: the DDL of the lease tables, the statement that fences
 // writes in other languages, the validation of table names, and the
 // classification of the errors the lease statements return. The leases
-// themselves are taken through the root package's Registry. It is a thin
+// themselves are taken through package nodeid's Registry. It is a thin
 // front: the SQL lives in one place, beside the statements it shares its
 // rules with.
 //

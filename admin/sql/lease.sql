@@ -105,7 +105,7 @@ BEGIN
             SELECT c.*, (extract(epoch FROM now()) * 1000)::bigint AS now_ms,
                 v_watched AND (c.replication = 'async' OR c.server_id IS NOT NULL)
                     AND (c.server_id, c.wal_timeline) IS DISTINCT FROM (id.sid, id.tli) AS changed,
-                c.fence_ms IS NULL OR c.server_id <> id.sid AS moved,
+                c.quarantine_until_ms IS NULL OR c.server_id <> id.sid AS moved,
                 id.sid, id.tli
             FROM {t}_config AS c, id
             LIMIT 1
@@ -113,47 +113,47 @@ BEGIN
             SELECT c.max_ttl_ms, (c.replication = 'async' OR c.server_id IS NOT NULL) AS watched, c.changed,
                 c.generation + c.changed::integer AS gen, c.sid, c.tli, c.now_ms, now() AS now_at, c.min_node, c.max_node,
                 c.replication, COALESCE(c.creation_pending, false) AS creating,
-                CASE WHEN NOT c.changed THEN c.fence_ms
-                    WHEN NOT c.moved THEN GREATEST(c.fence_ms, c.now_ms + GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10)
-                END AS fence_ms,
+                CASE WHEN NOT c.changed THEN c.quarantine_until_ms
+                    WHEN NOT c.moved THEN GREATEST(c.quarantine_until_ms, c.now_ms + GREATEST(c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10)
+                END AS quarantine_until_ms,
                 set_config('synchronous_commit', 'on', true) AS durable
             FROM c
         ), seen AS (
             UPDATE {t}_config AS s SET generation = g.gen, generation_at = now(), server_id = g.sid, wal_timeline = g.tli,
-                fence_ms = g.fence_ms,
-                moved_fence_ms = CASE WHEN g.fence_ms IS NULL THEN GREATEST(s.moved_fence_ms, s.fence_ms) ELSE s.moved_fence_ms END
+                quarantine_until_ms = g.quarantine_until_ms,
+                moved_quarantine_until_ms = CASE WHEN g.quarantine_until_ms IS NULL THEN GREATEST(s.moved_quarantine_until_ms, s.quarantine_until_ms) ELSE s.moved_quarantine_until_ms END
             FROM g WHERE g.changed AND (s.server_id, s.wal_timeline) IS DISTINCT FROM (g.sid, g.tli)
         ), q AS (
-            SELECT g.*, g.fence_ms IS NULL AS pending, COALESCE(g.fence_ms, 9223372036854775807) AS fence FROM g
+            SELECT g.*, g.quarantine_until_ms IS NULL AS pending, COALESCE(g.quarantine_until_ms, 9223372036854775807) AS quarantine_until FROM g
         ), lo AS (
             SELECT (SELECT min(t.node_id + 0) FROM {t} AS t
                     WHERE t.expires_at > '-infinity' AND t.expires_at < q.now_at AND t.node_id + 0 BETWEEN v_lo AND v_hi
-                      AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms
+                      AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.quarantine_until) ELSE t.horizon_ms END) < q.now_ms
                 ) AS lapsed_min
             FROM q WHERE a_ttl <= q.max_ttl_ms AND q.watched = v_watched AND NOT q.pending AND NOT q.creating
         ), fmin AS (
             SELECT t.node_id FROM {t} AS t, q
             WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN v_lo AND v_hi
-              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms
+              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.quarantine_until) ELSE t.horizon_ms END) < q.now_ms
             ORDER BY t.node_id + 0 LIMIT 1
         ), free_first AS (
             SELECT lapsed_min IS NULL OR COALESCE((SELECT fmin.node_id FROM fmin), v_hi + 1) < lapsed_min AS yes FROM lo
         ), free AS (
             SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
             WHERE t.expires_at = '-infinity' AND t.node_id + 0 BETWEEN v_lo AND v_hi
-              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms
+              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.quarantine_until) ELSE t.horizon_ms END) < q.now_ms
             ORDER BY t.node_id + 0 LIMIT 1
             FOR UPDATE OF t SKIP LOCKED
         ), lapsed AS (
             SELECT t.node_id, t.epoch, t.owner, t.acquired_at, t.expires_at, t.horizon_ms, t.claim_generation FROM {t} AS t, q
             WHERE t.expires_at > '-infinity' AND t.expires_at < q.now_at AND t.node_id + 0 BETWEEN v_lo AND v_hi
-              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.fence) ELSE t.horizon_ms END) < q.now_ms
+              AND (CASE WHEN t.claim_generation < q.gen THEN GREATEST(t.horizon_ms, q.quarantine_until) ELSE t.horizon_ms END) < q.now_ms
               AND t.node_id >= (SELECT lo.lapsed_min FROM lo)
             ORDER BY t.node_id LIMIT 1
             FOR UPDATE OF t SKIP LOCKED
         ), pick AS (
             SELECT p.node_id, p.epoch, p.owner, p.acquired_at, p.expires_at, p.claim_generation,
-                CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.fence) ELSE p.horizon_ms END AS prev_ms
+                CASE WHEN p.claim_generation < q.gen THEN GREATEST(p.horizon_ms, q.quarantine_until) ELSE p.horizon_ms END AS prev_ms
             FROM (
                 (SELECT * FROM free WHERE (SELECT free_first.yes FROM free_first))
                 UNION ALL (SELECT * FROM lapsed WHERE (SELECT lo.lapsed_min FROM lo) IS NOT NULL)
@@ -193,27 +193,27 @@ BEGIN
 
         -- Why nothing was claimable: the table as it is after the claim,
         -- which may differ from what the claim saw. It explains, and a
-        -- client waits by it; nothing is claimed or fenced by it.
-        SELECT g.max_ttl_ms, g.watched, g.pending, g.creating, g.fence, g.gen, g.now_ms, g.replication,
+        -- client waits by it; nothing is claimed or refused by it.
+        SELECT g.max_ttl_ms, g.watched, g.pending, g.creating, g.quarantine_until, g.gen, g.now_ms, g.replication,
             g.min_node, g.max_node, w.cooling, w.node_id AS soonest, w.until_ms, w.set_at, w.quarantined, w.evicted,
             (SELECT count(*) FROM {t} AS t WHERE t.node_id BETWEEN v_lo AND v_hi AND t.owner <> '' AND t.expires_at >= now()) AS held
         INTO r
         FROM (
-            SELECT c.max_ttl_ms, (c.replication = 'async' OR c.server_id IS NOT NULL) AS watched, c.fence_ms IS NULL AS pending,
-                COALESCE(c.creation_pending, false) AS creating, COALESCE(c.fence_ms, 9223372036854775807) AS fence,
+            SELECT c.max_ttl_ms, (c.replication = 'async' OR c.server_id IS NOT NULL) AS watched, c.quarantine_until_ms IS NULL AS pending,
+                COALESCE(c.creation_pending, false) AS creating, COALESCE(c.quarantine_until_ms, 9223372036854775807) AS quarantine_until,
                 c.generation AS gen, (extract(epoch FROM now()) * 1000)::bigint AS now_ms, c.replication, c.min_node, c.max_node
             FROM {t}_config AS c LIMIT 1
         ) AS g
         LEFT JOIN LATERAL (
             SELECT count(*) OVER () AS cooling, t.node_id, x.until_ms,
-                t.claim_generation < g.gen AND g.fence >= x.own_ms AS quarantined,
+                t.claim_generation < g.gen AND g.quarantine_until >= x.own_ms AS quarantined,
                 t.owner = '' AND t.expires_at >= now() AS evicted,
                 COALESCE((SELECT h.ended_at FROM {t}_history AS h WHERE h.node_id = t.node_id AND h.epoch = t.epoch),
                     CASE WHEN isfinite(t.expires_at) THEN t.expires_at END) AS set_at
             FROM {t} AS t,
                 LATERAL (SELECT GREATEST(t.horizon_ms, CASE WHEN isfinite(t.expires_at)
                     THEN (extract(epoch FROM t.expires_at) * 1000)::bigint END) AS own_ms) AS o,
-                LATERAL (SELECT CASE WHEN t.claim_generation < g.gen THEN GREATEST(o.own_ms, g.fence) ELSE o.own_ms END AS until_ms,
+                LATERAL (SELECT CASE WHEN t.claim_generation < g.gen THEN GREATEST(o.own_ms, g.quarantine_until) ELSE o.own_ms END AS until_ms,
                     o.own_ms) AS x
             WHERE (t.owner = '' OR t.expires_at < now()) AND t.node_id BETWEEN v_lo AND v_hi AND x.until_ms >= g.now_ms
             ORDER BY x.until_ms, t.node_id LIMIT 1

@@ -195,12 +195,12 @@ BEGIN
     END IF;
     RETURN QUERY
     UPDATE {t}_config AS c SET generation = c.generation + 1, generation_at = now(),
-        fence_ms = GREATEST(c.fence_ms, c.moved_fence_ms,
+        quarantine_until_ms = GREATEST(c.quarantine_until_ms, c.moved_quarantine_until_ms,
             (extract(epoch FROM now()) * 1000)::bigint + GREATEST(a_ttl, c.max_ttl_ms, COALESCE(c.raise_ttl_ms, 0)) * 11 / 10),
-        moved_fence_ms = NULL,
+        moved_quarantine_until_ms = NULL,
         server_id = CASE WHEN v_watched THEN v_sid ELSE c.server_id END,
         wal_timeline = CASE WHEN v_watched THEN v_tli ELSE c.wal_timeline END
-    RETURNING c.generation, c.fence_ms;
+    RETURNING c.generation, c.quarantine_until_ms;
 END
 $fn$;
 

@@ -31,16 +31,17 @@
 -- The configuration table holds one row: what every registry on the table
 -- must agree on (the node range, the longest TTL any lease may take, how
 -- the database replicates), and the table's generation, with when it began
--- and when its quarantine ends (fence_ms). The generation goes up whenever
--- the server that a claim (or this DDL) runs on is not the one recorded
--- (asynchronous replication only): another WAL timeline of the same system
--- (a promotion, a point-in-time recovery) quarantines the rows of earlier
--- generations for the maximum TTL, or a pending raise of it, and a tenth;
--- another system identifier (a dump restored elsewhere, an upgrade, a move)
--- leaves fence_ms unset, and no node ID is handed out, until the operator
--- declares the restore and the longest TTL the old history may hold
--- ("nodeid init --restored --max-ttl"); the quarantine that was running is
--- kept in moved_fence_ms until then, and the declaration's ends no sooner.
+-- and when its quarantine ends (quarantine_until_ms). The generation goes
+-- up whenever the server that a claim (or this DDL) runs on is not the one
+-- recorded (asynchronous replication only): another WAL timeline of the
+-- same system (a promotion, a point-in-time recovery) quarantines the rows
+-- of earlier generations for the maximum TTL, or a pending raise of it,
+-- and a tenth; another system identifier (a dump restored elsewhere, an
+-- upgrade, a move) leaves quarantine_until_ms unset, and no node ID is
+-- handed out, until the operator declares the restore and the longest TTL
+-- the old history may hold ("nodeid init --restored --max-ttl"); the
+-- quarantine that was running is kept in moved_quarantine_until_ms until
+-- then, and the declaration's ends no sooner.
 -- The declaration starts a generation too. A raise of the maximum TTL on
 -- an asynchronous table is pending (raise_ttl_ms) until confirmed, once
 -- every standby has it; so is the creation of an asynchronous table
@@ -91,8 +92,8 @@ CREATE TABLE IF NOT EXISTS {c} (
     replication   text        NOT NULL DEFAULT 'async' CHECK (replication IN ('async', 'sync')),
     generation    bigint      NOT NULL DEFAULT 1 CHECK (generation > 0),
     generation_at timestamptz NOT NULL DEFAULT now(),
-    fence_ms      bigint,
-    moved_fence_ms bigint,
+    quarantine_until_ms bigint,
+    moved_quarantine_until_ms bigint,
     creation_pending boolean CHECK (creation_pending),
     server_id     bigint,
     wal_timeline  bigint
@@ -148,7 +149,7 @@ BEGIN
             UPDATE {c} SET server_id = sid WHERE wal_timeline = tli;
         END IF;
     END IF;
-    -- A column no statement uses, which fences out the DDL of every earlier
+    -- A column no statement uses, which shuts out the DDL of every earlier
     -- version with generations: each renames a configuration's "timeline"
     -- to wal_timeline, which exists, and fails as a whole. Run again after
     -- this one (an old process that applies its DDL at start, an old nodeid
@@ -161,15 +162,27 @@ BEGIN
         ALTER TABLE {c} ADD COLUMN timeline boolean CHECK (timeline IS NULL);
         COMMENT ON COLUMN {c}.timeline IS 'unused: makes the DDL of nodeid versions earlier than this table fail on it';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'fence_ms' AND NOT attisdropped) THEN
+    -- The versions that called the end of the quarantine fence_ms: the
+    -- columns are renamed, their values kept. Those versions' claims read
+    -- them and fail on the table from then on; their renewals and releases
+    -- do not, and go on. Their DDL, run again after this one, fails as a
+    -- whole: it would add fence_ms back with raise_ttl_ms, which exists.
+    -- (Store.Create renames them too, when it makes the functions alone.)
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'fence_ms' AND NOT attisdropped) THEN
+        ALTER TABLE {c} RENAME COLUMN fence_ms TO quarantine_until_ms;
+    END IF;
+    IF EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
+        ALTER TABLE {c} RENAME COLUMN moved_fence_ms TO moved_quarantine_until_ms;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'quarantine_until_ms' AND NOT attisdropped) THEN
         -- The versions that computed the quarantine from the maximum TTL
         -- when a statement ran: it is recorded when the generation begins.
-        ALTER TABLE {c} ADD COLUMN fence_ms bigint, ADD COLUMN raise_ttl_ms bigint CHECK (raise_ttl_ms > 0);
-        UPDATE {c} SET fence_ms = (extract(epoch FROM generation_at) * 1000)::bigint + max_ttl_ms * 11 / 10;
+        ALTER TABLE {c} ADD COLUMN quarantine_until_ms bigint, ADD COLUMN raise_ttl_ms bigint CHECK (raise_ttl_ms > 0);
+        UPDATE {c} SET quarantine_until_ms = (extract(epoch FROM generation_at) * 1000)::bigint + max_ttl_ms * 11 / 10;
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'moved_fence_ms' AND NOT attisdropped) THEN
+    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'moved_quarantine_until_ms' AND NOT attisdropped) THEN
         -- The versions that forgot, at a move, the quarantine running.
-        ALTER TABLE {c} ADD COLUMN moved_fence_ms bigint;
+        ALTER TABLE {c} ADD COLUMN moved_quarantine_until_ms bigint;
     END IF;
     IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '{c}'::regclass AND attname = 'creation_pending' AND NOT attisdropped) THEN
         -- The versions whose tables were usable as soon as created.
@@ -221,7 +234,7 @@ BEGIN
         -- read once the creation has committed, not here: a standby
         -- attached while this transaction runs on receives its commit
         -- late, or not at all.
-        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, fence_ms, server_id, wal_timeline,
+        INSERT INTO {c} (min_node, max_node, max_ttl_ms, replication, generation, generation_at, quarantine_until_ms, server_id, wal_timeline,
             creation_pending)
         VALUES ({lo}, {hi}, {ttl}, want, 1, now(), (extract(epoch FROM now()) * 1000)::bigint, sid, tli,
             CASE WHEN sid IS NOT NULL THEN true END);
@@ -243,10 +256,10 @@ BEGIN
             -- or gains rows. Renewals and releases do not look either.
             EXECUTE pair INTO sid, tli;
             UPDATE {c} AS c SET generation = c.generation + 1, generation_at = now(),
-                fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN
-                    GREATEST(c.fence_ms, (extract(epoch FROM now()) * 1000)::bigint + {quarantine}) END,
-                moved_fence_ms = CASE WHEN c.fence_ms IS NOT NULL AND c.server_id = sid THEN c.moved_fence_ms
-                    ELSE GREATEST(c.moved_fence_ms, c.fence_ms) END,
+                quarantine_until_ms = CASE WHEN c.quarantine_until_ms IS NOT NULL AND c.server_id = sid THEN
+                    GREATEST(c.quarantine_until_ms, (extract(epoch FROM now()) * 1000)::bigint + {quarantine}) END,
+                moved_quarantine_until_ms = CASE WHEN c.quarantine_until_ms IS NOT NULL AND c.server_id = sid THEN c.moved_quarantine_until_ms
+                    ELSE GREATEST(c.moved_quarantine_until_ms, c.quarantine_until_ms) END,
                 server_id = sid, wal_timeline = tli
             WHERE (c.server_id, c.wal_timeline) IS DISTINCT FROM (sid, tli);
         END IF;

@@ -12,7 +12,7 @@ package main
 import (
 	"os"
 
-	"github.com/nodeid/nodeid/cmd/nodeid/internal/root"
+	"github.com/nodeid/nodeid/cmd/nodeid/internal/app"
 )
 
 // What a release sets at build time (scripts/release), with
@@ -27,6 +27,6 @@ var (
 )
 
 func main() {
-	b := root.Build{Version: version, Commit: commit, Date: date}
-	os.Exit(root.Main(b, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	b := app.Build{Version: version, Commit: commit, Date: date}
+	os.Exit(app.Main(b, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

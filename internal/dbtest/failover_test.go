@@ -191,7 +191,7 @@ func testFailover(t *testing.T, c failoverCase) {
 			t.Fatal(err)
 		}
 	}
-	// The failover: the old primary is fenced (stopped at once, as a crash),
+	// The failover: the old primary is isolated (stopped at once, as a crash),
 	// and the standby promoted.
 	if err := pair.FailOver(ctx); err != nil {
 		t.Fatal(err)

@@ -117,9 +117,9 @@
 //	NODEID_CHAOS_SEED=12345 go test -run TestChaos -count=1 ./internal/testkit/chaos
 //
 // TestChaos needs PostgreSQL binaries or Docker, TestChaosFailover the
-// PostgreSQL binaries, patroni and etcd, and root (see internal/pgtest);
-// they skip without them unless NODEID_TEST_REQUIRE_DB=1. Worker files and
-// logs live in a temporary directory, removed after a run that passes; a
-// run that fails keeps them, with the history it checked (history.json),
-// and names the directory.
+// PostgreSQL binaries, patroni and etcd, and the root user (see
+// internal/pgtest); they skip without them unless NODEID_TEST_REQUIRE_DB=1.
+// Worker files and logs live in a temporary directory, removed after a run
+// that passes; a run that fails keeps them, with the history it checked
+// (history.json), and names the directory.
 package chaos

@@ -24,14 +24,14 @@ import (
 )
 
 // Cluster is etcd plus N Patroni-managed PostgreSQL nodes in asynchronous
-// mode (Patroni's default: a failover may lose the last commits of the
-// old primary), all on free ports of 127.0.0.1 in a temporary directory,
-// from the local patroni, etcd and PostgreSQL programs (Debian's patroni
-// and etcd-server packages). It runs as the postgres user and needs root
-// to start, since each node lives in pid namespaces of its own, so that
-// every process of the cluster dies with the test process. Patroni fails a
-// crashed primary over at once (primary_start_timeout 0) rather than
-// restarting it, and rejoins the old primary with pg_rewind.
+// mode (Patroni's default: a failover may lose the last commits of the old
+// primary), all on free ports of 127.0.0.1 in a temporary directory, from
+// the local patroni, etcd and PostgreSQL programs (Debian's patroni and
+// etcd-server packages). It runs as the postgres user and needs the root
+// user to start, since each node lives in pid namespaces of its own, so
+// that every process of the cluster dies with the test process. Patroni
+// fails a crashed primary over at once (primary_start_timeout 0) rather
+// than restarting it, and rejoins the old primary with pg_rewind.
 //
 // The nodes are named node0, node1, and so on. Their logs, and
 // PostgreSQL's, are in node*/patroni.log under the temporary directory;
@@ -50,7 +50,7 @@ type Cluster struct {
 }
 
 // errUnavailable marks a start that failed because what it needs is not
-// here (programs, or root), not because a program misbehaved.
+// here (programs, or the root user), not because a program misbehaved.
 var errUnavailable = errors.New("pgtest: not available here")
 
 // MaxClusterNodes is the most nodes StartCluster starts.
@@ -113,7 +113,7 @@ func StartCluster(ctx context.Context, nodes int) (*Cluster, error) {
 		return nil, err
 	}
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w: a Patroni cluster needs root, to run its nodes in pid namespaces of their own", errUnavailable)
+		return nil, fmt.Errorf("%w: a Patroni cluster needs the root user, to run its nodes in pid namespaces of their own", errUnavailable)
 	}
 	cred, err := pgserver.RunAs()
 	if err != nil {

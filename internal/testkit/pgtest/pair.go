@@ -28,7 +28,7 @@ func (p *Pair) WaitReplayed(ctx context.Context) error { return p.pair.WaitRepla
 func (p *Pair) Promote(ctx context.Context) error { return p.pair.Promote(ctx) }
 
 // FailOver fails the pair over: it stops the primary at once, as a crash
-// that also fences it (it takes no more writes), and promotes the standby.
+// that also isolates it (it takes no more writes), and promotes the standby.
 func (p *Pair) FailOver(ctx context.Context) error {
 	if err := p.Primary.Stop(ctx, Immediate); err != nil {
 		return err

@@ -156,7 +156,7 @@ func NewServer(t testing.TB, settings ...string) *Server {
 // test server (and a SELECT 1) took 0.86 s at p99 and up to 6.8 s, where a
 // SELECT 1 on an established connection took 80 ms at p99 and 0.22 s at
 // most. A test that is not about connecting must not fail on that, as a
-// fence test did once when a client's own default (the nodeid command's
+// run test did once when a client's own default (the nodeid command's
 // 10 s) gave up first. The context of each call still bounds it.
 const testConnectTimeout = 60 * time.Second
 

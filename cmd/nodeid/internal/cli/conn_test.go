@@ -99,7 +99,7 @@ func FuzzConfigNeverPrintsPassword(f *testing.F) {
 			shape = -shape
 		}
 		dsn := strings.Replace(dsnShapes[shape%len(dsnShapes)], "%s", pw, 1)
-		template := strings.Replace(dsnShapes[shape%len(dsnShapes)], "%s", "", 1)
+		bare := strings.Replace(dsnShapes[shape%len(dsnShapes)], "%s", "", 1)
 		env := NewEnv(nil, nil, nil)
 		env.Getenv = func(string) string { return "" }
 		env.learnSecrets([]string{"--dsn", dsn})
@@ -111,7 +111,7 @@ func FuzzConfigNeverPrintsPassword(f *testing.F) {
 			out = env.Redact.String(c.Where())
 		}
 		for _, w := range strings.FieldsFunc(pw, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-			if len(w) < 3 || strings.Contains(template, w) || strings.Contains(shapeless, w) {
+			if len(w) < 3 || strings.Contains(bare, w) || strings.Contains(shapeless, w) {
 				continue
 			}
 			if strings.Contains(out, w) {

@@ -1,6 +1,6 @@
 // Package cli is the core every command of nodeid shares: the environment
-// (Env: streams, process environment, clock), the root command and its
-// global flags (NewRootCmd, Execute), each command's connection to the
+// (Env: streams, process environment, clock), the nodeid command and its
+// global flags (NewCommand, Execute), each command's connection to the
 // database (Conn: settings, handle, --timeout, errors explained with what
 // the connection knows), exit codes and usage errors, output formats
 // (OutputFlag, Table, WriteDoc) and the flag types (durations, node

@@ -49,12 +49,12 @@ type Result struct {
 	Stdout, Stderr string
 }
 
-// Harness runs the commands Commands returns under the root command, as
+// Harness runs the commands Commands returns under the nodeid command, as
 // nodeid does: the commands under test and those they need beside them;
-// or, if Root is set, the root it returns.
+// or, if Top is set, the nodeid command it returns.
 type Harness struct {
 	Commands func(env *cli.Env) []*cobra.Command
-	Root     func(env *cli.Env) *cobra.Command
+	Top      func(env *cli.Env) *cobra.Command
 }
 
 // Main runs the tests of a package with pgtest.Main, unless the test
@@ -70,10 +70,10 @@ func (h Harness) Main(m *testing.M) {
 
 // Exec runs args with env and returns the exit code.
 func (h Harness) Exec(env *cli.Env, args []string) int {
-	if h.Root != nil {
-		return cli.Execute(env, h.Root(env), args)
+	if h.Top != nil {
+		return cli.Execute(env, h.Top(env), args)
 	}
-	return cli.Execute(env, cli.NewRootCmd(env, h.Commands(env)...), args)
+	return cli.Execute(env, cli.NewCommand(env, h.Commands(env)...), args)
 }
 
 // Env returns an environment with the given stdin and process environment

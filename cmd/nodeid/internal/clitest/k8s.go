@@ -83,9 +83,9 @@ func ReadManifests(t testing.TB, path string) []K8sObject {
 func (h Harness) ParseCommandLine(t testing.TB, args []string) *cobra.Command {
 	t.Helper()
 	env, _, _ := Env("", nil)
-	root := cli.NewRootCmd(env, h.Commands(env)...)
-	cmd, rest, err := root.Find(args)
-	if err != nil || cmd == root {
+	top := cli.NewCommand(env, h.Commands(env)...)
+	cmd, rest, err := top.Find(args)
+	if err != nil || cmd == top {
 		t.Fatalf("%q: no such command: %v", args, err)
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
@@ -129,8 +129,8 @@ func ContainerPort(t testing.TB, c K8sObject, port any) int {
 }
 
 // CheckPod checks what every pod of the manifests must have: no API
-// token, not root, no privilege escalation, a read-only root, the DSN
-// from a Secret.
+// token, not the root user, no privilege escalation, a read-only root
+// file system, the DSN from a Secret.
 func CheckPod(t testing.TB, d K8sObject) (K8sObject, map[string]any) {
 	t.Helper()
 	name := d.Str("metadata", "name")

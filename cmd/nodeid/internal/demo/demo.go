@@ -50,7 +50,7 @@ type Options struct {
 }
 
 // Validate checks that --failover is not given a database with --dsn: it
-// starts its own servers. DATABASE_URL, which the root help tells users to
+// starts its own servers. DATABASE_URL, which "nodeid --help" tells users to
 // export, is left alone (failover says so).
 func (o *Options) Validate() error {
 	if !o.Failover {

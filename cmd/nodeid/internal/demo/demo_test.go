@@ -110,8 +110,8 @@ func TestDemoDuration(t *testing.T) {
 }
 
 // TestDemoFailoverWithDatabaseURL: an exported DATABASE_URL, which the
-// root help tells users to set, does not stop "demo --failover" (which
-// uses servers of its own); --dsn does.
+// nodeid command's help tells users to set, does not stop "demo --failover"
+// (which uses servers of its own); --dsn does.
 func TestDemoFailoverWithDatabaseURL(t *testing.T) {
 	t.Parallel()
 	ran := false

@@ -253,7 +253,7 @@ Recipes (more in docs/export.md):
   ShardingSphere, 10-bit worker.id:  --export 'WORKER_ID={node}', with
     worker.id=${WORKER_ID} in its Spring properties, or
     -- sh -c 'exec java -Dworker.id="$WORKER_ID" -jar app.jar'
-What the fence then guarantees a generator that knows nothing of nodeid:
+What the warden then guarantees a generator that knows nothing of nodeid:
 it starts only once this host's wall clock is past the previous holder's
 horizon, so that it stamps no millisecond the node ID's earlier holders
 did; it gets SIGTERM when the lease is lost, or a grace before the

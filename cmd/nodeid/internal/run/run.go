@@ -175,14 +175,14 @@ What still needs the command's cooperation:
   - The warden kills the processes of its own tree only: a process the
     command has started through another (a systemd unit, a container
     runtime, ssh, a job queue) is outside it.
-  - Unless nodeid run runs as root, the warden cannot kill a descendant that
-    runs as another user (a setuid program).
+  - Unless nodeid run runs as the root user, the warden cannot kill a
+    descendant that runs as another user (a setuid program).
   - Stamps must come from this host's wall clock.
 
 Passwords: a password in --dsn is visible to every user of this host (ps,
 /proc); give it in PGPASSWORD, in a password file (~/.pgpass, or the file
-PGPASSFILE names) or in DATABASE_URL, which only the same user and root can
-read.
+PGPASSFILE names) or in DATABASE_URL, which only the same user and the
+root user can read.
 
 Metrics: with --metrics-addr HOST:PORT, nodeid run serves the lease's
 metrics (the library's nodeid_* instruments) and its own process's (go_*,

@@ -21,9 +21,9 @@ import (
 //
 // The file is opened read-only (flock needs no write access) and created
 // readable by every user (0644, whatever the umask), so that a lock file
-// left by a serve run as another user (root, by hand) does not keep the
-// service's own user from serving on the path. Built where syscall.Flock
-// is; lock_other.go takes no lock elsewhere.
+// left by a serve run as another user (the root user, by hand) does not
+// keep the service's own user from serving on the path. Built where
+// syscall.Flock is; lock_other.go takes no lock elsewhere.
 func lockSocketPath(addr string) (io.Closer, error) {
 	name := addr + ".lock"
 	f, err := openLockFile(name)

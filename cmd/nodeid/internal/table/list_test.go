@@ -279,7 +279,7 @@ func TestQuarantineShown(t *testing.T) {
 	db, dsn := pgtest.NewDB(t)
 	harness.Must(t, "init", "--dsn", dsn, "--nodes", "3", "--max-ttl", "30s")
 	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes SET owner = 'web-1', epoch = 1, acquired_at = now(), expires_at = now() + interval '1h' WHERE node_id = 2`)
-	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET generation = 2, generation_at = now(), fence_ms = (extract(epoch FROM now()) * 1000)::bigint + 33000`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET generation = 2, generation_at = now(), quarantine_until_ms = (extract(epoch FROM now()) * 1000)::bigint + 33000`)
 	out := harness.Must(t, "list", "--dsn", dsn, "--all")
 	for _, want := range []string{"0     quarantined", "1     quarantined", "2     held", "held 1 / free 0 / expired 0 / quarantined 2 / total 3; replication async"} {
 		if !strings.Contains(out, want) {
@@ -302,7 +302,7 @@ func TestQuarantineShown(t *testing.T) {
 		t.Errorf("list --state quarantined -o json: %+v", doc)
 	}
 	// Once the quarantine is over, they are free again.
-	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET fence_ms = (extract(epoch FROM now()) * 1000)::bigint - 1`)
+	clitest.ExecSQL(t, db, `UPDATE snowflake_nodes_config SET quarantine_until_ms = (extract(epoch FROM now()) * 1000)::bigint - 1`)
 	if out := harness.Must(t, "list", "--dsn", dsn, "--all"); !strings.Contains(out, "held 1 / free 2 / expired 0 / total 3") {
 		t.Errorf("after the quarantine:\n%s", out)
 	}

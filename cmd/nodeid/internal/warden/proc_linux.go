@@ -105,13 +105,13 @@ func (t processTable) get(pid int) (procStat, bool) {
 	return p, true
 }
 
-// descendants returns the processes under root (root excluded) whose
-// ancestor just below root started at or after since (clock ticks after
-// boot; 0 for all). The snapshot is not atomic: when a process's parent
+// descendants returns the descendants of parent (parent excluded) that
+// descend from a child of parent started at or after since (clock ticks
+// after boot; 0 for all). The snapshot is not atomic: when a process's parent
 // has gone, the kernel has already given it a new parent, which is read
 // afresh. sure is false if a line of parents still could not be followed;
 // the caller then reads the table again.
-func (t processTable) descendants(root int, since uint64) (pids []int, sure bool) {
+func (t processTable) descendants(parent int, since uint64) (pids []int, sure bool) {
 	const (
 		inside = iota + 1
 		outside
@@ -126,7 +126,7 @@ func (t processTable) descendants(root int, since uint64) (pids []int, sure bool
 		r := unsure
 		p, ok := t[pid]
 		for try := 0; ok && try < 3 && depth < 4096; try++ {
-			if p.ppid == root {
+			if p.ppid == parent {
 				r = outside
 				if p.start >= since {
 					r = inside
@@ -159,7 +159,7 @@ func (t processTable) descendants(root int, since uint64) (pids []int, sure bool
 	}
 	sure = true
 	for _, pid := range pids0 {
-		if pid == root {
+		if pid == parent {
 			continue
 		}
 		switch under(pid, 0) {
@@ -172,18 +172,18 @@ func (t processTable) descendants(root int, since uint64) (pids []int, sure bool
 	return pids, sure
 }
 
-// treeKiller kills the processes under root, round after round, until it
+// treeKiller kills the descendants of parent, round after round, until it
 // finds none alive.
 type treeKiller struct {
-	root  int
-	since uint64
-	group int // if not 0, only the processes of this process group
+	parent int
+	since  uint64
+	group  int // if not 0, only the processes of this process group
 	// failed reports a process that could not be killed, once per PID.
 	failed   func(pid int, err error)
 	reported map[int]bool
 }
 
-// round stops every live process under root, then sends each SIGKILL:
+// round stops every live descendant of parent, then sends each SIGKILL:
 // stopped first, none of them runs on to see the others die (a shell
 // reporting its child killed) or to fork. It reports whether none was
 // alive (and the table could be read with certainty), and the PIDs seen
@@ -193,7 +193,7 @@ func (k *treeKiller) round() (none bool, seen []int, err error) {
 	if err != nil {
 		return false, nil, err
 	}
-	pids, sure := t.descendants(k.root, k.since)
+	pids, sure := t.descendants(k.parent, k.since)
 	if k.group != 0 {
 		pids = slices.DeleteFunc(pids, func(pid int) bool { return t[pid].pgrp != k.group })
 	}

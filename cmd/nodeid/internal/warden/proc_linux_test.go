@@ -41,29 +41,29 @@ func FuzzParseStat(f *testing.F) {
 	})
 }
 
-// TestDescendants: the processes under a root, those below a child of the
-// root started before since left out. PIDs are above the kernel's maximum,
+// TestDescendants: the descendants of a parent, those below a child of the
+// parent started before since left out. PIDs are above the kernel's maximum,
 // so that nothing is read from /proc for them.
 func TestDescendants(t *testing.T) {
-	const root = 5_000_000
+	const parent = 5_000_000
 	table := processTable{
-		root:          {ppid: 1, state: 'S', threads: 1, start: 1},
-		root + 1:      {ppid: root, state: 'S', threads: 1, start: 10}, // the warden
-		root + 2:      {ppid: root + 1, state: 'R', threads: 1, start: 11},
-		root + 3:      {ppid: root + 2, state: 'Z', threads: 1, start: 12},
-		root + 4:      {ppid: root, state: 'S', threads: 1, start: 10}, // an adopted orphan
-		root + 5:      {ppid: root, state: 'S', threads: 1, start: 2},  // started before: not the command's
-		root + 6:      {ppid: root + 5, state: 'S', threads: 1, start: 20},
-		root + 7:      {ppid: 1, state: 'S', threads: 1, start: 20},
-		root + 8:      {ppid: root + 9, state: 'S', threads: 1, start: 20}, // its parent is gone, and so is it
-		root + 10_000: {ppid: root + 7, state: 'S', threads: 1, start: 20},
+		parent:          {ppid: 1, state: 'S', threads: 1, start: 1},
+		parent + 1:      {ppid: parent, state: 'S', threads: 1, start: 10}, // the warden
+		parent + 2:      {ppid: parent + 1, state: 'R', threads: 1, start: 11},
+		parent + 3:      {ppid: parent + 2, state: 'Z', threads: 1, start: 12},
+		parent + 4:      {ppid: parent, state: 'S', threads: 1, start: 10}, // an adopted orphan
+		parent + 5:      {ppid: parent, state: 'S', threads: 1, start: 2},  // started before: not the command's
+		parent + 6:      {ppid: parent + 5, state: 'S', threads: 1, start: 20},
+		parent + 7:      {ppid: 1, state: 'S', threads: 1, start: 20},
+		parent + 8:      {ppid: parent + 9, state: 'S', threads: 1, start: 20}, // its parent is gone, and so is it
+		parent + 10_000: {ppid: parent + 7, state: 'S', threads: 1, start: 20},
 	}
-	pids, sure := table.descendants(root, 10)
+	pids, sure := table.descendants(parent, 10)
 	slices.Sort(pids)
-	if want := []int{root + 1, root + 2, root + 3, root + 4}; !slices.Equal(pids, want) || !sure {
+	if want := []int{parent + 1, parent + 2, parent + 3, parent + 4}; !slices.Equal(pids, want) || !sure {
 		t.Errorf("descendants since 10: %v (sure %v), want %v", pids, sure, want)
 	}
-	pids, _ = table.descendants(root, 0)
+	pids, _ = table.descendants(parent, 0)
 	if len(pids) != 6 {
 		t.Errorf("descendants since 0: %v, want 6", pids)
 	}

@@ -308,7 +308,7 @@ func (s *Supervisor) kill() {
 	// this stops it.
 	s.exit.Terminated = s.exit.Terminated || s.terminating && !s.exit.Exited
 	me := os.Getpid()
-	k := treeKiller{root: me, since: s.wardenStart, failed: func(pid int, err error) {
+	k := treeKiller{parent: me, since: s.wardenStart, failed: func(pid int, err error) {
 		fmt.Fprintf(s.cfg.Log, "nodeid: cannot kill process %d of %s: %v; trying again\n", pid, s.name, err)
 	}}
 	if s.cfg.Shared {

@@ -378,7 +378,7 @@ func (w *warden) killAll(why string, cause error) error {
 	if report {
 		w.send(event{Ev: evKill, Why: why})
 	}
-	k := treeKiller{root: os.Getpid(), failed: func(pid int, err error) {
+	k := treeKiller{parent: os.Getpid(), failed: func(pid int, err error) {
 		fmt.Fprintf(w.stderr, "nodeid: cannot kill process %d of %s: %v; trying again\n", pid, w.name, err)
 	}}
 	pause := time.NewTimer(0)

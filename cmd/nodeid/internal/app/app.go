@@ -1,6 +1,7 @@
-// Package root assembles the nodeid command: every command of the
-// packages beside it under the root of package cli. main calls Main.
-package root
+// Package app assembles the nodeid command: every command of the packages
+// beside it under the nodeid command of package cli (cli.NewCommand). main
+// calls Main.
+package app
 
 import (
 	"io"
@@ -26,10 +27,10 @@ func Main(b Build, args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	return cli.Execute(env, NewCmd(env, b), args)
 }
 
-// NewCmd returns the root command with every command of nodeid, in the
+// NewCmd returns the nodeid command with every command of nodeid, in the
 // order of its help; b is what the release set at build time.
 func NewCmd(env *cli.Env, b Build) *cobra.Command {
-	return cli.NewRootCmd(env,
+	return cli.NewCommand(env,
 		table.NewCmdSchema(env, nil),
 		table.NewCmdInit(env, nil),
 		table.NewCmdList(env, nil),

@@ -1,4 +1,4 @@
-package root
+package app
 
 import (
 	"testing"
@@ -10,6 +10,6 @@ import (
 )
 
 // harness runs the whole command, as the binary does.
-var harness = clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{}) }}
+var harness = clitest.Harness{Top: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{}) }}
 
 func TestMain(m *testing.M) { harness.Main(m) }

@@ -14,10 +14,10 @@ import (
 	"github.com/nodeid/nodeid/postgres"
 )
 
-// NewRootCmd returns the command "nodeid", with the global flags (--dsn,
+// NewCommand returns the command "nodeid", with the global flags (--dsn,
 // --table, --timeout), the commands cmds and cobra's completion command.
-func NewRootCmd(env *Env, cmds ...*cobra.Command) *cobra.Command {
-	root := &cobra.Command{
+func NewCommand(env *Env, cmds ...*cobra.Command) *cobra.Command {
+	top := &cobra.Command{
 		Use:   "nodeid",
 		Short: "Inspect and repair the Snowflake node-ID lease table; decode and trace IDs; run programs under a lease",
 		Long: `nodeid works on the PostgreSQL table from which github.com/nodeid/nodeid
@@ -50,8 +50,8 @@ lease ended; 6 a request that conflicts with what the table records (init
 		DisableSuggestions:         true,
 		SuggestionsMinimumDistance: 2,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
-	pf := root.PersistentFlags()
+	top.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return Usage(err) })
+	pf := top.PersistentFlags()
 	var (
 		dsn, table string
 		timeout    time.Duration
@@ -60,15 +60,15 @@ lease ended; 6 a request that conflicts with what the table records (init
 	pf.StringVar(&table, flagTable, postgres.DefaultTable, "lease table, optionally schema-qualified; its history is TABLE_history")
 	pf.Var(NewDurationValue(&timeout, DefaultTimeout), flagTimeout,
 		"give up the command's database work after this long and say what it waited for (0: no limit; not run, demo or bench, which keep their own timing)")
-	root.AddCommand(cmds...)
-	root.SetIn(env.In)
-	root.SetOut(env.Out)
-	root.SetErr(env.Err)
+	top.AddCommand(cmds...)
+	top.SetIn(env.In)
+	top.SetOut(env.Out)
+	top.SetErr(env.Err)
 	// Created here, not by Execute, so that it can be made strict; it
 	// writes to the streams set above.
-	root.InitDefaultCompletionCmd()
-	root.InitDefaultHelpCmd()
-	for _, c := range root.Commands() {
+	top.InitDefaultCompletionCmd()
+	top.InitDefaultHelpCmd()
+	for _, c := range top.Commands() {
 		switch c.Name() {
 		case "completion":
 			strictCompletion(c)
@@ -76,12 +76,12 @@ lease ended; 6 a request that conflicts with what the table records (init
 			strictHelp(c)
 		}
 	}
-	return root
+	return top
 }
 
 // strictHelp makes "help" of a topic that is no command a usage error
-// naming it (exit 2), instead of the root's help and exit 0, which a
-// script cannot tell from success.
+// naming it (exit 2), instead of the nodeid command's help and exit 0,
+// which a script cannot tell from success.
 func strictHelp(c *cobra.Command) {
 	c.Run = nil
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -125,13 +125,13 @@ func TableOf(cmd *cobra.Command) (string, error) {
 	return table, postgres.ValidateTable(table)
 }
 
-// Execute runs root on args and returns the process exit code, after
-// printing the error, if any, on one line of stderr: what went wrong and,
-// where the fix is known, how to fix it.
-func Execute(env *Env, root *cobra.Command, args []string) int {
+// Execute runs top, the nodeid command, on args and returns the process
+// exit code, after printing the error, if any, on one line of stderr: what
+// went wrong and, where the fix is known, how to fix it.
+func Execute(env *Env, top *cobra.Command, args []string) int {
 	env.learnSecrets(args)
-	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	top.SetArgs(args)
+	cmd, err := top.ExecuteC()
 	code := ExitCode(err)
 	var ce *ExitError
 	switch {

@@ -1,4 +1,4 @@
-package root
+package app
 
 import (
 	"os"
@@ -36,9 +36,9 @@ func TestHelpOnEveryCommand(t *testing.T) {
 			t.Errorf("%s --help: %+v", c.CommandPath(), r)
 		}
 	}
-	root := NewCmd(env, Build{})
-	root.InitDefaultCompletionCmd()
-	walk(root)
+	top := NewCmd(env, Build{})
+	top.InitDefaultCompletionCmd()
+	walk(top)
 	if n < 14 {
 		t.Errorf("only %d commands seen", n)
 	}
@@ -94,7 +94,7 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "nodeid ") || !strings.Contains(out, runtime.Version()) || strings.Count(out, "\n") != 1 {
 		t.Errorf("version: %q", out)
 	}
-	release := clitest.Harness{Root: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{Version: "v9.8.7"}) }}
+	release := clitest.Harness{Top: func(env *cli.Env) *cobra.Command { return NewCmd(env, Build{Version: "v9.8.7"}) }}
 	if out := release.Must(t, "version"); !strings.HasPrefix(out, "nodeid v9.8.7") {
 		t.Errorf("version set at build time: %q", out)
 	}
@@ -110,9 +110,9 @@ func TestHelpUnknownTopic(t *testing.T) {
 	}
 }
 
-// TestRootHelpListsExitCodes: the root help names every exit code that
+// TestHelpListsExitCodes: "nodeid --help" names every exit code that
 // docs/commands.md lists.
-func TestRootHelpListsExitCodes(t *testing.T) {
+func TestHelpListsExitCodes(t *testing.T) {
 	t.Parallel()
 	page, err := os.ReadFile(clitest.DocsPage)
 	if err != nil {
@@ -127,7 +127,7 @@ func TestRootHelpListsExitCodes(t *testing.T) {
 	help := strings.Join(strings.Fields(harness.Must(t, "--help")), " ")
 	for _, c := range codes {
 		if !regexp.MustCompile(`[:;] ` + c[1] + ` `).MatchString(help) {
-			t.Errorf("the root help does not list exit code %s:\n%s", c[1], help)
+			t.Errorf("nodeid --help does not list exit code %s:\n%s", c[1], help)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package root
+package app
 
 import (
 	"bytes"
@@ -18,16 +18,16 @@ import (
 const cliDocsDir = clitest.RepoRoot + "/docs/cli"
 
 // regenerateCLIDocs says how to bring docs/cli up to date.
-const regenerateCLIDocs = "go test ./cmd/nodeid/internal/root -run TestCLIDocs -update"
+const regenerateCLIDocs = "go test ./cmd/nodeid/internal/app -run TestCLIDocs -update"
 
 // genCLIDocs writes the reference of every command that is not hidden into
 // dir, one Markdown page per command, and returns the pages' names.
 func genCLIDocs(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	env, _, _ := clitest.Env("", nil) // no environment: the pages do not depend on the machine
-	root := NewCmd(env, Build{})
-	root.DisableAutoGenTag = true // no date: the same commands give the same pages
-	if err := doc.GenMarkdownTree(root, dir); err != nil {
+	top := NewCmd(env, Build{})
+	top.DisableAutoGenTag = true // no date: the same commands give the same pages
+	if err := doc.GenMarkdownTree(top, dir); err != nil {
 		t.Fatalf("generating the CLI reference: %v", err)
 	}
 	return readPages(t, dir)
