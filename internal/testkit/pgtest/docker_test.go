@@ -48,6 +48,7 @@ func fakePgdocker() int {
 	case "slow": // a long image pull: a container only after a signal
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGTERM)
+		fmt.Fprintln(log, "pulling")
 		<-sigs
 		fmt.Fprintln(log, "signalled")
 		return 1
@@ -237,13 +238,24 @@ func TestPgdockerGarbage(t *testing.T) {
 // pgdocker is asked to stop with SIGTERM, on which it removes what it made.
 func TestPgdockerStartCancelled(t *testing.T) {
 	log := useFakePgdocker(t, "slow")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if d, err := runPgdocker(ctx, os.Args[0], 5433, nil); d != nil || !errors.Is(err, context.DeadlineExceeded) {
+	// The start ends while pgdocker pulls the image: once the fake has
+	// said so (its handler is in place), however long a loaded machine
+	// takes to start it; after a minute regardless, to fail, not hang.
+	go func() {
+		defer cancel()
+		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if b, _ := os.ReadFile(log); strings.Contains(string(b), "pulling\n") {
+				return
+			}
+		}
+	}()
+	if d, err := runPgdocker(ctx, os.Args[0], 5433, nil); d != nil || !errors.Is(err, context.Canceled) {
 		t.Fatalf("runPgdocker = %v, %v; want the context's end", d, err)
 	}
-	if got := readLog(t, log); !strings.HasSuffix(got, "signalled\n") {
-		t.Errorf("pgdocker saw %q; want SIGTERM", got)
+	if got := readLog(t, log); !strings.HasSuffix(got, "pulling\nsignalled\n") {
+		t.Errorf("pgdocker saw %q; want SIGTERM while it pulled", got)
 	}
 }
 
