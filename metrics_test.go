@@ -460,7 +460,7 @@ func TestMetricsLossCausesOnPostgres(t *testing.T) {
 				acquire(t, newer)
 				proxy.Restore()
 			}
-			waitLost(t, l, ttl)
+			waitLost(t, l, 2*ttl) // the cause below says which end came first
 			if !errors.Is(l.Err(), c.want) {
 				t.Fatalf("Err = %v, want %v", l.Err(), c.want)
 			}
