@@ -22,5 +22,5 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	pgtest.MainWaiting(m, "Example", "ExampleRegistry_CheckSchema", "ExampleFence", "ExampleLease_Verify")
+	pgtest.Main(m, "Example", "ExampleRegistry_CheckSchema", "ExampleFence", "ExampleLease_Verify")
 }
