@@ -200,6 +200,7 @@ func (m *model) dfs() result {
 		visited = newStateSet()
 		stack   []act
 		acts    = make([][]act, m.b.depth)
+		next    = make([]mstate, m.b.depth) // each level's state after its action, reused
 		found   bool
 	)
 	var rec func(s *mstate, d int)
@@ -209,9 +210,10 @@ func (m *model) dfs() result {
 			return
 		}
 		acts[d] = m.enabled(s, acts[d][:0])
+		t := &next[d]
 		for _, a := range acts[d] {
-			t := *s
-			changed, v := m.step(&t, a)
+			*t = *s
+			changed, v := m.step(t, a)
 			res.transitions++
 			if !changed {
 				continue
@@ -221,8 +223,8 @@ func (m *model) dfs() result {
 				res.v, res.trace, found = v, append([]act(nil), stack...), true
 				return
 			}
-			if visited.visit(hashState(seed, &t), int8(m.b.depth-d-1)) {
-				rec(&t, d+1)
+			if visited.visit(hashState(seed, t), int8(m.b.depth-d-1)) {
+				rec(t, d+1)
 				if found {
 					return
 				}
