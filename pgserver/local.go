@@ -98,7 +98,9 @@ func RunAs() (*syscall.Credential, error) {
 // StartLocal starts a server from the local PostgreSQL programs on a free
 // port of 127.0.0.1, in a new temporary directory, with settings
 // ("name=value") on top of DefaultSettings, and waits until it accepts
-// connections.
+// connections. Its data directory is a copy of a template that initdb
+// makes once per PostgreSQL installation and user, kept in the user's
+// cache directory (nodeid-pgserver), with a system identifier of its own.
 func StartLocal(ctx context.Context, settings ...string) (*Server, error) {
 	return startLocalWith(ctx, settings, (*local).init)
 }
@@ -169,16 +171,6 @@ func (l *local) chown() error {
 		return nil
 	}
 	return os.Chown(l.root, int(l.cred.Uid), int(l.cred.Gid))
-}
-
-// init makes a new data directory with initdb.
-func (l *local) init(ctx context.Context) error {
-	out, err := l.command(ctx, "initdb", "-D", l.data(), "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, out)
-	}
-	return nil
 }
 
 // basebackup makes the data directory as a standby of the server at addr,

@@ -1,0 +1,109 @@
+//go:build unix
+
+package pgserver
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// TestTemplateServersAreDistinctClusters starts two servers from the
+// template and checks that each has a system identifier of its own, that
+// the one pg_control names is the one the server reports, and that a
+// server from the template survives a restart with what it wrote.
+func TestTemplateServersAreDistinctClusters(t *testing.T) {
+	if _, err := FindBinaries(); err != nil {
+		if os.Getenv("NODEID_TEST_REQUIRE_DB") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ids := map[uint64]bool{}
+	for i := range 2 {
+		srv, err := StartLocal(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		id := systemIdentifier(t, ctx, srv)
+		if ids[id] {
+			t.Fatalf("server %d has the system identifier %d of the one before", i, id)
+		}
+		ids[id] = true
+		l := srv.Controller().(*local)
+		b, err := os.ReadFile(filepath.Join(l.data(), "global", "pg_control"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := binary.LittleEndian.Uint64(b); got != id {
+			t.Fatalf("pg_control names %d, the server %d", got, id)
+		}
+		if i == 1 {
+			db, err := sql.Open("pgx", srv.AdminDSN())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(ctx, `CREATE TABLE kept AS SELECT 42 AS v`); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Stop(ctx, Fast); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.WaitReady(ctx, l.Exited()); err != nil {
+				t.Fatal(err)
+			}
+			var v int
+			if err := db.QueryRowContext(ctx, `SELECT v FROM kept`).Scan(&v); err != nil || v != 42 {
+				t.Fatalf("after a restart: %d, %v", v, err)
+			}
+		}
+	}
+}
+
+func systemIdentifier(t *testing.T, ctx context.Context, srv *Server) uint64 {
+	t.Helper()
+	db, err := sql.Open("pgx", srv.AdminDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id int64
+	if err := db.QueryRowContext(ctx, `SELECT system_identifier FROM pg_control_system()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(id)
+}
+
+// TestControlCRCOffset finds the CRC of a made-up control file wherever it
+// is, and none in bytes that carry none.
+func TestControlCRCOffset(t *testing.T) {
+	table := crc32.MakeTable(crc32.Castagnoli)
+	for _, at := range []int{16, 296, 508} {
+		b := bytes.Repeat([]byte{7}, 8192)
+		for i := range at {
+			b[i] = byte(i * 31)
+		}
+		binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[:at], table))
+		if got, err := controlCRCOffset(b); err != nil || got != at {
+			t.Errorf("CRC at %d: found %d, %v", at, got, err)
+		}
+	}
+	if at, err := controlCRCOffset(bytes.Repeat([]byte{7}, 8192)); err == nil {
+		t.Errorf("no CRC: found one at %d", at)
+	}
+}
