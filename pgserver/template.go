@@ -129,7 +129,7 @@ func (l *local) newIdentity(ctx context.Context) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
-	id[7] &= 0x7f // positive as a bigint, as initdb's are
+	id[7] &= 0x7f  // positive as a bigint, as initdb's are
 	copy(b, id[:]) // system_identifier is pg_control's first field
 	binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[:at], crc32.MakeTable(crc32.Castagnoli)))
 	if err := os.WriteFile(path, b, 0o600); err != nil {
