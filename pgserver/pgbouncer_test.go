@@ -14,13 +14,8 @@ import (
 // TestStartPgBouncer runs a transaction-mode PgBouncer in front of a
 // throwaway server and a statement through it in exec mode.
 func TestStartPgBouncer(t *testing.T) {
+	needServers(t)
 	if _, err := FindPgBouncer(); errors.Is(err, ErrNoPgBouncer) {
-		if os.Getenv("NODEID_TEST_REQUIRE_DB") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	if _, err := FindBinaries(); err != nil {
 		if os.Getenv("NODEID_TEST_REQUIRE_DB") != "" {
 			t.Fatal(err)
 		}

@@ -21,12 +21,7 @@ import (
 // the one pg_control names is the one the server reports, and that a
 // server from the template survives a restart with what it wrote.
 func TestTemplateServersAreDistinctClusters(t *testing.T) {
-	if _, err := FindBinaries(); err != nil {
-		if os.Getenv("NODEID_TEST_REQUIRE_DB") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	needServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ids := map[uint64]bool{}
@@ -72,6 +67,21 @@ func TestTemplateServersAreDistinctClusters(t *testing.T) {
 				t.Fatalf("after a restart: %d, %v", v, err)
 			}
 		}
+	}
+}
+
+// needServers skips the test under -short, and where the local PostgreSQL
+// programs are missing unless NODEID_TEST_REQUIRE_DB is set.
+func needServers(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test starts PostgreSQL servers")
+	}
+	if _, err := FindBinaries(); err != nil {
+		if os.Getenv("NODEID_TEST_REQUIRE_DB") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
 	}
 }
 
