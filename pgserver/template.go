@@ -37,60 +37,58 @@ func (l *local) initdb(ctx context.Context, dir string) error {
 	return nil
 }
 
-// init makes the data directory: from the template when there can be one,
-// with initdb otherwise.
+// init makes the data directory: a copy of the template when there is
+// one; else initdb's, which then becomes the template if it can.
 func (l *local) init(ctx context.Context) error {
-	tmpl, err := l.template(ctx)
-	if err != nil {
-		return l.initdb(ctx, l.data())
+	tmpl := l.templateDir()
+	if tmpl != "" {
+		if _, err := os.Stat(filepath.Join(tmpl, "PG_VERSION")); err == nil {
+			if err := copyTree(tmpl, l.data(), l.cred); err != nil {
+				return fmt.Errorf("pgserver: copy the template %s: %w", tmpl, err)
+			}
+			return l.newIdentity(ctx)
+		}
 	}
-	if err := copyTree(tmpl, l.data(), l.cred); err != nil {
-		return fmt.Errorf("pgserver: copy the template %s: %w", tmpl, err)
+	if err := l.initdb(ctx, l.data()); err != nil {
+		return err
 	}
-	return l.newIdentity(ctx)
+	if tmpl != "" {
+		_ = saveTemplate(l.data(), tmpl) // without one, the next server runs initdb too
+	}
+	return nil
 }
 
-// template returns the template data directory for l's binaries and user,
-// making it first if there is none. It fails when the binaries lack
-// pg_resetwal or the user has no cache directory.
-func (l *local) template(ctx context.Context) (string, error) {
+// templateDir is where the template for l's binaries and user is kept,
+// or "" when there can be none: the binaries lack pg_resetwal, or the user
+// has no cache directory.
+func (l *local) templateDir() string {
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return ""
 	}
 	key, err := l.templateKey()
 	if err != nil {
-		return "", err
+		return ""
 	}
-	dir := filepath.Join(cache, "nodeid-pgserver", key)
-	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
-		return dir, nil
-	}
-	// initdb runs as the server's user in a directory it owns, l.root;
-	// the copy into the cache belongs to the caller, and a rename makes
-	// it the template whole or not at all, whichever process is first.
-	made := filepath.Join(l.root, "template")
-	if err := l.initdb(ctx, made); err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(made)
+	return filepath.Join(cache, "nodeid-pgserver", key)
+}
+
+// saveTemplate copies the data directory that initdb made, before its
+// server first starts, to dir, as the caller's: a rename makes it the
+// template whole or not at all, whichever process is first.
+func saveTemplate(data, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		return "", err
+		return err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), key+".tmp-")
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := copyTree(made, filepath.Join(tmp, "data"), nil); err != nil {
-		return "", err
+	if err := copyTree(data, filepath.Join(tmp, "data"), nil); err != nil {
+		return err
 	}
-	if err := os.Rename(filepath.Join(tmp, "data"), dir); err != nil {
-		if _, statErr := os.Stat(filepath.Join(dir, "PG_VERSION")); statErr != nil {
-			return "", err
-		}
-	}
-	return dir, nil
+	return os.Rename(filepath.Join(tmp, "data"), dir)
 }
 
 // templateKey names a template by what makes one: the initdb, postgres and
@@ -129,9 +127,10 @@ func (l *local) newIdentity(ctx context.Context) error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return err
 	}
-	id[7] &= 0x7f  // positive as a bigint, as initdb's are
-	copy(b, id[:]) // system_identifier is pg_control's first field
-	binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[:at], crc32.MakeTable(crc32.Castagnoli)))
+	// system_identifier is pg_control's first field, positive as a bigint
+	// as initdb's are.
+	binary.NativeEndian.PutUint64(b, binary.NativeEndian.Uint64(id[:])>>1)
+	binary.NativeEndian.PutUint32(b[at:], crc32.Checksum(b[:at], castagnoli))
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return err
 	}
@@ -141,17 +140,16 @@ func (l *local) newIdentity(ctx context.Context) error {
 	return nil
 }
 
+// castagnoli is CRC-32C, pg_control's checksum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // controlCRCOffset returns where pg_control's CRC is: the first 4-byte
-// aligned offset whose CRC-32C of the bytes before it is the little-endian
-// word there. The field is the control data's last, within its first 512
-// bytes in every version.
+// aligned offset whose CRC-32C of the bytes before it is the word there,
+// in the machine's byte order, as PostgreSQL writes it. The field is the
+// control data's last, within its first 512 bytes in every version.
 func controlCRCOffset(b []byte) (int, error) {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		return 0, errors.New("a big-endian pg_control is not supported")
-	}
-	table := crc32.MakeTable(crc32.Castagnoli)
 	for at := 8; at+4 <= min(len(b), 512); at += 4 {
-		if crc32.Checksum(b[:at], table) == binary.LittleEndian.Uint32(b[at:]) {
+		if crc32.Checksum(b[:at], castagnoli) == binary.NativeEndian.Uint32(b[at:]) {
 			return at, nil
 		}
 	}

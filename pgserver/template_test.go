@@ -10,27 +10,37 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
 
-// TestTemplateServersAreDistinctClusters starts two servers from the
-// template and checks that each has a system identifier of its own, that
-// the one pg_control names is the one the server reports, and that a
-// server from the template survives a restart with what it wrote.
+// TestTemplateServersAreDistinctClusters starts three servers on an empty
+// cache: the first from initdb, which leaves the template, the others
+// from the template. Each must have a system identifier of its own, the
+// one pg_control names and the server reports, and a server from the
+// template must keep what it wrote across a restart.
 func TestTemplateServersAreDistinctClusters(t *testing.T) {
 	needServers(t)
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache) // os.UserCacheDir on Linux and the BSDs
+	t.Setenv("HOME", cache)           // on macOS
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ids := map[uint64]bool{}
-	for i := range 2 {
+	for i := range 3 {
 		srv, err := StartLocal(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer srv.Close()
+		if tmpl := srv.Controller().(*local).templateDir(); i == 0 && !strings.HasPrefix(tmpl, cache) {
+			t.Fatalf("the template is kept at %q, not in the cache %s", tmpl, cache)
+		} else if _, err := os.Stat(filepath.Join(tmpl, "PG_VERSION")); err != nil {
+			t.Fatalf("after server %d: no template: %v", i, err)
+		}
 		id := systemIdentifier(t, ctx, srv)
 		if ids[id] {
 			t.Fatalf("server %d has the system identifier %d of the one before", i, id)
@@ -41,10 +51,10 @@ func TestTemplateServersAreDistinctClusters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := binary.LittleEndian.Uint64(b); got != id {
+		if got := binary.NativeEndian.Uint64(b); got != id {
 			t.Fatalf("pg_control names %d, the server %d", got, id)
 		}
-		if i == 1 {
+		if i == 2 {
 			db, err := sql.Open("pgx", srv.AdminDSN())
 			if err != nil {
 				t.Fatal(err)
@@ -102,13 +112,12 @@ func systemIdentifier(t *testing.T, ctx context.Context, srv *Server) uint64 {
 // TestControlCRCOffset finds the CRC of a made-up control file wherever it
 // is, and none in bytes that carry none.
 func TestControlCRCOffset(t *testing.T) {
-	table := crc32.MakeTable(crc32.Castagnoli)
 	for _, at := range []int{16, 296, 508} {
 		b := bytes.Repeat([]byte{7}, 8192)
 		for i := range at {
 			b[i] = byte(i * 31)
 		}
-		binary.LittleEndian.PutUint32(b[at:], crc32.Checksum(b[:at], table))
+		binary.NativeEndian.PutUint32(b[at:], crc32.Checksum(b[:at], castagnoli))
 		if got, err := controlCRCOffset(b); err != nil || got != at {
 			t.Errorf("CRC at %d: found %d, %v", at, got, err)
 		}
